@@ -1,0 +1,39 @@
+# chatetl: the two commands of the README are `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SERVICES := $(PY) deploy/local_services.py
+# the test suite runs its own services on other ports, beside the demo's
+TEST_ENV := NEO4J_URI=bolt://127.0.0.1:17687 CHATETL_S3_ENDPOINT_URL=http://127.0.0.1:18333
+
+.PHONY: setup demo test services down status ui bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+services: setup
+	$(SERVICES) up
+
+demo: services
+	$(PY) deploy/demo.py
+
+test: setup
+	$(TEST_ENV) $(SERVICES) up
+	$(TEST_ENV) $(PY) -m pytest
+
+status: setup
+	$(SERVICES) status; $(TEST_ENV) $(SERVICES) status
+
+down: setup
+	$(SERVICES) down; $(TEST_ENV) $(SERVICES) down
+
+ui: setup
+	set -a; . deploy/local.env; set +a; CHATETL_STORE=s3 DAGSTER_HOME=$(CURDIR)/.dagster_home $(VENV)/bin/dagster dev -h 127.0.0.1 -p 3000
+
+clean: down
+	rm -rf .services .data .dagster_home

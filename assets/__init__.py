@@ -1,0 +1,1 @@
+"""Dagster assets, checks, sensors and schedules: thin shells over chatetl's library."""

@@ -1,0 +1,68 @@
+"""The command line: the same library functions the Dagster assets call."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import click
+
+from chatetl.model import Conversation
+from chatetl.normalize import TableWriter
+from chatetl.readers import ReadReport, read_entries, read_path
+from chatetl.readers.entry import Entry
+
+
+def _s3_entries(uri: str, report: ReadReport) -> Iterator[Entry]:
+    from chatetl import settings
+    from chatetl.storage import S3ObjectStore, s3_client
+
+    bucket, _, prefix = uri[len("s3://"):].partition("/")
+    store = S3ObjectStore(s3_client(settings.get("CHATETL_S3_ENDPOINT_URL") or None), bucket)
+    found = False
+    for info in store.list(prefix):
+        found = True
+        yield Entry(name=store.uri(info.key), opener=lambda key=info.key: store.open(key), size=info.size)
+    if not found:
+        report.error(uri, "", "no objects under this prefix")
+
+
+def iter_inputs(inputs: tuple[str, ...], report: ReadReport) -> Iterator[Conversation]:
+    for item in inputs:
+        if item.startswith("s3://"):
+            yield from read_entries(_s3_entries(item, report), report)
+        else:
+            yield from read_path(Path(item), report)
+
+
+@click.group()
+def main() -> None:
+    """chatetl: AI-chat exports into normalized tables, a Neo4j graph, RAG text and files."""
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
+def normalize(inputs: tuple[str, ...], out: Path) -> None:
+    """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages."""
+    report = ReadReport()
+    (out / "conversations").mkdir(parents=True, exist_ok=True)
+    (out / "messages").mkdir(parents=True, exist_ok=True)
+    with TableWriter(out / "conversations" / "part-0.parquet", out / "messages" / "part-0.parquet") as writer:
+        for conv in iter_inputs(inputs, report):
+            writer.add(conv)
+    for err in report.errors:
+        click.echo(f"error: {err}", err=True)
+    summary = {"files": report.files, "conversations": writer.conversations, "messages": writer.messages, "errors": len(report.errors)}
+    if report.skipped:
+        summary["skipped"] = dict(report.skipped)
+    if report.drift:
+        summary["drift"] = dict(report.drift)
+    click.echo(json.dumps(summary, sort_keys=True))
+    sys.exit(1 if report.errors else 0)
+
+
+if __name__ == "__main__":
+    main()

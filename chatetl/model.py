@@ -1,0 +1,162 @@
+"""The canonical model every reader produces and every later stage consumes.
+
+One `Conversation` holds the whole message tree of one chat as it was in one
+source file. Readers yield conversations one at a time; nothing here holds a
+whole export.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Source(StrEnum):
+    """The format family a conversation was read from (how it arrived)."""
+
+    CHATGPT = "chatgpt"
+    CLAUDE_AI = "claude-ai"
+    CHAT_EXPORT = "chat-export"
+    SHAREGPT = "sharegpt"
+    REX = "rex"
+    CLAUDE_CODE = "claude-code"
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class MessageKind(StrEnum):
+    """What kind of thing a message is, so outputs can leave out what a person never saw."""
+
+    TURN = "turn"  # a visible turn: text a person saw in the chat
+    REASONING = "reasoning"  # thoughts, reasoning recaps, thinking blocks
+    TOOL_CALL = "tool_call"  # the model calling a tool (code, search, browser ...)
+    TOOL_RESULT = "tool_result"  # what the tool returned
+    HIDDEN = "hidden"  # system prompts, custom instructions, memory, injected context
+    SUMMARY = "summary"  # compaction / session summaries
+
+
+VISIBLE_KINDS = frozenset({MessageKind.TURN})
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """Normalize a datetime to aware UTC (naive values are taken as UTC)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class ToolCall(_Model):
+    id: str | None = None  # the source's call id (toolu_..., call_...), used to pair results
+    name: str | None = None  # tool name (python, web.run, browser, Bash, artifacts ...)
+    input: str = ""  # the call's input as text (JSON-encoded when structured)
+
+
+class ToolResult(_Model):
+    tool_call_id: str | None = None  # pairs with ToolCall.id
+    name: str | None = None
+    output: str = ""
+    is_error: bool = False
+
+
+class Citation(_Model):
+    title: str | None = None
+    url: str | None = None
+    snippet: str | None = None
+    source: str | None = None  # domain or citing system
+
+
+class Attachment(_Model):
+    kind: str = "file"  # file | image | audio | video
+    id: str | None = None
+    name: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    pointer: str | None = None  # asset pointer (file-service://, sediment://, URL)
+    text: str | None = None  # extracted text, where the source has it
+
+
+class Message(_Model):
+    message_id: str
+    parent_id: str | None = None
+    role: Role
+    kind: MessageKind = MessageKind.TURN
+    text: str = ""  # what a person saw for turns; the content itself for other kinds
+    created_at: datetime | None = None
+    model: str | None = None
+    author_name: str | None = None  # tool name for tool messages, display tag for chat-export
+    recipient: str | None = None  # ChatGPT: "all" or the tool the message is addressed to
+    content_type: str | None = None  # the source's own content/block type(s)
+    reasoning: str | None = None  # reasoning carried inside this message (Claude thinking blocks)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)
+    attachments: list[Attachment] = Field(default_factory=list)
+    # Set by the branch resolver (chatetl.readers.tree), never by readers themselves.
+    on_active_branch: bool = False
+    seq: int | None = None  # 0-based position among visible turns of the active branch
+    branch_index: int | None = None  # position along the active branch among all its messages
+    extra: dict[str, Any] = Field(default_factory=dict)  # unknown source fields, kept raw
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return utc(v)
+
+    @property
+    def visible(self) -> bool:
+        return self.kind in VISIBLE_KINDS
+
+
+class Conversation(_Model):
+    source: Source  # format family (how it arrived)
+    platform: str  # the service the chat happened on: chatgpt, claude-ai, grok, gemini ...
+    conversation_id: str  # the platform's own id where the file carries one, else a stable derived id
+    title: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    model: str | None = None  # the conversation's default model
+    url: str | None = None
+    timezone: str | None = None  # the source's own time zone, where known (REX)
+    source_file: str | None = None  # the file (and archive member) it was read from
+    current_node: str | None = None  # the leaf the user last saw, where the source says
+    messages: list[Message] = Field(default_factory=list)
+    meta: dict[str, Any] = Field(default_factory=dict)  # source-specific extras (project, participant ...)
+
+    @field_validator("created_at", "updated_at")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return utc(v)
+
+    @property
+    def active_branch(self) -> list[Message]:
+        branch = [m for m in self.messages if m.on_active_branch]
+        branch.sort(key=lambda m: m.branch_index if m.branch_index is not None else -1)
+        return branch
+
+    @property
+    def visible_turns(self) -> list[Message]:
+        return [m for m in self.active_branch if m.seq is not None]
+
+    @property
+    def message_count(self) -> int:
+        """Visible turns on the active branch: what a person would count."""
+        return sum(1 for m in self.messages if m.seq is not None)
+
+    @property
+    def key(self) -> str:
+        """Stable identity across sources: the platform and its own conversation id."""
+        return f"{self.platform}:{self.conversation_id}"

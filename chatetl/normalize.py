@@ -1,0 +1,272 @@
+"""The normalized tables: canonical conversations as Parquet, and back.
+
+`conversations` has one row per conversation, `messages` one row per message (every
+branch, every kind). Rows are written in batches as conversations stream by, so
+memory stays bounded by the batch size, not the upload. Messages of one
+conversation are contiguous, so later stages can stream them back grouped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+
+TS = pa.timestamp("us", tz="UTC")
+
+CONVERSATIONS_SCHEMA = pa.schema(
+    [
+        ("conversation_key", pa.string()),  # "{platform}:{conversation_id}": one chat, whatever the source
+        ("source", pa.string()),  # format family: chatgpt, claude-ai, chat-export, sharegpt, rex, claude-code
+        ("platform", pa.string()),  # where the chat happened: chatgpt, claude-ai, grok, gemini ...
+        ("conversation_id", pa.string()),
+        ("title", pa.string()),
+        ("created_at", TS),
+        ("updated_at", TS),
+        ("message_count", pa.int32()),  # visible turns on the active branch
+        ("total_messages", pa.int32()),  # every message of every branch and kind
+        ("model", pa.string()),
+        ("models_used", pa.list_(pa.string())),
+        ("url", pa.string()),
+        ("timezone", pa.string()),
+        ("current_node", pa.string()),
+        ("source_file", pa.string()),
+        ("upload_key", pa.string()),
+        ("meta", pa.string()),  # JSON: source-specific extras
+    ]
+)
+
+_TOOL_CALL = pa.struct([("id", pa.string()), ("name", pa.string()), ("input", pa.string())])
+_TOOL_RESULT = pa.struct([("tool_call_id", pa.string()), ("name", pa.string()), ("output", pa.string()), ("is_error", pa.bool_())])
+_CITATION = pa.struct([("title", pa.string()), ("url", pa.string()), ("snippet", pa.string()), ("source", pa.string())])
+_ATTACHMENT = pa.struct(
+    [
+        ("kind", pa.string()), ("id", pa.string()), ("name", pa.string()), ("mime_type", pa.string()),
+        ("size", pa.int64()), ("pointer", pa.string()), ("text", pa.string()),
+    ]
+)
+
+MESSAGES_SCHEMA = pa.schema(
+    [
+        ("conversation_key", pa.string()),
+        ("source", pa.string()),
+        ("platform", pa.string()),
+        ("conversation_id", pa.string()),
+        ("message_id", pa.string()),
+        ("parent_id", pa.string()),
+        ("seq", pa.int32()),  # 0-based among visible turns of the active branch; null elsewhere
+        ("branch_index", pa.int32()),  # position along the active branch among all its messages
+        ("on_active_branch", pa.bool_()),
+        ("role", pa.string()),  # user, assistant, system, tool
+        ("kind", pa.string()),  # turn, reasoning, tool_call, tool_result, hidden, summary
+        ("text", pa.string()),
+        ("created_at", TS),
+        ("model", pa.string()),
+        ("author_name", pa.string()),
+        ("recipient", pa.string()),
+        ("content_type", pa.string()),
+        ("reasoning", pa.string()),
+        ("tool_calls", pa.list_(_TOOL_CALL)),
+        ("tool_results", pa.list_(_TOOL_RESULT)),
+        ("citations", pa.list_(_CITATION)),
+        ("attachments", pa.list_(_ATTACHMENT)),
+        ("extra", pa.string()),  # JSON: unknown source fields, kept raw
+    ]
+)
+
+
+def _json(value: dict[str, Any]) -> str | None:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str) if value else None
+
+
+def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[str, Any]:
+    models = sorted({m.model for m in conv.messages if m.model})
+    return {
+        "conversation_key": conv.key,
+        "source": conv.source.value,
+        "platform": conv.platform,
+        "conversation_id": conv.conversation_id,
+        "title": conv.title,
+        "created_at": conv.created_at,
+        "updated_at": conv.updated_at,
+        "message_count": conv.message_count,
+        "total_messages": len(conv.messages),
+        "model": conv.model,
+        "models_used": models,
+        "url": conv.url,
+        "timezone": conv.timezone,
+        "current_node": conv.current_node,
+        "source_file": conv.source_file,
+        "upload_key": upload_key,
+        "meta": _json(conv.meta),
+    }
+
+
+def message_rows(conv: Conversation) -> Iterator[dict[str, Any]]:
+    for m in conv.messages:
+        yield {
+            "conversation_key": conv.key,
+            "source": conv.source.value,
+            "platform": conv.platform,
+            "conversation_id": conv.conversation_id,
+            "message_id": m.message_id,
+            "parent_id": m.parent_id,
+            "seq": m.seq,
+            "branch_index": m.branch_index,
+            "on_active_branch": m.on_active_branch,
+            "role": m.role.value,
+            "kind": m.kind.value,
+            "text": m.text,
+            "created_at": m.created_at,
+            "model": m.model,
+            "author_name": m.author_name,
+            "recipient": m.recipient,
+            "content_type": m.content_type,
+            "reasoning": m.reasoning,
+            "tool_calls": [t.model_dump() for t in m.tool_calls],
+            "tool_results": [t.model_dump() for t in m.tool_results],
+            "citations": [c.model_dump() for c in m.citations],
+            "attachments": [a.model_dump() for a in m.attachments],
+            "extra": _json(m.extra),
+        }
+
+
+class TableWriter:
+    """Writes both tables to local Parquet files in bounded batches."""
+
+    def __init__(self, conversations_path: str | Path, messages_path: str | Path, batch_messages: int = 20_000) -> None:
+        self.batch_messages = batch_messages
+        self._conv_writer = pq.ParquetWriter(str(conversations_path), CONVERSATIONS_SCHEMA, compression="zstd")
+        self._msg_writer = pq.ParquetWriter(str(messages_path), MESSAGES_SCHEMA, compression="zstd")
+        self._convs: list[dict[str, Any]] = []
+        self._msgs: list[dict[str, Any]] = []
+        self.conversations = 0
+        self.messages = 0
+
+    def add(self, conv: Conversation, upload_key: str | None = None) -> None:
+        self._convs.append(conversation_row(conv, upload_key))
+        self._msgs.extend(message_rows(conv))
+        self.conversations += 1
+        self.messages += len(conv.messages)
+        if len(self._msgs) >= self.batch_messages or len(self._convs) >= self.batch_messages:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._convs:
+            self._conv_writer.write_table(pa.Table.from_pylist(self._convs, schema=CONVERSATIONS_SCHEMA))
+            self._convs = []
+        if self._msgs:
+            self._msg_writer.write_table(pa.Table.from_pylist(self._msgs, schema=MESSAGES_SCHEMA))
+            self._msgs = []
+
+    def close(self) -> None:
+        self.flush()
+        self._conv_writer.close()
+        self._msg_writer.close()
+
+    def __enter__(self) -> "TableWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def dedupe_newest(conversations: Iterable[Conversation]) -> list[Conversation]:
+    """Keep one state per conversation key: the newest by update time (later input wins ties)."""
+    best: dict[str, Conversation] = {}
+    for conv in conversations:
+        old = best.get(conv.key)
+        if old is None or state_version(conv) >= state_version(old):
+            best[conv.key] = conv
+    return list(best.values())
+
+
+def state_version(conv: Conversation) -> float:
+    """How new a conversation's state is, by the source's own clock: its update time, else its newest message."""
+    if conv.updated_at is not None:
+        return conv.updated_at.timestamp()
+    times = [m.created_at.timestamp() for m in conv.messages if m.created_at is not None]
+    if times:
+        return max(times)
+    return conv.created_at.timestamp() if conv.created_at else 0.0
+
+
+# ---- reading the tables back into the model (for the stages after normalization) ----
+
+
+def _none_if_empty(value: str | None) -> dict[str, Any]:
+    return json.loads(value) if value else {}
+
+
+def _message_from_row(row: dict[str, Any]) -> Message:
+    return Message(
+        message_id=row["message_id"],
+        parent_id=row["parent_id"],
+        role=Role(row["role"]),
+        kind=MessageKind(row["kind"]),
+        text=row["text"] or "",
+        created_at=row["created_at"],
+        model=row["model"],
+        author_name=row["author_name"],
+        recipient=row["recipient"],
+        content_type=row["content_type"],
+        reasoning=row["reasoning"],
+        tool_calls=[ToolCall(**t) for t in row["tool_calls"] or []],
+        tool_results=[ToolResult(**t) for t in row["tool_results"] or []],
+        citations=[Citation(**c) for c in row["citations"] or []],
+        attachments=[Attachment(**a) for a in row["attachments"] or []],
+        on_active_branch=bool(row["on_active_branch"]),
+        seq=row["seq"],
+        branch_index=row["branch_index"],
+        extra=_none_if_empty(row["extra"]),
+    )
+
+
+def _conversation_from_row(row: dict[str, Any]) -> Conversation:
+    return Conversation(
+        source=Source(row["source"]),
+        platform=row["platform"],
+        conversation_id=row["conversation_id"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        model=row["model"],
+        url=row["url"],
+        timezone=row["timezone"],
+        source_file=row["source_file"],
+        current_node=row["current_node"],
+        meta=_none_if_empty(row["meta"]),
+    )
+
+
+def iter_conversations(conversations_file: BinaryIOLike, messages_file: BinaryIOLike) -> Iterator[tuple[Conversation, str | None]]:
+    """Stream (conversation with its messages, upload_key) back from one pair of table files.
+
+    Both files list conversations in the same order and messages are contiguous per
+    conversation (as TableWriter writes them), so this holds one conversation at a time.
+    """
+    conv_rows = _iter_rows(conversations_file)
+    msg_rows = _iter_rows(messages_file)
+    pending: dict[str, Any] | None = next(msg_rows, None)
+    for crow in conv_rows:
+        conv = _conversation_from_row(crow)
+        messages = []
+        while pending is not None and pending["conversation_key"] == crow["conversation_key"]:
+            messages.append(_message_from_row(pending))
+            pending = next(msg_rows, None)
+        conv.messages = messages
+        yield conv, crow["upload_key"]
+
+
+BinaryIOLike = Any
+
+
+def _iter_rows(source: BinaryIOLike) -> Iterator[dict[str, Any]]:
+    pf = pq.ParquetFile(source)
+    for batch in pf.iter_batches(batch_size=2048):
+        yield from batch.to_pylist()

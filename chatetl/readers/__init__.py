@@ -1,0 +1,80 @@
+"""Readers: every export format into the canonical model, one conversation at a time.
+
+`read_entry` is the one entry point: it opens archives and folders, detects each
+file's format from its content and hands it to that format's reader.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from chatetl.model import Conversation
+from chatetl.readers.archive import expand, expand_folder
+from chatetl.readers.detect import SIDECARS, Format, Layout
+from chatetl.readers.entry import Entry
+from chatetl.readers.report import ReadError, ReadReport
+
+__all__ = ["Entry", "Format", "ReadError", "ReadReport", "read_entry", "read_entries", "read_path"]
+
+Reader = Callable[[Entry, Layout | None, ReadReport], Iterator[Conversation]]
+
+# format -> "module:function"; each reader yields conversations with branches resolved
+READERS: dict[Format, str] = {
+    Format.CHATGPT: "chatetl.readers.chatgpt:read",
+    Format.CLAUDE_AI: "chatetl.readers.claude_ai:read",
+    Format.CHAT_EXPORT_JSON: "chatetl.readers.chat_export:read_json",
+    Format.CHAT_EXPORT_SHAREGPT: "chatetl.readers.chat_export:read_sharegpt1",
+    Format.CHAT_EXPORT_MD: "chatetl.readers.chat_export:read_markdown",
+    Format.CHAT_EXPORT_YAML: "chatetl.readers.chat_export:read_yaml",
+    Format.SHAREGPT: "chatetl.readers.sharegpt:read",
+    Format.REX: "chatetl.readers.rex:read",
+    Format.CLAUDE_CODE: "chatetl.readers.claude_code:read",
+}
+
+
+def reader_for(fmt: Format) -> Reader | None:
+    target = READERS.get(fmt)
+    if target is None:
+        return None
+    module, func = target.split(":")
+    try:
+        return getattr(importlib.import_module(module), func)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _read_leaves(leaves: Iterable[tuple[Entry, Format, Layout | None]], report: ReadReport) -> Iterator[Conversation]:
+    for leaf, fmt, layout in leaves:
+        if fmt in SIDECARS:
+            report.skip(f"{fmt.value} file")
+            continue
+        reader = reader_for(fmt)
+        if reader is None:
+            report.error(leaf.name, "", f"format {fmt.value} is recognized but has no reader yet")
+            continue
+        report.files += 1
+        report.formats[fmt.value] += 1
+        yield from reader(leaf, layout, report)
+
+
+def read_entry(entry: Entry, report: ReadReport) -> Iterator[Conversation]:
+    """Every conversation in one input (a file or an archive)."""
+    yield from _read_leaves(expand(entry, report), report)
+
+
+def read_path(path: str | Path, report: ReadReport) -> Iterator[Conversation]:
+    """Every conversation in a local file or folder."""
+    p = Path(path)
+    if p.is_dir():
+        yield from _read_leaves(expand_folder(p, report), report)
+    elif p.exists():
+        yield from read_entry(Entry.from_path(p), report)
+    else:
+        report.error(str(p), "", "no such file or folder")
+
+
+def read_entries(entries: Iterable[Entry], report: ReadReport) -> Iterator[Conversation]:
+    for entry in entries:
+        yield from read_entry(entry, report)

@@ -1,0 +1,352 @@
+"""ChatGPT account exports: conversations.json (legacy), sharded conversations-NNN.json, single objects.
+
+Each conversation's `mapping` is a tree; every node with a message becomes a
+Message (hidden and tool ones too, marked by kind). The active branch is
+`current_node` walked back to the root, resolved by the shared tree resolver.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterator
+
+from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.readers.detect import Layout
+from chatetl.readers.entry import Entry
+from chatetl.readers.jsonstream import convert_records, iter_records
+from chatetl.readers.report import ReadReport
+from chatetl.readers.timeutil import parse_time
+
+KNOWN_MESSAGE_FIELDS = frozenset(
+    {"id", "author", "create_time", "update_time", "content", "status", "end_turn", "weight", "metadata", "recipient", "channel"}
+)
+KNOWN_CONVERSATION_FIELDS = frozenset(
+    {
+        "id", "conversation_id", "title", "create_time", "update_time", "mapping", "current_node",
+        "default_model_slug", "gizmo_id", "gizmo_type", "is_archived", "is_starred", "memory_scope",
+        "conversation_template_id", "plugin_ids", "moderation_results", "safe_urls", "blocked_urls",
+        "conversation_origin", "voice", "async_status", "disabled_tool_ids", "is_do_not_remember",
+        "sugar_item_id", "sugar_item_visible", "is_study_mode", "owner", "context_scopes", "pinned_time",
+        "is_read_only",
+    }
+)
+HIDDEN_CONTENT_TYPES = frozenset({"user_editable_context", "model_editable_context"})
+REASONING_CONTENT_TYPES = frozenset({"thoughts", "reasoning_recap"})
+KNOWN_CONTENT_TYPES = frozenset(
+    {
+        "text", "multimodal_text", "code", "execution_output", "thoughts", "reasoning_recap", "tether_quote",
+        "tether_browsing_display", "sonic_webpage", "system_error", "computer_output", "citable_code_output",
+        "user_editable_context", "model_editable_context",
+    }
+)
+ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM, "tool": Role.TOOL}
+# Inline citation markers a person never sees as text: \ue200cite\ue202turn0search3\ue201 and 【1†source】
+_CITE_MARKER = re.compile("\ue200[^\ue200\ue201]*\ue201|【[^】\n]{0,200}†[^】\n]{0,200}】")
+
+
+def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+    def convert(record: Any, where: str) -> Conversation | None:
+        if not isinstance(record, dict):
+            raise ValueError(f"expected a conversation object, got {type(record).__name__}")
+        return conversation_from_chatgpt(record, report)
+
+    yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, convert)
+
+
+def conversation_from_chatgpt(record: dict, report: ReadReport) -> Conversation:
+    mapping = record.get("mapping")
+    if not isinstance(mapping, dict):
+        raise ValueError("conversation has no `mapping` object")
+    conv_id = record.get("conversation_id") or record.get("id")
+    if not isinstance(conv_id, str) or not conv_id:
+        raise ValueError("conversation has no id")
+    for key in record.keys() - KNOWN_CONVERSATION_FIELDS:
+        report.unknown(f"chatgpt.conversation_field:{key}")
+    meta = {k: record[k] for k in ("gizmo_id", "gizmo_type", "is_archived", "is_starred", "memory_scope", "conversation_template_id") if record.get(k) is not None}
+    meta.update({k: record[k] for k in record.keys() - KNOWN_CONVERSATION_FIELDS})
+
+    messages = _messages_from_mapping(mapping, report)
+    default_model = record.get("default_model_slug")
+    title = record.get("title")
+    return Conversation(
+        source=Source.CHATGPT,
+        platform="chatgpt",
+        conversation_id=conv_id,
+        title=title if isinstance(title, str) else None,
+        created_at=parse_time(record.get("create_time")),
+        updated_at=parse_time(record.get("update_time")),
+        model=default_model if isinstance(default_model, str) else None,
+        url=f"https://chatgpt.com/c/{conv_id}",
+        current_node=record.get("current_node") if isinstance(record.get("current_node"), str) else None,
+        messages=messages,
+        meta=meta,
+    )
+
+
+def _messages_from_mapping(mapping: dict, report: ReadReport) -> list[Message]:
+    # Parents: the node's own `parent`, else derived from some node's `children` (some files omit one side).
+    parent_of: dict[str, str | None] = {}
+    for node_id, node in mapping.items():
+        if isinstance(node, dict) and "parent" in node:
+            parent_of[node_id] = node.get("parent")
+    for node_id, node in mapping.items():
+        if isinstance(node, dict):
+            for child in node.get("children") or []:
+                if isinstance(child, str) and parent_of.get(child) is None and child in mapping:
+                    parent_of.setdefault(child, node_id)
+                    if parent_of[child] is None:
+                        parent_of[child] = node_id
+
+    has_message = {nid for nid, node in mapping.items() if isinstance(node, dict) and isinstance(node.get("message"), dict)}
+
+    def message_parent(node_id: str) -> str | None:
+        """Nearest ancestor that holds a message (the root node and empty nodes are skipped)."""
+        seen = {node_id}
+        parent = parent_of.get(node_id)
+        while parent is not None and parent not in has_message:
+            if parent in seen or parent not in mapping:
+                return parent if parent not in mapping else None
+            seen.add(parent)
+            parent = parent_of.get(parent)
+        return parent
+
+    messages: list[Message] = []
+    for node_id, node in mapping.items():
+        if node_id not in has_message:
+            continue
+        msg = message_from_chatgpt(node["message"], report, message_id=node_id)
+        if msg is None:
+            continue
+        msg.parent_id = message_parent(node_id)
+        messages.append(msg)
+    _pair_tool_results(messages)
+    return messages
+
+
+def _pair_tool_results(messages: list[Message]) -> None:
+    """A ChatGPT tool answer belongs to the call it follows: the nearest tool-call ancestor.
+
+    Several results can follow one call (a browser `mclick` quoting three pages), each
+    the child of the one before, so walk up through results until the call.
+    """
+    by_id = {m.message_id: m for m in messages}
+    for m in messages:
+        if m.kind is not MessageKind.TOOL_RESULT or not m.tool_results:
+            continue
+        seen: set[str] = set()
+        parent = by_id.get(m.parent_id) if m.parent_id else None
+        while parent is not None and parent.kind is MessageKind.TOOL_RESULT and parent.message_id not in seen:
+            seen.add(parent.message_id)
+            parent = by_id.get(parent.parent_id) if parent.parent_id else None
+        if parent is not None and parent.kind is MessageKind.TOOL_CALL and parent.tool_calls:
+            m.tool_results[0].tool_call_id = parent.tool_calls[0].id
+
+
+def _text_of(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None = None) -> Message | None:
+    """One ChatGPT message object (a mapping node's `message`) as a canonical Message."""
+    if not isinstance(raw, dict):
+        return None
+    mid = message_id or raw.get("id")
+    if not isinstance(mid, str) or not mid:
+        raise ValueError("message without id")
+    author = raw.get("author") if isinstance(raw.get("author"), dict) else {}
+    role_name = author.get("role")
+    role = ROLES.get(role_name) if isinstance(role_name, str) else None
+    extra: dict[str, Any] = {}
+    if role is None:
+        report.unknown(f"chatgpt.role:{role_name}")
+        extra["raw_role"] = role_name
+        role = Role.TOOL
+    for key in raw.keys() - KNOWN_MESSAGE_FIELDS:
+        report.unknown(f"chatgpt.message_field:{key}")
+        extra[key] = raw[key]
+    content = raw.get("content") if isinstance(raw.get("content"), dict) else {}
+    ctype = content.get("content_type")
+    metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    recipient = raw.get("recipient")
+    author_name = author.get("name") if isinstance(author.get("name"), str) else None
+
+    text, attachments, citations = _content_text(content, ctype, report, extra)
+    citations += _citations_from_metadata(metadata)
+    attachments += _attachments_from_metadata(metadata)
+    visible_text = _CITE_MARKER.sub("", text)
+    if visible_text != text:
+        extra["raw_text"] = text
+
+    hidden = (
+        role is Role.SYSTEM
+        or bool(metadata.get("is_visually_hidden_from_conversation"))
+        or ctype in HIDDEN_CONTENT_TYPES
+    )
+    tool_calls: list[ToolCall] = []
+    tool_results: list[ToolResult] = []
+    if hidden:
+        kind = MessageKind.HIDDEN
+    elif ctype in REASONING_CONTENT_TYPES:
+        kind = MessageKind.REASONING
+    elif role is Role.ASSISTANT and isinstance(recipient, str) and recipient != "all":
+        kind = MessageKind.TOOL_CALL
+        tool_calls.append(ToolCall(id=mid, name=recipient, input=text))
+    elif role is Role.TOOL:
+        kind = MessageKind.TOOL_RESULT
+        # paired with its call after the tree is known (_pair_tool_results)
+        tool_results.append(ToolResult(tool_call_id=None, name=author_name, output=text, is_error=ctype == "system_error"))
+    elif raw.get("weight") == 0:
+        kind = MessageKind.HIDDEN  # weight 0: kept out of the conversation shown to the user
+    elif not visible_text.strip() and not attachments:
+        kind = MessageKind.HIDDEN  # an empty placeholder nobody saw
+        extra["empty"] = True
+    else:
+        kind = MessageKind.TURN
+
+    model = metadata.get("model_slug") or metadata.get("resolved_model_slug")
+    return Message(
+        message_id=mid,
+        role=role,
+        kind=kind,
+        text=visible_text if kind is MessageKind.TURN else text,
+        created_at=parse_time(raw.get("create_time")),
+        model=model if isinstance(model, str) else None,
+        author_name=author_name,
+        recipient=recipient if isinstance(recipient, str) else None,
+        content_type=ctype if isinstance(ctype, str) else None,
+        tool_calls=tool_calls,
+        tool_results=tool_results,
+        citations=citations,
+        attachments=attachments,
+        extra=extra,
+    )
+
+
+def _content_text(content: dict, ctype: Any, report: ReadReport, extra: dict) -> tuple[str, list[Attachment], list[Citation]]:
+    attachments: list[Attachment] = []
+    citations: list[Citation] = []
+    if ctype in ("text", "multimodal_text"):
+        texts: list[str] = []
+        for part in content.get("parts") or []:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict):
+                ptype = part.get("content_type")
+                if ptype == "audio_transcription":
+                    texts.append(_text_of(part.get("text")))
+                elif ptype in ("image_asset_pointer", "audio_asset_pointer", "real_time_user_audio_video_asset_pointer", "video_container_asset_pointer"):
+                    kind = {"image_asset_pointer": "image", "audio_asset_pointer": "audio"}.get(ptype, "video")
+                    pmeta = part.get("metadata") if isinstance(part.get("metadata"), dict) else {}
+                    dalle = pmeta.get("dalle") if isinstance(pmeta.get("dalle"), dict) else {}
+                    pointer = part.get("asset_pointer")
+                    if not pointer and isinstance(part.get("audio_asset_pointer"), dict):
+                        pointer = part["audio_asset_pointer"].get("asset_pointer")
+                    attachments.append(
+                        Attachment(
+                            kind=kind,
+                            pointer=pointer if isinstance(pointer, str) else None,
+                            size=part.get("size_bytes") if isinstance(part.get("size_bytes"), int) else None,
+                            text=_text_of(dalle.get("prompt")) or None,
+                        )
+                    )
+                else:
+                    report.unknown(f"chatgpt.part_type:{ptype}")
+                    extra.setdefault("unknown_parts", []).append(part)
+            elif part is not None:
+                texts.append(str(part))
+        return "\n".join(t for t in texts if t), attachments, citations
+    if ctype in ("code", "execution_output", "system_error", "computer_output"):
+        if ctype == "code" and content.get("language"):
+            extra["language"] = content.get("language")
+        text = _text_of(content.get("text"))
+        if ctype == "system_error" and content.get("name"):
+            text = f"{content.get('name')}: {text}" if text else _text_of(content.get("name"))
+        return text, attachments, citations
+    if ctype == "thoughts":
+        pieces = []
+        for thought in content.get("thoughts") or []:
+            if isinstance(thought, dict):
+                summary, body = _text_of(thought.get("summary")), _text_of(thought.get("content"))
+                pieces.append(f"{summary}\n{body}".strip() if summary else body)
+        return "\n\n".join(p for p in pieces if p), attachments, citations
+    if ctype == "reasoning_recap":
+        return _text_of(content.get("content")), attachments, citations
+    if ctype in ("tether_quote", "sonic_webpage"):
+        citations.append(
+            Citation(
+                title=_text_of(content.get("title")) or None,
+                url=_text_of(content.get("url")) or None,
+                snippet=_text_of(content.get("snippet")) or None,
+                source=_text_of(content.get("domain")) or None,
+            )
+        )
+        return _text_of(content.get("text")), attachments, citations
+    if ctype == "tether_browsing_display":
+        result, summary = _text_of(content.get("result")), _text_of(content.get("summary"))
+        return "\n\n".join(p for p in (summary, result) if p), attachments, citations
+    if ctype == "citable_code_output":
+        return _text_of(content.get("output_str")), attachments, citations
+    if ctype == "user_editable_context":
+        return "\n\n".join(p for p in (_text_of(content.get("user_profile")), _text_of(content.get("user_instructions"))) if p), attachments, citations
+    if ctype == "model_editable_context":
+        return _text_of(content.get("model_set_context")), attachments, citations
+    # a content type this reader does not know: counted, kept raw, best-effort text
+    report.unknown(f"chatgpt.content_type:{ctype}")
+    extra["raw_content"] = content
+    if isinstance(content.get("text"), str):
+        return content["text"], attachments, citations
+    parts = content.get("parts")
+    if isinstance(parts, list):
+        return "\n".join(p for p in parts if isinstance(p, str)), attachments, citations
+    return "", attachments, citations
+
+
+def _citations_from_metadata(metadata: dict) -> list[Citation]:
+    out: list[Citation] = []
+    seen: set[tuple[str | None, str | None]] = set()
+
+    def add(title: Any, url: Any, snippet: Any = None, source: Any = None) -> None:
+        c = Citation(title=_text_of(title) or None, url=_text_of(url) or None, snippet=_text_of(snippet) or None, source=_text_of(source) or None)
+        if (c.url or c.title) and (c.url, c.title) not in seen:
+            seen.add((c.url, c.title))
+            out.append(c)
+
+    for cit in metadata.get("citations") or []:
+        if isinstance(cit, dict):
+            m = cit.get("metadata") if isinstance(cit.get("metadata"), dict) else cit
+            add(m.get("title"), m.get("url"), m.get("text"), m.get("type"))
+    for ref in metadata.get("content_references") or []:
+        if isinstance(ref, dict):
+            for item in ref.get("items") or []:
+                if isinstance(item, dict):
+                    add(item.get("title"), item.get("url"), item.get("snippet"), item.get("attribution"))
+    for group in metadata.get("search_result_groups") or []:
+        if isinstance(group, dict):
+            for e in group.get("entries") or []:
+                if isinstance(e, dict):
+                    add(e.get("title"), e.get("url"), e.get("snippet"), group.get("domain") or e.get("attribution"))
+    return out
+
+
+def _attachments_from_metadata(metadata: dict) -> list[Attachment]:
+    out = []
+    for att in metadata.get("attachments") or []:
+        if not isinstance(att, dict):
+            continue
+        size = att.get("size", att.get("fileSizeBytes"))
+        out.append(
+            Attachment(
+                kind="image" if str(att.get("mime_type") or att.get("mimeType") or "").startswith("image/") else "file",
+                id=_text_of(att.get("id")) or None,
+                name=_text_of(att.get("name")) or None,
+                mime_type=_text_of(att.get("mime_type") or att.get("mimeType")) or None,
+                size=size if isinstance(size, int) else None,
+            )
+        )
+    return out
+
+
+def tool_input_json(value: Any) -> str:
+    """Structured tool input as stable JSON text."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)

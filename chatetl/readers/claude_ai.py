@@ -1,0 +1,352 @@
+"""Claude.ai account exports: conversations.json (array), conversations.jsonl, or one conversation object.
+
+Every conversation holds a flat `chat_messages` list whose `parent_message_uuid`
+pointers make a tree (retries are siblings under one parent). Every message
+becomes a Message; the shared resolver picks the active branch (the latest leaf
+walked back, or `current_leaf_message_uuid` where an API-shaped file has it).
+Older exports carry no parent pointers: their messages are chained in array order.
+
+Content blocks: `text` (visible text + citations), `thinking` (reasoning),
+`tool_use` (tool calls, artifacts included), `tool_result` (tool output, with
+`knowledge` items as citations). Unknown blocks are kept raw in Message.extra,
+counted as drift and never shown as text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+from urllib.parse import urlparse
+
+from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.readers.detect import Layout
+from chatetl.readers.entry import Entry
+from chatetl.readers.jsonstream import convert_records, iter_records
+from chatetl.readers.report import ReadReport
+from chatetl.readers.timeutil import parse_time
+
+PLATFORM = "claude-ai"
+ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
+
+KNOWN_CONVERSATION_FIELDS = frozenset(
+    {
+        "uuid", "name", "summary", "created_at", "updated_at", "account", "chat_messages",
+        # the claude.ai API shape (browser-extension exports of one conversation)
+        "model", "current_leaf_message_uuid", "settings", "is_starred", "project_uuid", "project",
+        "is_temporary", "platform",
+    }
+)
+# conversation fields copied into Conversation.meta as they are
+_META_FIELDS = ("settings", "is_starred", "is_temporary", "project")
+KNOWN_MESSAGE_FIELDS = frozenset(
+    {
+        "uuid", "text", "content", "sender", "created_at", "updated_at", "attachments", "files",
+        "parent_message_uuid", "index", "files_v2", "sync_sources", "stop_reason", "truncated", "input_mode",
+    }
+)
+# message fields kept in Message.extra as they are (known, not mapped onto the model)
+_EXTRA_FIELDS = ("index", "stop_reason", "truncated", "input_mode", "sync_sources", "updated_at")
+SENDERS = {"human": Role.USER, "user": Role.USER, "assistant": Role.ASSISTANT}
+
+
+def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+    def convert(record: Any, where: str) -> Conversation | None:
+        if not isinstance(record, dict):
+            raise ValueError(f"expected a conversation object, got {type(record).__name__}")
+        return conversation_from_claude_ai(record, report, file=entry.name, where=where)
+
+    yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, convert)
+
+
+def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = "", where: str = "") -> Conversation:
+    """One Claude.ai conversation object as a Conversation (parent pointers set, branches not yet resolved)."""
+    conv_id = record.get("uuid")
+    if not isinstance(conv_id, str) or not conv_id:
+        raise ValueError("conversation has no uuid")
+    raw_messages = record.get("chat_messages")
+    if raw_messages is None and "chat_messages" in record:
+        raw_messages = []
+    if not isinstance(raw_messages, list):
+        raise ValueError(f"`chat_messages` is not a list (got {type(raw_messages).__name__})")
+
+    meta: dict[str, Any] = {}
+    if isinstance(record.get("summary"), str) and record["summary"]:
+        meta["summary"] = record["summary"]
+    account = record.get("account")
+    if isinstance(account, dict) and isinstance(account.get("uuid"), str):
+        meta["account_uuid"] = account["uuid"]
+    project = record.get("project")
+    project_uuid = record.get("project_uuid") or (project.get("uuid") if isinstance(project, dict) else None)
+    if isinstance(project_uuid, str) and project_uuid:
+        meta["project_uuid"] = project_uuid
+    for key in _META_FIELDS:
+        if record.get(key) is not None:
+            meta[key] = record[key]
+    for key in sorted(record.keys() - KNOWN_CONVERSATION_FIELDS):
+        report.unknown(f"claude-ai.conversation_field:{key}")
+        meta[key] = record[key]
+
+    messages: list[Message] = []
+    place = f"{where} (conversation {conv_id})" if where else f"conversation {conv_id}"
+    for index, raw in enumerate(raw_messages):
+        if not isinstance(raw, dict):
+            report.error(file, f"{place} message {index}", f"message is not an object (got {type(raw).__name__})", raw=_dump(raw))
+            continue
+        messages.append(message_from_claude_ai(raw, report, fallback_id=f"{conv_id}:{index}"))
+
+    # Older exports carry no parent pointers at all: the array order is the conversation.
+    if not any("parent_message_uuid" in raw for raw in raw_messages if isinstance(raw, dict)):
+        for prev, msg in zip(messages, messages[1:]):
+            msg.parent_id = prev.message_id
+
+    name = record.get("name")
+    model = record.get("model")
+    leaf = record.get("current_leaf_message_uuid")
+    return Conversation(
+        source=Source.CLAUDE_AI,
+        platform=PLATFORM,
+        conversation_id=conv_id,
+        title=name if isinstance(name, str) and name else None,
+        created_at=parse_time(record.get("created_at")),
+        updated_at=parse_time(record.get("updated_at")),
+        model=model if isinstance(model, str) and model else None,  # the official export has none
+        url=f"https://claude.ai/chat/{conv_id}",
+        current_node=leaf if isinstance(leaf, str) and leaf and leaf != ROOT_PARENT else None,
+        messages=messages,
+        meta=meta,
+    )
+
+
+def message_from_claude_ai(raw: dict, report: ReadReport, fallback_id: str) -> Message:
+    """One `chat_messages[]` item as a canonical Message."""
+    mid = raw.get("uuid")
+    if not isinstance(mid, str) or not mid:
+        mid = fallback_id
+    extra: dict[str, Any] = {}
+    sender = raw.get("sender")
+    role = SENDERS.get(sender) if isinstance(sender, str) else None
+    if role is None:
+        report.unknown(f"claude-ai.sender:{sender}")
+        extra["raw_sender"] = sender
+        role = Role.ASSISTANT
+    for key in _EXTRA_FIELDS:
+        if raw.get(key) is not None:
+            extra[key] = raw[key]
+    for key in sorted(raw.keys() - KNOWN_MESSAGE_FIELDS):
+        report.unknown(f"claude-ai.message_field:{key}")
+        extra[key] = raw[key]
+
+    parent = raw.get("parent_message_uuid")
+    parent_id = parent if isinstance(parent, str) and parent and parent != ROOT_PARENT else None
+
+    texts: list[str] = []
+    reasoning: list[str] = []
+    summaries: list[str] = []
+    tool_calls: list[ToolCall] = []
+    tool_results: list[ToolResult] = []
+    citations: list[Citation] = []
+    unknown_blocks: list[Any] = []
+    block_types: list[str] = []
+    other_blocks = False  # thinking / tool blocks seen (the `text` field is then no fallback)
+
+    content = raw.get("content")
+    for block in content if isinstance(content, list) else []:
+        btype = block.get("type") if isinstance(block, dict) else None
+        if isinstance(btype, str) and btype not in block_types:
+            block_types.append(btype)
+        if btype == "text":
+            if isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            citations.extend(_text_citations(block.get("citations")))
+        elif btype == "thinking":
+            other_blocks = True
+            if isinstance(block.get("thinking"), str) and block["thinking"]:
+                reasoning.append(block["thinking"])
+            for s in block.get("summaries") or []:
+                if isinstance(s, dict) and isinstance(s.get("summary"), str):
+                    summaries.append(s["summary"])
+        elif btype == "tool_use":
+            other_blocks = True
+            tool_calls.append(_tool_call(block))
+        elif btype == "tool_result":
+            other_blocks = True
+            result, knowledge = _tool_result(block)
+            tool_results.append(result)
+            citations.extend(knowledge)
+        else:
+            report.unknown(f"claude-ai.block:{btype if isinstance(btype, str) else type(block).__name__}")
+            unknown_blocks.append(block)
+
+    visible = "\n\n".join(t.strip("\r\n") for t in texts if t.strip())
+    fallback = raw.get("text")
+    if not visible.strip() and not other_blocks and isinstance(fallback, str):
+        visible = fallback  # older exports: only `text`; newer: `text` repeats the text blocks
+        if not block_types:
+            block_types.append("text")
+
+    if unknown_blocks:
+        extra["unknown_blocks"] = unknown_blocks
+    if summaries:
+        extra["thinking_summaries"] = summaries
+
+    joined_reasoning = "\n\n".join(reasoning) or None
+    if visible.strip() or (role is Role.USER and not tool_results):
+        kind, text = MessageKind.TURN, visible
+    elif tool_calls:
+        kind, text = MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls)
+    elif tool_results:
+        kind, text, role = MessageKind.TOOL_RESULT, "\n\n".join(r.output for r in tool_results if r.output), Role.TOOL
+    elif joined_reasoning:
+        kind, text = MessageKind.REASONING, joined_reasoning
+    else:
+        kind, text = MessageKind.HIDDEN, ""  # an empty assistant message: nothing anyone saw
+        extra["empty"] = True
+
+    return Message(
+        message_id=mid,
+        parent_id=parent_id,
+        role=role,
+        kind=kind,
+        text=text,
+        created_at=parse_time(raw.get("created_at")),
+        author_name=tool_results[0].name if kind is MessageKind.TOOL_RESULT else None,
+        content_type=",".join(block_types) or None,
+        reasoning=joined_reasoning,
+        tool_calls=tool_calls,
+        tool_results=tool_results,
+        citations=citations,
+        attachments=_attachments(raw),
+        extra=extra,
+    )
+
+
+def _json_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+
+
+def _dump(value: Any) -> bytes | None:
+    try:
+        return json.dumps(value, default=str).encode()
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _tool_call(block: dict) -> ToolCall:
+    call_id = block.get("id")
+    name = block.get("name")
+    return ToolCall(
+        id=call_id if isinstance(call_id, str) and call_id else None,
+        name=name if isinstance(name, str) and name else None,
+        input=_json_text(block.get("input")),  # artifacts keep input.title / input.content here
+    )
+
+
+def _domain(url: Any) -> str | None:
+    if not isinstance(url, str) or not url:
+        return None
+    try:
+        return urlparse(url).hostname or None
+    except ValueError:
+        return None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _tool_result(block: dict) -> tuple[ToolResult, list[Citation]]:
+    content = block.get("content")
+    citations: list[Citation] = []
+    if isinstance(content, list):
+        parts: list[str] = []
+        for item in content:
+            if not isinstance(item, dict):
+                if isinstance(item, str):
+                    parts.append(item)
+                continue
+            if item.get("type") == "knowledge":
+                metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+                title, url, text = _str(item.get("title")), _str(item.get("url")), _str(item.get("text"))
+                citations.append(
+                    Citation(title=title, url=url, snippet=text, source=_str(metadata.get("site_domain")) or _domain(url))
+                )
+                parts.append("\n".join(p for p in (title, url, text) if p))
+            elif isinstance(item.get("text"), str):
+                parts.append(item["text"])
+            else:
+                parts.append(_json_text(item))
+        output = "\n\n".join(p for p in parts if p)
+    else:
+        output = _json_text(content)
+    tool_use_id = block.get("tool_use_id")
+    name = block.get("name")
+    result = ToolResult(
+        tool_call_id=tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None,
+        name=name if isinstance(name, str) and name else None,
+        output=output,
+        is_error=block.get("is_error") is True,
+    )
+    return result, citations
+
+
+def _text_citations(raw: Any) -> list[Citation]:
+    """Citations on a text block; their shape varies: {url, title} or {details: {url, ...}}."""
+    out: list[Citation] = []
+    for c in raw if isinstance(raw, list) else []:
+        if not isinstance(c, dict):
+            continue
+        details = c.get("details") if isinstance(c.get("details"), dict) else {}
+        url = _str(c.get("url")) or _str(details.get("url"))
+        title = _str(c.get("title")) or _str(details.get("title"))
+        snippet = _str(c.get("cited_text")) or _str(c.get("text")) or _str(details.get("cited_text"))
+        metadata = c.get("metadata") if isinstance(c.get("metadata"), dict) else {}
+        if url or title or snippet:
+            out.append(Citation(title=title, url=url, snippet=snippet, source=_str(metadata.get("site_domain")) or _domain(url)))
+    return out
+
+
+def _attachments(raw: dict) -> list[Attachment]:
+    out: list[Attachment] = []
+    for a in raw.get("attachments") or []:
+        if not isinstance(a, dict):
+            continue
+        size = a.get("file_size")
+        out.append(
+            Attachment(
+                kind="file",
+                id=_str(a.get("id")),
+                name=_str(a.get("file_name")),
+                mime_type=_str(a.get("file_type")),
+                size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+                text=a.get("extracted_content") if isinstance(a.get("extracted_content"), str) else None,
+            )
+        )
+    seen: set[str] = set()
+    for key in ("files", "files_v2"):
+        for f in raw.get(key) or []:
+            if not isinstance(f, dict):
+                continue
+            file_uuid = _str(f.get("file_uuid")) or _str(f.get("uuid"))
+            if file_uuid is not None:
+                if file_uuid in seen:
+                    continue
+                seen.add(file_uuid)
+            kind = f.get("file_kind")
+            asset = f.get("image_asset") or f.get("document_asset") or f.get("preview_asset")
+            pointer = _str(asset.get("url")) if isinstance(asset, dict) else None
+            out.append(
+                Attachment(
+                    kind="image" if kind == "image" else "file",
+                    id=file_uuid,
+                    name=_str(f.get("file_name")),
+                    pointer=pointer or _str(f.get("path")),
+                )
+            )
+    return out

@@ -1,0 +1,32 @@
+"""An input file to read: a name for messages and a way to open it as bytes."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str  # shown in errors: "uploads/x.zip!conversations-000.json"
+    opener: Callable[[], BinaryIO]
+    size: int | None = None
+    path: Path | None = None  # set for local files, so archives can be opened in place
+
+    def open(self) -> BinaryIO:
+        return self.opener()
+
+    def head(self, n: int = 65536) -> bytes:
+        with self.open() as f:
+            return f.read(n)
+
+    @classmethod
+    def from_path(cls, path: str | Path, name: str | None = None) -> "Entry":
+        p = Path(path)
+        return cls(name=name or str(p), opener=lambda: open(p, "rb"), size=p.stat().st_size, path=p)
+
+    @classmethod
+    def from_bytes(cls, name: str, data: bytes) -> "Entry":
+        return cls(name=name, opener=lambda: io.BytesIO(data), size=len(data))

@@ -1,0 +1,106 @@
+"""Stream JSON records out of a file, whatever its layout, with errors that say where."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterator
+
+import ijson
+
+from chatetl.model import Conversation
+from chatetl.readers.detect import Layout
+from chatetl.readers.entry import Entry
+from chatetl.readers.report import ReadReport
+from chatetl.readers.tree import resolve_branches
+
+# ijson's C backend builds objects without recursion; json.loads recurses, so bound what we hand it.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+
+def iter_records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    """Yield (where, record) for each top-level record; report damage and keep going where possible."""
+    if layout is Layout.JSONL:
+        yield from _iter_jsonl(entry, report)
+        return
+    prefix = "item" if layout is Layout.ARRAY else ""
+    index = -1
+    try:
+        with entry.open() as f:
+            # multiple_values: JSONL whose first line is longer than the detection head looks like one object
+            records = ijson.items(f, prefix, use_float=True, multiple_values=layout is not Layout.ARRAY)
+            for index, record in enumerate(records):
+                yield (f"record {index}" if layout is Layout.ARRAY or index > 0 else ""), record
+    except (ijson.common.IncompleteJSONError, ijson.common.JSONError) as exc:
+        after = f"after record {index}" if index >= 0 else "before the first record"
+        report.error(entry.name, f"{after}", f"invalid or truncated JSON: {_short(exc)}")
+    except RecursionError:
+        report.error(entry.name, f"record {index + 1}", "JSON nested too deeply")
+
+
+def _iter_jsonl(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    with entry.open() as f:
+        for lineno, raw in enumerate(f, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except RecursionError:
+                report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
+                continue
+            except ValueError as exc:
+                report.error(entry.name, f"line {lineno}", f"invalid JSON: {_short(exc)}", raw=raw)
+                continue
+            yield f"line {lineno}", record
+
+
+def convert_records(
+    entry: Entry,
+    records: Iterator[tuple[str, Any]],
+    report: ReadReport,
+    convert: Callable[[Any, str], Conversation | None],
+) -> Iterator[Conversation]:
+    """Turn records into conversations one at a time; a bad record is reported and skipped.
+
+    `convert(record, where)` returns a Conversation with parent pointers set (or None to skip);
+    this function resolves its branches, reports tree damage and counts it.
+    """
+    for where, record in records:
+        try:
+            conv = convert(record, where)
+        except RecursionError:
+            report.error(entry.name, where, "record nested too deeply", raw=_raw(record))
+            continue
+        except Exception as exc:  # a bad record must never stop the rest of the file
+            report.error(entry.name, _place(where, record), f"{type(exc).__name__}: {_short(exc)}", raw=_raw(record))
+            continue
+        if conv is None:
+            continue
+        if conv.source_file is None:
+            conv.source_file = entry.name
+        problems = resolve_branches(conv)
+        if problems:
+            report.error(entry.name, _place(where, record), f"damaged message tree: {problems.describe()}")
+        report.conversations += 1
+        report.messages += len(conv.messages)
+        yield conv
+
+
+def _place(where: str, record: Any) -> str:
+    if isinstance(record, dict):
+        ident = record.get("id") or record.get("uuid") or record.get("conversation_id") or record.get("identifier")
+        if isinstance(ident, str) and ident:
+            return f"{where} (conversation {ident})" if where else f"conversation {ident}"
+    return where
+
+
+def _raw(record: Any) -> bytes | None:
+    try:
+        return json.dumps(record, default=str).encode()
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,56 @@
+"""What reading an upload found: counts, errors with their place, skipped records, format drift."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ReadError:
+    file: str  # the file, with its archive member path ("upload.zip!conversations.json")
+    where: str  # line N, conversation N (id), byte offset ... ; "" for the whole file
+    reason: str
+    raw: bytes | None = None  # the bad part itself, kept for quarantine where it can be isolated
+
+    def __str__(self) -> str:
+        place = f" ({self.where})" if self.where else ""
+        return f"{self.file}{place}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "where": self.where, "reason": self.reason}
+
+
+@dataclass
+class ReadReport:
+    files: int = 0  # files that held chat data and were read
+    conversations: int = 0
+    messages: int = 0
+    errors: list[ReadError] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)  # reason -> count (non-chat files, other record types)
+    drift: Counter[str] = field(default_factory=Counter)  # "chatgpt.content_type:foo" -> count
+    formats: Counter[str] = field(default_factory=Counter)  # detected format -> files
+
+    def error(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
+        err = ReadError(file=file, where=where, reason=reason, raw=raw)
+        self.errors.append(err)
+        return err
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.skipped[reason] += n
+
+    def unknown(self, what: str, n: int = 1) -> None:
+        """Count something the reader did not know (a content type, a block type, a field)."""
+        self.drift[what] += n
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "conversations": self.conversations,
+            "messages": self.messages,
+            "errors": len(self.errors),
+            "skipped": dict(sorted(self.skipped.items())),
+            "drift": dict(sorted(self.drift.items())),
+            "formats": dict(sorted(self.formats.items())),
+        }

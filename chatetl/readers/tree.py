@@ -1,0 +1,113 @@
+"""The one branch resolver shared by every tree-shaped source.
+
+Given the messages of a conversation with parent pointers, it marks the active
+branch (the one the user last saw) and numbers it. The active leaf is the
+source's own `current_node` where it has one; otherwise the latest leaf (by
+time, then by file order). The branch is that leaf walked back through parent
+pointers: never ordered by timestamps. Works iteratively, so memory does not
+grow with nesting depth, and survives parent cycles and dangling parents.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from chatetl.model import Conversation, Message, MessageKind
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class TreeProblems:
+    """Damage found while resolving a tree (reported by readers, never fatal)."""
+
+    def __init__(self) -> None:
+        self.dangling: list[str] = []  # messages whose parent is not in the conversation
+        self.cycles: list[str] = []  # messages where a walk back met itself
+        self.duplicates: list[str] = []  # message ids that appeared more than once (last wins)
+        self.missing_current_node: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.dangling or self.cycles or self.duplicates or self.missing_current_node)
+
+    def describe(self) -> str:
+        parts = []
+        if self.dangling:
+            parts.append(f"{len(self.dangling)} dangling parent(s) (first: {self.dangling[0]})")
+        if self.cycles:
+            parts.append(f"parent cycle at {self.cycles[0]}")
+        if self.duplicates:
+            parts.append(f"{len(self.duplicates)} duplicate message id(s) (first: {self.duplicates[0]})")
+        if self.missing_current_node:
+            parts.append(f"current_node {self.missing_current_node} not in the tree")
+        return "; ".join(parts)
+
+
+def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] = frozenset({MessageKind.TURN})) -> TreeProblems:
+    """Mark `on_active_branch`, `branch_index` and `seq` on conv.messages in place.
+
+    Messages are deduplicated by id (the last occurrence wins, keeping file order of
+    first appearance). Dangling parents become roots (parent_id set to None).
+    """
+    problems = TreeProblems()
+    by_id: dict[str, Message] = {}
+    order: dict[str, int] = {}
+    for m in conv.messages:
+        if m.message_id in by_id:
+            problems.duplicates.append(m.message_id)
+        else:
+            order[m.message_id] = len(order)
+        by_id[m.message_id] = m
+    messages = sorted(by_id.values(), key=lambda m: order[m.message_id])
+
+    has_children: set[str] = set()
+    for m in messages:
+        m.on_active_branch = False
+        m.seq = None
+        m.branch_index = None
+        if m.parent_id is not None and m.parent_id not in by_id:
+            problems.dangling.append(m.message_id)
+            m.extra.setdefault("dangling_parent_id", m.parent_id)
+            m.parent_id = None
+        if m.parent_id is not None:
+            has_children.add(m.parent_id)
+
+    conv.messages = messages
+    if not messages:
+        return problems
+
+    leaf: Message | None = None
+    if conv.current_node:
+        leaf = by_id.get(conv.current_node)
+        if leaf is None:
+            problems.missing_current_node = conv.current_node
+    if leaf is None:
+        leaves = [m for m in messages if m.message_id not in has_children] or messages
+        # latest by time; ties and missing times broken by file order (later wins)
+        leaf = max(leaves, key=lambda m: (m.created_at or _EPOCH, order[m.message_id]))
+
+    path: list[Message] = []
+    seen: set[str] = set()
+    node: Message | None = leaf
+    while node is not None:
+        if node.message_id in seen:
+            problems.cycles.append(node.message_id)
+            break
+        seen.add(node.message_id)
+        path.append(node)
+        node = by_id.get(node.parent_id) if node.parent_id is not None else None
+    if problems.cycles:
+        # break the cycle where the walk met itself: the oldest node on the path becomes a root
+        path[-1].extra.setdefault("cycle_parent_id", path[-1].parent_id)
+        path[-1].parent_id = None
+    path.reverse()
+
+    seq = 0
+    for i, m in enumerate(path):
+        m.on_active_branch = True
+        m.branch_index = i
+        if m.kind in visible_kinds:
+            m.seq = seq
+            seq += 1
+    if conv.current_node is None or problems.missing_current_node:
+        conv.current_node = leaf.message_id
+    return problems

@@ -1,0 +1,264 @@
+"""The object store the CLI and the Dagster resources share: a local folder or an S3 bucket.
+
+Reads stream (never a whole object in memory), writes are atomic (a reader sees the
+old object or the new one, never half), listing pages with StartAfter/continuation.
+Keys are always relative, '/'-separated, and may never leave the store's root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, Iterator
+
+
+class UnsafeKeyError(ValueError):
+    pass
+
+
+def check_key(key: str) -> str:
+    """A key must be relative and stay inside the store: no '..', no absolute paths, no empty parts."""
+    if not key or key.startswith("/") or "\\" in key or "\x00" in key:
+        raise UnsafeKeyError(f"unsafe object key: {key!r}")
+    parts = PurePosixPath(key).parts
+    if any(p in ("..", ".") for p in parts) or key.endswith("/"):
+        raise UnsafeKeyError(f"unsafe object key: {key!r}")
+    return key
+
+
+def check_prefix(prefix: str) -> str:
+    """A listing prefix or folder-like key ("", "normalized/"): a key that may end in '/'."""
+    if prefix:
+        check_key(prefix.rstrip("/") or "x")
+    return prefix
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    key: str
+    etag: str
+    size: int
+    last_modified: datetime
+
+
+class ObjectStore(ABC):
+    """Where uploads arrive and every stage writes its outputs."""
+
+    @abstractmethod
+    def list(self, prefix: str = "", start_after: str | None = None, limit: int | None = None) -> Iterator[ObjectInfo]:
+        """Objects under `prefix` in key order, after `start_after`, at most `limit` of them."""
+
+    @abstractmethod
+    def head(self, key: str) -> ObjectInfo | None: ...
+
+    @abstractmethod
+    def open(self, key: str) -> BinaryIO:
+        """A streaming reader of the object's bytes."""
+
+    @abstractmethod
+    def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo: ...
+
+    @abstractmethod
+    def delete(self, key: str) -> None: ...
+
+    @abstractmethod
+    def uri(self, key: str) -> str:
+        """Where a person finds the object (s3://... or a local path)."""
+
+    def put_bytes(self, key: str, data: bytes, content_type: str | None = None) -> ObjectInfo:
+        fd, tmp = tempfile.mkstemp(prefix="chatetl-put-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            return self.put_file(key, tmp, content_type)
+        finally:
+            os.unlink(tmp)
+
+    def get_bytes(self, key: str) -> bytes:
+        with self.open(key) as f:
+            return f.read()
+
+    def delete_prefix(self, prefix: str) -> int:
+        n = 0
+        for info in list(self.list(prefix)):
+            self.delete(info.key)
+            n += 1
+        return n
+
+
+def _md5_file(path: Path) -> str:
+    h = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1024 * 1024), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class LocalObjectStore(ObjectStore):
+    """A folder on disk standing in for a bucket: the embedded default, no server needed."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / check_key(key)).resolve()
+        if self.root not in path.parents:
+            raise UnsafeKeyError(f"object key leaves the store: {key!r}")
+        return path
+
+    def _info(self, key: str, path: Path) -> ObjectInfo:
+        st = path.stat()
+        return ObjectInfo(key=key, etag=_md5_file(path), size=st.st_size, last_modified=datetime.fromtimestamp(st.st_mtime, tz=timezone.utc))
+
+    def list(self, prefix: str = "", start_after: str | None = None, limit: int | None = None) -> Iterator[ObjectInfo]:
+        keys = []
+        for dirpath, _dirs, files in os.walk(self.root):
+            for name in files:
+                if name.startswith(".chatetl-tmp-"):
+                    continue
+                key = Path(dirpath, name).relative_to(self.root).as_posix()
+                if key.startswith(prefix) and (start_after is None or key > start_after):
+                    keys.append(key)
+        keys.sort()
+        for i, key in enumerate(keys):
+            if limit is not None and i >= limit:
+                return
+            yield self._info(key, self.root / key)
+
+    def head(self, key: str) -> ObjectInfo | None:
+        path = self._path(key)
+        return self._info(key, path) if path.is_file() else None
+
+    def open(self, key: str) -> BinaryIO:
+        return open(self._path(key), "rb")
+
+    def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".chatetl-tmp-", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+                while chunk := src.read(1024 * 1024):
+                    out.write(chunk)
+            os.replace(tmp, target)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return self._info(key, target)
+
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        if path.exists():
+            path.unlink()
+
+    def uri(self, key: str) -> str:
+        check_prefix(key)
+        return str(self.root / key)
+
+
+class S3ObjectStore(ObjectStore):
+    """An S3 bucket (AWS, SeaweedFS, MinIO ...) under an optional key prefix."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "") -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+
+    def _key(self, key: str) -> str:
+        return self.prefix + check_key(key)
+
+    def _info(self, full_key: str, etag: str, size: int, last_modified: datetime) -> ObjectInfo:
+        return ObjectInfo(key=full_key[len(self.prefix):], etag=etag.strip('"'), size=size, last_modified=last_modified)
+
+    def list(self, prefix: str = "", start_after: str | None = None, limit: int | None = None) -> Iterator[ObjectInfo]:
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.prefix + prefix}
+        if start_after:
+            kwargs["StartAfter"] = self.prefix + start_after
+        n = 0
+        while True:
+            if limit is not None:
+                kwargs["MaxKeys"] = max(1, min(1000, limit - n))
+            page = self.client.list_objects_v2(**kwargs)
+            for obj in page.get("Contents", []):
+                yield self._info(obj["Key"], obj["ETag"], obj["Size"], obj["LastModified"])
+                n += 1
+                if limit is not None and n >= limit:
+                    return
+            if not page.get("IsTruncated"):
+                return
+            kwargs.pop("StartAfter", None)
+            kwargs["ContinuationToken"] = page["NextContinuationToken"]
+
+    def head(self, key: str) -> ObjectInfo | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            r = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return self._info(self._key(key), r["ETag"], r["ContentLength"], r["LastModified"])
+
+    def open(self, key: str) -> BinaryIO:
+        body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+        return _StreamingBody(body)
+
+    def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo:
+        extra = {"ContentType": content_type} if content_type else None
+        # upload_file switches to multipart for big files; the object appears only when complete
+        self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs=extra)
+        info = self.head(key)
+        assert info is not None
+        return info
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{self.prefix}{check_prefix(key)}"
+
+
+class _StreamingBody:
+    """botocore's StreamingBody as a context-managed binary file (ijson and zipfile-friendly reads)."""
+
+    def __init__(self, body: Any) -> None:
+        self._body = body
+
+    def read(self, n: int = -1) -> bytes:
+        return self._body.read(None if n is None or n < 0 else n)
+
+    def readable(self) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._body.iter_lines(keepends=True)
+
+    def close(self) -> None:
+        self._body.close()
+
+    def __enter__(self) -> "_StreamingBody":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def s3_client(endpoint_url: str | None = None, region: str | None = None) -> Any:
+    """A boto3 S3 client; credentials come from the environment (never from code or logs)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint_url or None,
+        region_name=region or os.environ.get("AWS_REGION") or "us-east-1",
+        config=Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"}),
+    )

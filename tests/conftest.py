@@ -1,0 +1,79 @@
+"""Shared fixtures: the real local services (Neo4j over Bolt, SeaweedFS over S3) and clean state.
+
+The suite uses its own pair of services on other ports than the demo's (17687, 18333),
+started by deploy/local_services.py when they do not answer yet, so `pytest` alone works
+and never touches the demo's data.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+os.environ.setdefault("NEO4J_URI", "bolt://127.0.0.1:17687")
+os.environ.setdefault("CHATETL_S3_ENDPOINT_URL", "http://127.0.0.1:18333")
+os.environ.setdefault("DAGSTER_HOME", str(REPO / ".services" / "dagster-test-home"))
+
+from chatetl import settings  # noqa: E402
+
+settings.load_env_file(REPO / "deploy" / "local.env")
+Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture(scope="session")
+def services() -> dict[str, str]:
+    """Make sure the test services answer (starting them if needed); their settings."""
+    status = subprocess.run([sys.executable, str(REPO / "deploy" / "local_services.py"), "status"], capture_output=True, text=True)
+    if status.returncode != 0:
+        up = subprocess.run([sys.executable, str(REPO / "deploy" / "local_services.py"), "up"], capture_output=True, text=True)
+        if up.returncode != 0:
+            pytest.fail(f"local services did not start:\n{up.stdout}\n{up.stderr}")
+    return {k: os.environ[k] for k in ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE", "CHATETL_S3_ENDPOINT_URL")}
+
+
+@pytest.fixture(scope="session")
+def neo4j_driver(services):
+    from neo4j import GraphDatabase
+
+    driver = GraphDatabase.driver(services["NEO4J_URI"], auth=(services["NEO4J_USER"], services["NEO4J_PASSWORD"]))
+    driver.verify_connectivity()
+    yield driver
+    driver.close()
+
+
+@pytest.fixture
+def clean_graph(neo4j_driver):
+    """An empty graph for one test (the test services' database is the suite's own)."""
+    with neo4j_driver.session(database=os.environ["NEO4J_DATABASE"]) as session:
+        session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
+    return neo4j_driver
+
+
+@pytest.fixture
+def s3_bucket(services):
+    """A fresh bucket on the real S3 server, removed afterwards."""
+    from chatetl.storage import s3_client
+
+    client = s3_client(services["CHATETL_S3_ENDPOINT_URL"])
+    name = f"chatetl-test-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    yield name
+    paginator = client.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=name):
+        for obj in page.get("Contents", []):
+            client.delete_object(Bucket=name, Key=obj["Key"])
+    client.delete_bucket(Bucket=name)
+
+
+@pytest.fixture
+def s3_store(s3_bucket, services):
+    from chatetl.storage import S3ObjectStore, s3_client
+
+    return S3ObjectStore(s3_client(services["CHATETL_S3_ENDPOINT_URL"]), s3_bucket)

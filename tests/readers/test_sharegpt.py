@@ -1,0 +1,195 @@
+"""ShareGPT datasets: arrays or JSONL of {"id", "conversations": [{"from", "value"}], "system"?, "tools"?}."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+from chatetl.model import MessageKind, Role, Source
+from chatetl.readers import ReadReport, read_path
+from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.entry import Entry
+from chatetl.readers.sharegpt import read
+
+SAMPLE = Path("/work/shared/samples/sharegpt/fastchat-dummy_conversation.json")
+
+
+def write(tmp_path, name, content):
+    p = tmp_path / name
+    p.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    return p
+
+
+def read_all(path):
+    report = ReadReport()
+    return list(read_path(path, report)), report
+
+
+def test_real_fastchat_sample():
+    records = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    convs, report = read_all(SAMPLE)
+    assert report.errors == [] and report.drift == {} and report.formats == {"sharegpt": 1}
+    assert len(convs) == len(records) == 500
+    assert report.messages == sum(len(r["conversations"]) for r in records) == 2000
+    assert [c.conversation_id for c in convs] == [r["id"] for r in records]
+    for conv, rec in zip(convs, records):
+        assert conv.source is Source.SHAREGPT and conv.platform == "unknown"
+        assert [m.text for m in conv.messages] == [t["value"] for t in rec["conversations"]]
+        assert [m.role for m in conv.messages] == [Role.USER if t["from"] == "human" else Role.ASSISTANT for t in rec["conversations"]]
+        assert conv.message_count == len(rec["conversations"])  # every turn visible, one linear branch
+    first = convs[0]
+    assert first.conversation_id == "identity_0" and first.messages[0].text == "Who are you?"
+    assert first.messages[1].parent_id == "identity_0:0" and first.current_node == "identity_0:3"
+
+
+RECORD = {
+    "id": "tool_demo_1",
+    "system": "You can call tools.",
+    "tools": '[{"name": "get_weather", "parameters": {"city": "string"}}]',
+    "conversations": [
+        {"from": "human", "value": "Weather in Oslo?"},
+        {"from": "function_call", "value": '{"name": "get_weather", "arguments": {"city": "Oslo"}}'},
+        {"from": "observation", "value": '{"temp_c": 4}'},
+        {"from": "gpt", "value": "It is 4 °C in Oslo."},
+        {"from": "user", "value": "Thanks"},
+        {"from": "assistant", "value": "You're welcome."},
+        {"from": "system", "value": "Mid-chat system note."},
+        {"from": "chatgpt", "value": "a"},
+        {"from": "bard", "value": "b"},
+        {"from": "model", "value": "c"},
+    ],
+}
+
+
+def test_roles_system_tools_and_tool_calls(tmp_path):
+    [c], report = read_all(write(tmp_path, "data.json", [RECORD]))
+    assert report.errors == [] and report.drift == {}
+    assert c.conversation_id == "tool_demo_1"
+    assert c.meta["tools"] == RECORD["tools"]
+    got = [(m.role, m.kind) for m in c.messages]
+    assert got == [
+        (Role.SYSTEM, MessageKind.HIDDEN),  # the top-level system prompt comes first
+        (Role.USER, MessageKind.TURN),
+        (Role.ASSISTANT, MessageKind.TOOL_CALL),
+        (Role.TOOL, MessageKind.TOOL_RESULT),
+        (Role.ASSISTANT, MessageKind.TURN),
+        (Role.USER, MessageKind.TURN),
+        (Role.ASSISTANT, MessageKind.TURN),
+        (Role.SYSTEM, MessageKind.HIDDEN),
+        (Role.ASSISTANT, MessageKind.TURN),
+        (Role.ASSISTANT, MessageKind.TURN),
+        (Role.ASSISTANT, MessageKind.TURN),
+    ]
+    system, call, result = c.messages[0], c.messages[2], c.messages[3]
+    assert system.text == "You can call tools."
+    [tc] = call.tool_calls
+    assert tc.name == "get_weather" and tc.input == RECORD["conversations"][1]["value"] and tc.id is None
+    [tr] = result.tool_results
+    assert tr.output == '{"temp_c": 4}' and tr.tool_call_id is None  # no ids in ShareGPT: never paired by position
+    assert [m.message_id for m in c.messages[:3]] == ["tool_demo_1:0", "tool_demo_1:1", "tool_demo_1:2"]
+    assert all(m.parent_id == prev.message_id for prev, m in zip(c.messages, c.messages[1:]))
+    assert c.message_count == 7
+
+
+def test_function_call_value_that_is_not_json(tmp_path):
+    rec = {"id": "x", "conversations": [{"from": "function_call", "value": "search(oslo)"}]}
+    [c], _ = read_all(write(tmp_path, "d.json", [rec]))
+    assert c.messages[0].tool_calls[0].name is None and c.messages[0].tool_calls[0].input == "search(oslo)"
+
+
+def test_unknown_from_is_drift_and_hidden(tmp_path):
+    rec = {"id": "u1", "conversations": [{"from": "human", "value": "hi"}, {"from": "critic", "value": "meh"}, {"from": "Prompter2", "value": "p"}]}
+    [c], report = read_all(write(tmp_path, "d.json", [rec]))
+    assert report.drift == {"sharegpt.from:critic": 1, "sharegpt.from:Prompter2": 1}
+    critic, prompter = c.messages[1], c.messages[2]
+    assert (critic.kind, critic.role, critic.extra["from"]) == (MessageKind.HIDDEN, Role.ASSISTANT, "critic")
+    assert (prompter.kind, prompter.role) == (MessageKind.HIDDEN, Role.USER)  # best guess from the name
+    assert c.message_count == 1
+
+
+def test_platform_and_model_from_the_record(tmp_path):
+    recs = [
+        {"id": "a", "platform": "Claude", "conversations": [{"from": "human", "value": "x"}]},
+        {"id": "b", "model": "gpt-4o-mini", "conversations": [{"from": "human", "value": "x"}]},
+        {"id": "c", "model": "llama-3-8b", "conversations": [{"from": "human", "value": "x"}]},
+    ]
+    convs, _ = read_all(write(tmp_path, "d.json", recs))
+    assert [(c.platform, c.model) for c in convs] == [("claude-ai", None), ("chatgpt", "gpt-4o-mini"), ("unknown", "llama-3-8b")]
+
+
+def test_missing_id_gets_a_content_uuid5(tmp_path):
+    rec = {"conversations": [{"from": "human", "value": "Who are you?"}, {"from": "gpt", "value": "A model."}]}
+    other = {"conversations": [{"from": "human", "value": "Who are you?"}, {"from": "gpt", "value": "Another model."}]}
+    convs, report = read_all(write(tmp_path, "d.json", [rec, rec, other]))
+    a, b, c = (x.conversation_id for x in convs)
+    assert a == b != c  # same content, same id; a shared first question does not collide
+    uuid.UUID(a)
+    assert report.errors == []
+
+
+def test_numeric_id_and_unknown_record_and_turn_fields(tmp_path):
+    rec = {"id": 7, "lang": "en", "conversations": [{"from": "human", "value": "x", "weight": 0}, {"from": "gpt", "value": ["not", "text"]}]}
+    [c], report = read_all(write(tmp_path, "d.json", [rec]))
+    assert c.conversation_id == "7" and c.meta["lang"] == "en"
+    assert c.messages[0].extra == {"weight": 0}
+    assert c.messages[1].text == '["not", "text"]'
+    assert report.drift == {"sharegpt.field:lang": 1, "sharegpt.turn_field:weight": 1}
+
+
+def test_role_content_turns_read_too(tmp_path):
+    rec = {"id": "oa", "conversations": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    [c], report = read_all(write(tmp_path, "d.json", [rec]))
+    assert [(m.role, m.text) for m in c.messages] == [(Role.USER, "hi"), (Role.ASSISTANT, "hello")]
+    assert report.drift == {}
+
+
+def test_jsonl_with_one_malformed_line(tmp_path):
+    lines = [
+        json.dumps({"id": "l1", "conversations": [{"from": "human", "value": "a"}]}),
+        '{"id": "l2", "conversations": [{"from": "human", "value": ',
+        json.dumps({"id": "l3", "conversations": [{"from": "human", "value": "c"}]}),
+    ]
+    p = write(tmp_path, "d.jsonl", "\n".join(lines) + "\n")
+    convs, report = read_all(p)
+    assert [c.conversation_id for c in convs] == ["l1", "l3"]
+    [err] = report.errors
+    assert err.file == str(p) and err.where == "line 2" and "invalid JSON" in err.reason
+    assert report.formats == {"sharegpt": 1}
+
+
+def test_truncated_array_keeps_the_records_before_the_cut(tmp_path):
+    recs = [{"id": f"t{i}", "conversations": [{"from": "human", "value": "x" * 50}]} for i in range(5)]
+    text = json.dumps(recs)
+    p = write(tmp_path, "d.json", text[: text.index('"t3"') + 10])
+    convs, report = read_all(p)
+    assert [c.conversation_id for c in convs] == ["t0", "t1", "t2"]
+    [err] = report.errors
+    assert "truncated" in err.reason and err.where == "after record 2"
+
+
+def test_wrong_shapes_are_reported_per_record(tmp_path):
+    recs = [
+        {"id": "ok1", "conversations": [{"from": "human", "value": "a"}]},
+        {"id": "bad1", "conversations": "human: a"},
+        {"id": "ok2", "conversations": [{"from": "human", "value": "b"}, "gpt: b", {"from": "gpt", "value": "c"}]},
+        "not a record",
+    ]
+    p = write(tmp_path, "d.json", recs)
+    convs, report = read_all(p)
+    assert [c.conversation_id for c in convs] == ["ok1", "ok2"]
+    assert [m.text for m in convs[1].messages] == ["b", "c"]
+    reasons = [(e.where, e.reason) for e in report.errors]
+    assert reasons[0][0] == "record 1 (conversation bad1)" and "`conversations` is str" in reasons[0][1]
+    assert reasons[1][0] == "record 2 turn 1" and "not an object" in reasons[1][1]
+    assert reasons[2][0] == "record 3" and "expected a ShareGPT record object" in reasons[2][1]
+
+
+def test_detection_and_direct_call():
+    data = json.dumps({"id": "j", "conversations": [{"from": "human", "value": "x"}]}).encode()
+    jsonl = data + b"\n" + data + b"\n"
+    assert detect(Entry.from_bytes("a", b"[" + data + b"]")) == (Format.SHAREGPT, Layout.ARRAY)
+    assert detect(Entry.from_bytes("b", jsonl)) == (Format.SHAREGPT, Layout.JSONL)
+    report = ReadReport()
+    convs = list(read(Entry.from_bytes("b.jsonl", jsonl), Layout.JSONL, report))
+    assert len(convs) == 2 and report.conversations == 2 and convs[0].source_file == "b.jsonl"
