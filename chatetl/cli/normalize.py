@@ -1,4 +1,4 @@
-"""The command line: the same library functions the Dagster assets call."""
+"""`chatetl normalize`: inputs into the normalized tables in a local folder."""
 
 from __future__ import annotations
 
@@ -37,12 +37,7 @@ def iter_inputs(inputs: tuple[str, ...], report: ReadReport) -> Iterator[Convers
             yield from read_path(Path(item), report)
 
 
-@click.group()
-def main() -> None:
-    """chatetl: AI-chat exports into normalized tables, a Neo4j graph, RAG text and files."""
-
-
-@main.command()
+@click.command()
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
 def normalize(inputs: tuple[str, ...], out: Path) -> None:
@@ -62,7 +57,3 @@ def normalize(inputs: tuple[str, ...], out: Path) -> None:
         summary["drift"] = dict(report.drift)
     click.echo(json.dumps(summary, sort_keys=True))
     sys.exit(1 if report.errors else 0)
-
-
-if __name__ == "__main__":
-    main()

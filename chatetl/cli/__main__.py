@@ -1,0 +1,3 @@
+from chatetl.cli import main
+
+main()
