@@ -22,7 +22,8 @@ set can run beside the first, e.g. for tests:
 
 Data, logs and PID files live under <repo>/.services/ (CHATETL_SERVICES_DIR overrides):
 neo4j/ and seaweedfs/ for the default ports, neo4j-PORT/ and seaweedfs-PORT/ for others.
-SeaweedFS also uses the 9 ports after the S3 port (master, volume, filer, gRPC, admin).
+SeaweedFS also uses the 7 ports after the S3 port (master, volume, filer and gRPC ports)
+and an admin port of its own choosing (23646, or the next free one, and that + 10000).
 If NEO4J_URI or the S3 endpoint names a host that is not this machine's loopback, that
 service is only checked, never started or stopped.
 
@@ -518,12 +519,17 @@ class SeaweedS3(Service):
         return self.root / "weed.log"
 
     def aux_ports(self) -> dict[str, int]:
-        """weed mini's other listeners: a block right after the S3 port."""
+        """weed mini's other listeners, set explicitly to the 7 ports after the S3 port.
+
+        Left to weed, each gRPC port would be its HTTP port + 10000, so a second set with
+        S3 on 18333 would collide with the first set's S3 gRPC port. The admin server
+        (it runs even with -admin.ui=false) keeps weed's default port 23646 (+10000 for
+        gRPC): weed moves it to a free port by itself when that one is taken, and its
+        maintenance worker only finds it at admin port + 10000, so it is not set here."""
         p = self.port
         return {"master.port": p + 1, "volume.port": p + 2, "filer.port": p + 3,
                 "master.port.grpc": p + 4, "volume.port.grpc": p + 5,
-                "filer.port.grpc": p + 6, "s3.port.grpc": p + 7,
-                "admin.port": p + 8, "admin.port.grpc": p + 9}
+                "filer.port.grpc": p + 6, "s3.port.grpc": p + 7}
 
     def ports(self) -> list[int]:
         return [self.port, *self.aux_ports().values()]
@@ -595,6 +601,9 @@ class SeaweedS3(Service):
 
     def prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # weed mini saves its flags in DIR/mini.options and reloads them on the next start
+        # for every flag left at its default: the command line below is the one source.
+        (self.data_dir / "mini.options").unlink(missing_ok=True)
         s = self.settings
         config = {"identities": [{
             "name": "chatetl",
@@ -616,7 +625,11 @@ class SeaweedS3(Service):
             "-s3.port.iceberg=0", "-s3.port.lance=0",
             *(f"-{flag}={port}" for flag, port in self.aux_ports().items()),
         ]
-        return cmd, dict(os.environ), self.root
+        env = dict(os.environ)
+        # weed mini also makes an S3 identity from these two: keep it the configured one.
+        env["AWS_ACCESS_KEY_ID"] = self.settings["AWS_ACCESS_KEY_ID"]
+        env["AWS_SECRET_ACCESS_KEY"] = self.settings["AWS_SECRET_ACCESS_KEY"]
+        return cmd, env, self.root
 
 
 # --------------------------------------------------------------------------- commands

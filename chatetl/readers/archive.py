@@ -6,6 +6,7 @@ Zip members are read where they lie (never extracted by name), so a member named
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tempfile
@@ -13,6 +14,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
+from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
 from chatetl.readers.report import ReadReport
@@ -40,12 +42,23 @@ def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: i
         return
     if fmt is None:
         if top_level:
-            what = "JSON of a shape no reader knows" if layout else "content no reader knows (not JSON, JSONL, chat-export Markdown or YAML)"
-            report.error(entry.name, "", f"unrecognized format: {what}")
+            report.error(entry.name, "", f"unrecognized format: {_why_unrecognized(head, layout)}")
         else:
             report.skip("not a chat file")
         return
     yield entry, fmt, layout
+
+
+def _why_unrecognized(head: bytes, layout: Layout | None) -> str:
+    if layout is None:
+        return "content no reader knows (not JSON, JSONL, chat-export Markdown or YAML)"
+    try:
+        guard = DepthGuard(io.BytesIO(head))
+        while guard.read(65536):
+            pass
+    except NestingTooDeep as exc:
+        return str(exc)
+    return "JSON of a shape no reader knows"
 
 
 def expand_folder(folder: Path, report: ReadReport) -> Iterator[tuple[Entry, Format, Layout | None]]:

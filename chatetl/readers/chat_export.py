@@ -473,7 +473,8 @@ class _MarkdownState:
             cand.lines.append(line)
             if cand.label is None:
                 label = line.strip()
-                if _is_label(label):
+                # the one `sys` fence comes before the messages: a later one is a body's md code block
+                if _is_label(label) and not (label == "sys" and self.messages):
                     cand.label = label
                 else:
                     self.demote(cand)
@@ -510,6 +511,9 @@ class _MarkdownState:
         label = cand.label
         if label is None:
             self.demote(cand, closed=True)  # an empty ```md block
+            return
+        if label == "sources" and not all(_SOURCE_LINE.match(p) for p in cand.payload if p.strip()):
+            self.demote(cand, closed=True)  # not a numbered list of links: a body's md code block
             return
         self.close_body()
         if label == "sys":

@@ -6,11 +6,13 @@ object are looked at, so a huge first conversation costs no memory.
 
 from __future__ import annotations
 
+import io
 import json
 from enum import StrEnum
 
 import ijson
 
+from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.entry import Entry
 
 ZIP_MAGIC = b"PK\x03\x04"
@@ -83,7 +85,7 @@ def _first_record_keys(head: bytes, array: bool) -> tuple[set[str], dict]:
     depth = 0
     last_key = None
     try:
-        for _prefix, event, value in ijson.parse(head):
+        for _prefix, event, value in ijson.parse(DepthGuard(io.BytesIO(head)), buf_size=4096):
             if event in ("start_map", "start_array"):
                 depth += 1
             elif event in ("end_map", "end_array"):
@@ -97,8 +99,8 @@ def _first_record_keys(head: bytes, array: bool) -> tuple[set[str], dict]:
             elif depth == depth_target and last_key in _SCALAR_KEYS and event in ("string", "number"):
                 scalars[last_key] = value
             last_key = None if event != "map_key" else last_key
-    except (ijson.common.IncompleteJSONError, ijson.common.JSONError):
-        pass  # the head is cut mid-document: what was seen so far decides
+    except (ijson.common.IncompleteJSONError, ijson.common.JSONError, NestingTooDeep):
+        pass  # the head is cut mid-document (or absurdly nested): what was seen so far decides
     return keys, scalars
 
 

@@ -8,14 +8,11 @@ from typing import Any, Callable, Iterator
 import ijson
 
 from chatetl.model import Conversation
+from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.report import ReadReport
 from chatetl.readers.tree import resolve_branches
-
-# ijson's C backend builds objects without recursion; json.loads recurses, so bound what we hand it.
-MAX_LINE_BYTES = 256 * 1024 * 1024
-
 
 def iter_records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[tuple[str, Any]]:
     """Yield (where, record) for each top-level record; report damage and keep going where possible."""
@@ -25,7 +22,7 @@ def iter_records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[t
     prefix = "item" if layout is Layout.ARRAY else ""
     index = -1
     try:
-        with entry.open() as f:
+        with DepthGuard(entry.open()) as f:
             # multiple_values: JSONL whose first line is longer than the detection head looks like one object
             records = ijson.items(f, prefix, use_float=True, multiple_values=layout is not Layout.ARRAY)
             for index, record in enumerate(records):
@@ -33,6 +30,8 @@ def iter_records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[t
     except (ijson.common.IncompleteJSONError, ijson.common.JSONError) as exc:
         after = f"after record {index}" if index >= 0 else "before the first record"
         report.error(entry.name, f"{after}", f"invalid or truncated JSON: {_short(exc)}")
+    except NestingTooDeep as exc:
+        report.error(entry.name, f"record {index + 1}", str(exc))
     except RecursionError:
         report.error(entry.name, f"record {index + 1}", "JSON nested too deeply")
 

@@ -260,9 +260,7 @@ def _message(turn: dict, index: int, conv_id: str, report: ReadReport, file: str
                 msg.kind = MessageKind.TURN
     msg.message_id = tid
     msg.parent_id = parent
-    msg.created_at = when or msg.created_at
-    if msg.created_at is not None and msg.created_at.tzinfo is None:
-        msg.created_at = msg.created_at.replace(tzinfo=timezone.utc)
+    msg.created_at = when or msg.created_at  # both aware UTC (parse_time)
 
     msg.citations = _merge_citations(msg.citations, turn)
     search = turn.get("search")

@@ -558,3 +558,49 @@ def test_direct_reader_functions():
         report,
     )
     assert a.source_file == "a.json" and b.source_file == "b.json" and report.conversations == 2
+
+
+def test_markdown_md_blocks_in_a_body_that_only_look_like_markers(tmp_path):
+    text = (
+        "```md\nuser:\n```\n\nExample:\n\n```md\nsummary:\n- point one\n```\n\n```md\n```\n\ndone\n"
+        "```md\nassistant:\n```\nok\n\n```md\n"
+    )
+    [c], report = read_all(write(tmp_path, "look.md", text))
+    assert [m.role for m in c.messages] == [Role.USER, Role.ASSISTANT]
+    # a role-like label followed by content, and an empty md block, are the body's own code blocks
+    assert c.messages[0].text == "Example:\n\n```md\nsummary:\n- point one\n```\n\n```md\n```\n\ndone"
+    # no blank line after the marker: nothing to strip; a ```md opened on the last line is body text
+    assert c.messages[1].text == "ok\n\n```md"
+    assert report.drift == {"chat_export.md:unclosed-code-fence": 1}
+
+
+def test_json_tool_role_and_string_messages(tmp_path):
+    doc = chat_json(messages=["plain string message", {"role": "tool", "text": "42"}])
+    [c], report = read_all(write(tmp_path, "t.json", doc))
+    assert [(m.role, m.kind, m.text) for m in c.messages] == [
+        (Role.ASSISTANT, MessageKind.TURN, "plain string message"),
+        (Role.TOOL, MessageKind.TOOL_RESULT, "42"),
+    ]
+    assert report.drift == {"chat_export.role:(none)": 1}
+
+
+def test_yaml_typed_scalars_inside_lists_and_dates_in_meta(tmp_path):
+    text = "platform: chatgpt\ntitle: t\nfolder_date: 2026-01-02\nmessages:\n  - role: user\n    text: hi\n    links: [yes, 2026-01-02]\n"
+    [c], report = read_all(write(tmp_path, "l.yaml", text))
+    assert c.messages[0].extra["links"] == ["yes", "2026-01-02"]
+    assert c.meta["folder_date"] == "2026-01-02" and report.drift == {"chat_export.field:folder_date": 1}
+
+
+def test_markdown_sys_and_sources_lookalikes_inside_a_body(tmp_path):
+    text = (
+        "```md\nsys\nplatform: chatgpt\n```\n\n```md\nuser:\n```\n\nHow is the sys block written?\n\n"
+        "```md\nassistant:\n```\n\nLike this:\n\n```md\nsys\nplatform: grok\n```\n\nand sources:\n\n"
+        "```md\nsources\nsee the docs\n```\n\nThat's all.\n\n```md\nsources\n1. [Docs](https://docs.example/x)\n```\n"
+    )
+    [c], report = read_all(write(tmp_path, "s.md", text))
+    assert c.platform == "chatgpt" and report.drift == {}
+    answer = c.messages[1]
+    assert answer.text == (
+        "Like this:\n\n```md\nsys\nplatform: grok\n```\n\nand sources:\n\n```md\nsources\nsee the docs\n```\n\nThat's all."
+    )
+    assert [x.url for x in answer.citations] == ["https://docs.example/x"]

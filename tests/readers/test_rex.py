@@ -420,3 +420,12 @@ def test_jsonl_with_a_malformed_line(tmp_path):
     assert [c.conversation_id for c in convs] == ["A", "B"]
     [err] = report.errors
     assert err.where == "line 2" and "invalid JSON" in err.reason
+
+
+def test_turn_text_fills_an_upstream_message_whose_parts_are_empty(tmp_path):
+    turns = two_turns()
+    turns[1]["metadata*"]["message"]["content"]["parts"] = [""]  # the payload's copy of the text is gone
+    [c], _ = read_all(write(tmp_path, "r.json", [record(turns)]))
+    bot = c.messages[1]
+    assert bot.text == "Yes, normal service." and bot.kind is MessageKind.TURN and "empty" not in bot.extra
+    assert bot.model == "gpt-4o"

@@ -1,0 +1,53 @@
+"""Reaching Neo4j: the driver from the environment, and the sessions every graph write uses.
+
+Settings: `NEO4J_URI`, `NEO4J_USER`, `NEO4J_PASSWORD`, `NEO4J_DATABASE` (the real environment
+wins over the local services' defaults of chatetl.settings). The password is never logged.
+Write sessions ask the server only for notifications of WARNING severity and up, so the
+informational ones (e.g. "constraint already exists" on every idempotent schema statement,
+planner hints) do not fill the logs; the loader's queries raise no warnings (deprecations
+included: subqueries use the `CALL (x) { ... }` form), a test holds it so.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from chatetl import settings
+
+DEEP_ENV = "CHATETL_GRAPH_DEEP"
+NOTIFICATIONS_MIN_SEVERITY = "WARNING"
+
+
+def neo4j_settings() -> dict[str, str]:
+    return {
+        "uri": settings.get("NEO4J_URI"),
+        "user": settings.get("NEO4J_USER"),
+        "password": settings.get("NEO4J_PASSWORD"),
+        "database": settings.get("NEO4J_DATABASE"),
+    }
+
+
+def open_driver(uri: str | None = None, user: str | None = None, password: str | None = None) -> Any:
+    """A driver for the configured Neo4j (arguments override the environment)."""
+    from neo4j import GraphDatabase
+
+    conf = neo4j_settings()
+    return GraphDatabase.driver(
+        uri or conf["uri"],
+        auth=(user or conf["user"], password or conf["password"]),
+        notifications_min_severity=NOTIFICATIONS_MIN_SEVERITY,
+    )
+
+
+def write_session(driver: Any, database: str | None = None) -> Any:
+    """A session for graph writes (any driver, however it was configured)."""
+    return driver.session(database=database, notifications_min_severity=NOTIFICATIONS_MIN_SEVERITY)
+
+
+def deep_mode_from_env(default: bool = False) -> bool:
+    """Deep mode (DecisionTrace/TraceStep) from `CHATETL_GRAPH_DEEP`: 1/true/yes/on; off when unset."""
+    value = os.environ.get(DEEP_ENV, "").strip().lower()
+    if not value:
+        return default
+    return value in ("1", "true", "yes", "on")

@@ -1,0 +1,126 @@
+"""Node properties from the canonical model: the seed's names and values, plus what says how it arrived.
+
+Conversation and Document `source` is the platform, as in the seed (`chatgpt`, `claude-ai`,
+`grok`, `claude-code` ...); the format a state arrived through (account export, chat-export
+file, REX record ...) is recorded beside it (`sources`, `state_source`). Where a text is cut
+(Message `content` at 2,000 characters) the node says so: `content_truncated` and
+`content_length`; the full text stays in the normalized tables and the Document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from chatetl.model import Conversation, Message, MessageKind, Source
+from chatetl.normalize import state_version
+from chatetl.readers.timeutil import iso
+
+CONTENT_LIMIT = 2000  # the seed cuts Message.content at 2,000 characters
+
+# How much of a conversation a format carries. Only used to break a tie between two states
+# with the same update time from different formats: the richer one wins (account exports
+# and session logs hold the whole tree with ids and tool calls; REX the upstream messages;
+# chat-export files and ShareGPT datasets only the visible turns).
+SOURCE_FIDELITY: dict[str, int] = {
+    Source.CHATGPT.value: 3,
+    Source.CLAUDE_AI.value: 3,
+    Source.CLAUDE_CODE.value: 3,
+    Source.REX.value: 2,
+    Source.CHAT_EXPORT.value: 1,
+    Source.SHAREGPT.value: 1,
+}
+
+
+def cut(text: str | None, limit: int) -> tuple[str, bool, int]:
+    """(text cut to `limit` characters, whether it was cut, its full length)."""
+    text = text or ""
+    return text[:limit], len(text) > limit, len(text)
+
+
+def message_key(conv: Conversation, message_id: str) -> str:
+    """A message's graph key: the conversation's key (platform and id) and the message's own id."""
+    return f"{conv.key}:{message_id}"
+
+
+def message_name(conv: Conversation, m: Message) -> str:
+    """The seed's `msg-{uuid[:12]}`. Ids a reader derived from the conversation id
+    (`{conversation_id}:{n}`, files without message ids) would all share their first 12
+    characters, so those are named `msg-{conversation_id[:12]}-{n}`: distinct within the chat."""
+    prefix = f"{conv.conversation_id}:"
+    if m.message_id.startswith(prefix):
+        return f"msg-{conv.conversation_id[:12]}-{m.message_id[len(prefix):]}"
+    return f"msg-{m.message_id[:12]}"
+
+
+def conversation_props(conv: Conversation) -> dict[str, Any]:
+    """Properties of the state that won; `sources`/`source_files` are kept by the load itself."""
+    return {
+        "key": conv.key,
+        "name": conv.title if conv.title else f"conv-{conv.conversation_id}",
+        "title": conv.title,
+        "conversation_id": conv.conversation_id,
+        "source": conv.platform,  # the seed's `source` is the platform
+        "platform": conv.platform,
+        "created_at": iso(conv.created_at),
+        "updated_at": iso(conv.updated_at),
+        "message_count": conv.message_count,
+        "total_messages": len(conv.messages),
+        "model_slug": conv.model,
+        "url": conv.url,
+        "timezone": conv.timezone,
+    }
+
+
+def message_props(conv: Conversation, m: Message, next_id: str | None = None) -> dict[str, Any]:
+    content, truncated, length = cut(m.text, CONTENT_LIMIT)
+    return {
+        "key": message_key(conv, m.message_id),
+        "message_id": m.message_id,
+        "name": message_name(conv, m),
+        "role": m.role.value,
+        "kind": m.kind.value,
+        "content": content,
+        "content_truncated": truncated,
+        "content_length": length,
+        "created_at": iso(m.created_at),
+        "conversation_id": conv.conversation_id,
+        "conversation_key": conv.key,
+        "platform": conv.platform,
+        "has_tool_calls": bool(m.tool_calls),
+        "has_tool_results": bool(m.tool_results),
+        "model_slug": m.model,
+        "author_name": m.author_name,
+        "seq": m.seq,
+        "branch_index": m.branch_index,
+        "on_active_branch": m.on_active_branch,
+        "visible": m.kind is MessageKind.TURN,
+        # the links this state asks for: the load makes NEXT / REPLIES_TO match them
+        "parent_key": message_key(conv, m.parent_id) if m.parent_id else None,
+        "next_key": message_key(conv, next_id) if next_id else None,
+    }
+
+
+def next_ids(conv: Conversation) -> dict[str, str]:
+    """message id -> the next visible turn's id, along the active branch (what NEXT links)."""
+    turns = sorted((m for m in conv.messages if m.seq is not None), key=lambda m: m.seq)  # type: ignore[arg-type, return-value]
+    return {a.message_id: b.message_id for a, b in zip(turns, turns[1:])}
+
+
+def state_hash(conv: Conversation) -> str:
+    """A fingerprint of a conversation's state (everything but the file it was read from)."""
+    return hashlib.sha256(conv.model_dump_json(exclude={"source_file"}).encode()).hexdigest()[:32]
+
+
+def conversation_row(conv: Conversation, deep: bool) -> dict[str, Any]:
+    """What the conversation upsert needs: the state's properties and what decides whether it wins."""
+    return {
+        "key": conv.key,
+        "props": conversation_props(conv),
+        "state_version": state_version(conv),
+        "state_hash": state_hash(conv),
+        "state_rank": SOURCE_FIDELITY.get(conv.source.value, 0),
+        "arrived_via": conv.source.value,
+        "source_file": conv.source_file,
+        "deep": deep,
+    }

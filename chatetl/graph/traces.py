@@ -1,0 +1,130 @@
+"""Deep mode: a conversation's tool use as a DecisionTrace of TraceSteps (the seed's deep mode).
+
+One DecisionTrace per conversation that used tools on the branch the user saw (the active
+branch, in order): id `{platform}-trace-{conversation_id}`, task `Tool usage in: {title}`,
+outcome a summary of the tool calls. Every tool call and every tool result is a TraceStep:
+`action` `tool_use:<name>` / `tool_result:<name>`, `observation` the call's input or the
+result's output cut at 500 characters (`observation_truncated`, `observation_length`),
+`thought` what triggered the call: the text the assistant wrote with the call, else its
+reasoning, else the last user/assistant text before it (cut at 500). A result's thought is
+its call's. Each result is paired with its own call: by id (ChatGPT results carry the call's
+id, Claude `tool_use_id`), else (sources without ids, e.g. ShareGPT) with the oldest open call
+of the same tool, else the oldest open call. A paired result has `tool_call_id` and
+`paired_step` (the call step's key); the load links it `RESULT_OF` its call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from chatetl.graph.properties import cut, message_key
+from chatetl.model import Conversation, Message, MessageKind, Role
+
+OBSERVATION_LIMIT = 500  # the seed cuts TraceStep.observation at 500 characters
+THOUGHT_LIMIT = 500
+UNKNOWN_TOOL = "unknown"
+
+
+def trace_id(conv: Conversation) -> str:
+    return f"{conv.platform}-trace-{conv.conversation_id}"
+
+
+def _trace_messages(conv: Conversation) -> list[Message]:
+    branch = conv.active_branch
+    return branch if branch else list(conv.messages)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def trace_for(conv: Conversation) -> dict[str, Any] | None:
+    """The trace row of a conversation (None when its active branch used no tool)."""
+    tid = trace_id(conv)
+    steps: list[dict[str, Any]] = []
+    open_calls: list[dict[str, Any]] = []  # call steps without a result yet, oldest first
+    calls_by_id: dict[str, dict[str, Any]] = {}
+    last_text = ""
+
+    def step(kind: str, name: str, observation: str, thought: str, m: Message) -> dict[str, Any]:
+        obs, obs_cut, obs_len = cut(observation, OBSERVATION_LIMIT)
+        s = {
+            "key": f"{tid}:{len(steps)}",
+            "trace_id": tid,
+            "index": len(steps),
+            "thought": cut(thought, THOUGHT_LIMIT)[0],
+            "action": f"{kind}:{name}",
+            "kind": kind,
+            "tool_name": name,
+            "observation": obs,
+            "observation_truncated": obs_cut,
+            "observation_length": obs_len,
+            "message_key": message_key(conv, m.message_id),
+            "tool_call_id": None,
+            "paired_step": None,
+            "is_error": False,
+        }
+        steps.append(s)
+        return s
+
+    for m in _trace_messages(conv):
+        if m.tool_calls:
+            trigger = m.text.strip() if m.kind is MessageKind.TURN and m.text.strip() else (m.reasoning or "").strip() or last_text
+            for call in m.tool_calls:
+                s = step("tool_use", call.name or UNKNOWN_TOOL, call.input, trigger, m)
+                s["tool_call_id"] = call.id
+                open_calls.append(s)
+                if call.id:
+                    calls_by_id.setdefault(call.id, s)
+        for result in m.tool_results:
+            call_step = calls_by_id.get(result.tool_call_id) if result.tool_call_id else None
+            if call_step is None and open_calls:
+                same_tool = [c for c in open_calls if result.name and c["tool_name"] == result.name]
+                call_step = (same_tool or open_calls)[0]
+            if call_step is not None and call_step in open_calls:
+                open_calls.remove(call_step)
+            name = result.name or (call_step["tool_name"] if call_step else None) or UNKNOWN_TOOL
+            s = step("tool_result", name, result.output, call_step["thought"] if call_step else last_text, m)
+            s["is_error"] = result.is_error
+            if call_step is not None:
+                s["tool_call_id"] = call_step["tool_call_id"] or result.tool_call_id
+                s["paired_step"] = call_step["key"]
+        if m.role in (Role.USER, Role.ASSISTANT) and m.kind in (MessageKind.TURN, MessageKind.REASONING) and m.content_type != "reasoning_recap":
+            text = (m.text or m.reasoning or "").strip()
+            if text:
+                last_text = text
+
+    if not steps:
+        return None
+    calls = [s for s in steps if s["kind"] == "tool_use"]
+    results = [s for s in steps if s["kind"] == "tool_result"]
+    tools = Counter(s["tool_name"] for s in calls)
+    errors = sum(1 for s in results if s["is_error"])
+    outcome = _plural(len(calls), "tool call")
+    if tools:
+        outcome += " (" + ", ".join(f"{name} ×{n}" for name, n in sorted(tools.items(), key=lambda kv: (-kv[1], kv[0]))) + ")"
+    outcome += f", {_plural(len(results), 'result')}"
+    if errors:
+        outcome += f", {_plural(errors, 'error')}"
+    if open_calls:
+        outcome += f", {len(open_calls)} without a result"
+    title = conv.title or f"conv-{conv.conversation_id}"
+    return {
+        "id": tid,
+        "conversation_key": conv.key,
+        "props": {
+            "id": tid,
+            "conversation_key": conv.key,
+            "conversation_id": conv.conversation_id,
+            "source": conv.platform,
+            "task": f"Tool usage in: {title}",
+            "outcome": outcome,
+            "tool_calls": len(calls),
+            "tool_results": len(results),
+            "errors": errors,
+            "unanswered_calls": len(open_calls),
+            "step_count": len(steps),
+        },
+        "steps": steps,
+    }

@@ -1,0 +1,61 @@
+"""`chatetl normalize`: inputs of every kind into Parquet datasets, a one-line summary, honest exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pyarrow.dataset as ds
+import pytest
+
+from chatetl.samples import chatgpt_conversations, chatgpt_export
+
+
+def _run(*args: str):
+    return subprocess.run([sys.executable, "-m", "chatetl.cli", "normalize", *args], capture_output=True, text=True)
+
+
+def test_normalize_files_and_folders(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "export.zip").write_bytes(chatgpt_export())
+    (tmp_path / "in" / "dataset.jsonl").write_text(
+        json.dumps({"id": "d1", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}) + "\n"
+    )
+    result = _run(str(tmp_path / "in"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (summary["files"], summary["conversations"], summary["errors"]) == (3, 4, 0)
+    conversations = ds.dataset(tmp_path / "out" / "conversations").to_table()
+    messages = ds.dataset(tmp_path / "out" / "messages").to_table()
+    assert conversations.num_rows == 4 and messages.num_rows == summary["messages"]
+    assert sorted(set(conversations.column("source").to_pylist())) == ["chatgpt", "sharegpt"]
+    seqs = [s for s in messages.column("seq").to_pylist() if s is not None]
+    assert seqs.count(0) == 4  # every conversation has a first visible turn
+
+
+def test_bad_files_fail_the_exit_code_but_good_ones_are_written(tmp_path):
+    good = tmp_path / "conversations.json"
+    good.write_text(json.dumps(chatgpt_conversations()))
+    bad = tmp_path / "broken.json"
+    bad.write_text(json.dumps(chatgpt_conversations())[:500])
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(256)))
+    result = _run(str(good), str(bad), str(garbage), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["conversations"] == 3 and summary["errors"] == 2
+    errors = result.stderr.strip().splitlines()
+    assert any(str(bad) in line and "truncated" in line for line in errors)
+    assert any(str(garbage) in line and "unrecognized" in line for line in errors)
+    assert ds.dataset(tmp_path / "out" / "conversations").to_table().num_rows == 3
+
+
+@pytest.mark.integration
+def test_normalize_reads_from_s3(s3_store, tmp_path):
+    s3_store.put_bytes("uploads/a/export.zip", chatgpt_export())
+    s3_store.put_bytes("uploads/b/conversations.json", json.dumps(chatgpt_conversations()[:1]).encode())
+    result = _run(f"s3://{s3_store.bucket}/uploads/", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["conversations"] == 4 and summary["files"] == 3
