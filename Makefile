@@ -4,7 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SERVICES := $(PY) deploy/local_services.py
 # the test suite runs its own services on other ports, beside the demo's
-TEST_ENV := NEO4J_URI=bolt://127.0.0.1:17687 CHATETL_S3_ENDPOINT_URL=http://127.0.0.1:18333
+TEST_NEO4J_URI ?= bolt://127.0.0.1:17687
+TEST_S3_ENDPOINT ?= http://127.0.0.1:18333
+TEST_ENV := NEO4J_URI=$(TEST_NEO4J_URI) CHATETL_S3_ENDPOINT_URL=$(TEST_S3_ENDPOINT)
 
 .PHONY: setup demo test services down status ui bench clean
 
