@@ -174,7 +174,7 @@ def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None =
     text, attachments, citations = _content_text(content, ctype, report, extra)
     citations += _citations_from_metadata(metadata)
     attachments += _attachments_from_metadata(metadata)
-    visible_text = _CITE_MARKER.sub("", text)
+    visible_text = _CITE_MARKER.sub("", text) if ("\ue200" in text or "【" in text) else text
     if visible_text != text:
         extra["raw_text"] = text
 

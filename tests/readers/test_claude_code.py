@@ -14,7 +14,7 @@ from chatetl.readers.claude_code import read
 from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
 
-SAMPLE = Path("/work/shared/samples/claude-code/-experiments-ideas/03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl")
+SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "claude-code" / "-experiments-ideas" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
 SID = "11111111-2222-4333-8444-555555555555"
 
 

@@ -12,7 +12,7 @@ from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
 from chatetl.readers.sharegpt import read
 
-SAMPLE = Path("/work/shared/samples/sharegpt/fastchat-dummy_conversation.json")
+SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "sharegpt" / "fastchat-dummy_conversation.json"
 
 
 def write(tmp_path, name, content):
