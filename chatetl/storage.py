@@ -8,6 +8,7 @@ Keys are always relative, '/'-separated, and may never leave the store's root.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import tempfile
 from abc import ABC, abstractmethod
@@ -209,7 +210,7 @@ class S3ObjectStore(ObjectStore):
 
     def open(self, key: str) -> BinaryIO:
         body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
-        return _StreamingBody(body)
+        return io.BufferedReader(_StreamingBody(body), buffer_size=1024 * 1024)  # type: ignore[return-value]
 
     def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo:
         extra = {"ContentType": content_type} if content_type else None
@@ -226,29 +227,26 @@ class S3ObjectStore(ObjectStore):
         return f"s3://{self.bucket}/{self.prefix}{check_prefix(key)}"
 
 
-class _StreamingBody:
-    """botocore's StreamingBody as a context-managed binary file (ijson and zipfile-friendly reads)."""
+class _StreamingBody(io.RawIOBase):
+    """botocore's StreamingBody as a raw binary stream; `open` wraps it in a BufferedReader,
+    so callers get read/readline/iteration/read1 as from a local file, streamed."""
 
     def __init__(self, body: Any) -> None:
         self._body = body
 
-    def read(self, n: int = -1) -> bytes:
-        return self._body.read(None if n is None or n < 0 else n)
-
     def readable(self) -> bool:
         return True
 
-    def __iter__(self) -> Iterator[bytes]:
-        return self._body.iter_lines(keepends=True)
+    def readinto(self, buffer: Any) -> int:
+        data = self._body.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        return n
 
     def close(self) -> None:
-        self._body.close()
-
-    def __enter__(self) -> "_StreamingBody":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        if not self.closed:
+            self._body.close()
+        super().close()
 
 
 def s3_client(endpoint_url: str | None = None, region: str | None = None) -> Any:
