@@ -35,6 +35,7 @@ down: setup
 	$(SERVICES) down; $(TEST_ENV) $(SERVICES) down
 
 ui: setup
+	$(PY) deploy/dagster_home.py $(CURDIR)/.dagster_home
 	set -a; . deploy/local.env; set +a; CHATETL_STORE=s3 DAGSTER_HOME=$(CURDIR)/.dagster_home $(VENV)/bin/dagster dev -h 127.0.0.1 -p 3000
 
 clean: down

@@ -1,13 +1,31 @@
-"""What every asset shares: retry policy, metadata helpers."""
+"""What every asset shares: retry policy, the Neo4j pool, partition ranges, metadata helpers."""
 
 
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from dagster import Backoff, Jitter, MetadataValue, RetryPolicy
 
-# Steps that talk to S3 or Neo4j retry transient failures with backoff.
+# Steps that talk to S3 or Neo4j retry transient failures with backoff (2 s, 4 s, 8 s, jittered).
+# Data problems raise dagster.Failure(allow_retries=False): retrying cannot fix them.
 NETWORK_RETRY = RetryPolicy(max_retries=3, delay=2, backoff=Backoff.EXPONENTIAL, jitter=Jitter.PLUS_MINUS)
+
+# The pool of the steps that write to Neo4j (graph, documents). Its limit comes from the
+# instance: `concurrency: pools: default_limit` in dagster.yaml (deploy/dagster.yaml sets 1),
+# or `dagster instance concurrency set neo4j 2`.
 NEO4J_POOL = "neo4j"
+
+# Tag a run (or a backfill, from the launch dialog) with this to normalize every upload
+# again even when its ledger says it is unchanged.
+REPROCESS_TAG = "chatetl/reprocess"
+
+
+def partition_days(context: Any) -> list[str]:
+    """The days a run covers: one partition, or a range (backfills of range-aware assets)."""
+    return list(context.partition_keys)
+
+
+def wants_reprocess(context: Any) -> bool:
+    return str(context.run.tags.get(REPROCESS_TAG, "")).lower() in ("1", "true", "yes")
 
 
 def key_list(keys: list[str], limit: int = 50) -> MetadataValue:
@@ -16,8 +34,22 @@ def key_list(keys: list[str], limit: int = 50) -> MetadataValue:
     return MetadataValue.md("\n".join(f"- `{k}`" for k in shown) + more if shown else "_none_")
 
 
-def counts_table(counts: dict[str, Any]) -> MetadataValue:
-    if not counts:
+def md_cell(value: Any) -> str:
+    """A value safe inside a Markdown table cell (pipes, newlines, backticks and HTML escaped)."""
+    text = "" if value is None else str(value)
+    for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "'"), ("\r", " "), ("\n", " ")):
+        text = text.replace(a, b)
+    return text[:120]
+
+
+def md_table(headers: Iterable[str], rows: Iterable[Iterable[Any]]) -> MetadataValue:
+    headers = list(headers)
+    body = [" | ".join(md_cell(v) for v in row) for row in rows]
+    if not body:
         return MetadataValue.md("_none_")
-    rows = "\n".join(f"| `{k}` | {v} |" for k, v in sorted(counts.items()))
-    return MetadataValue.md("| what | count |\n| --- | --- |\n" + rows)
+    lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)] + [f"| {row} |" for row in body]
+    return MetadataValue.md("\n".join(lines))
+
+
+def counts_table(counts: Mapping[str, Any], what: str = "what") -> MetadataValue:
+    return md_table([what, "count"], ((f"{k}", v) for k, v in sorted(counts.items())))

@@ -1,14 +1,20 @@
-"""raw_uploads and normalized: which uploads belong to a partition, and their normalized tables."""
+"""raw_uploads and normalized: which uploads belong to a day, and their normalized tables.
+
+Both handle a range of days per run (backfills run up to a week per run); every day is
+processed on its own: its uploads from the upload index (chatetl.uploads), its ledger
+(chatetl.ledger) skipping what is unchanged (chatetl.partition_ingest).
+"""
 
 
 import json
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
-from assets.common import NETWORK_RETRY, counts_table, key_list
-from assets.partitions import daily_partitions
-from chatetl import pipeline
-from chatetl.storage import ObjectInfo
+from assets.common import NETWORK_RETRY, counts_table, key_list, md_table, partition_days, wants_reprocess
+from assets.partitions import daily_partitions, range_backfill_policy
+from chatetl import pipeline, uploads
+from chatetl.ledger import ledger_key, parser_fingerprint
+from chatetl.partition_ingest import PartitionIngest, ingest_partition
 from resources.object_store import ObjectStoreResource
 
 MANIFEST_PREFIX = "manifests/raw_uploads/"
@@ -18,74 +24,148 @@ def manifest_key(day: str) -> str:
     return f"{MANIFEST_PREFIX}date={day}.json"
 
 
-@asset(partitions_def=daily_partitions, group_name="ingest", retry_policy=NETWORK_RETRY, kinds={"s3"})
+@asset(
+    partitions_def=daily_partitions,
+    backfill_policy=range_backfill_policy,
+    group_name="ingest",
+    retry_policy=NETWORK_RETRY,
+    kinds={"s3"},
+)
 def raw_uploads(context: AssetExecutionContext, object_store: ObjectStoreResource) -> MaterializeResult:
-    """The uploads that arrived in the bucket's raw/ prefix on this partition's day (key, ETag, size)."""
-    day = context.partition_key
+    """The uploads under raw/ whose current version arrived on the partition's day (UTC): key,
+    ETag, size. Found in the upload index the sensor keeps (state/uploads/date=D/), or by one
+    listing of raw/ when the index does not cover the day yet. Written to a manifest."""
     store = object_store.store
-    uploads = pipeline.uploads_for_partition(store, day)
-    manifest = [{"key": u.key, "etag": u.etag, "size": u.size, "last_modified": u.last_modified.isoformat()} for u in uploads]
-    pipeline.put_bytes_if_changed(store, manifest_key(day), json.dumps(manifest, indent=2).encode(), "application/json")
+    days = partition_days(context)
+    found, note = uploads.find_uploads(store, days)
+    context.log.info(note)
+    rows = []
+    all_keys: list[str] = []
+    for day in days:
+        d = found[day]
+        manifest = {
+            "day": day,
+            "found_by": d.how,
+            "uploads": [uploads.info_to_dict(u) for u in d.uploads],
+            "moved_to_other_days": d.moved,
+            "gone": d.gone,
+        }
+        pipeline.put_bytes_if_changed(store, manifest_key(day), json.dumps(manifest, indent=1, sort_keys=True).encode(), "application/json")
+        rows.append((day, len(d.uploads), sum(u.size for u in d.uploads), d.how, len(d.moved), len(d.gone)))
+        all_keys += [u.key for u in d.uploads]
+    total = sum(r[1] for r in rows)
     return MaterializeResult(
         metadata={
-            "uploads": len(uploads),
-            "bytes": sum(u.size for u in uploads),
-            "keys": key_list([u.key for u in uploads]),
-            "manifest": MetadataValue.path(store.uri(manifest_key(day))),
+            "summary": MetadataValue.text(
+                f"{total} upload(s) on {days[0]}" + (f" .. {days[-1]}" if len(days) > 1 else "") + f"; {note}"
+            ),
+            "uploads": total,
+            "bytes": sum(r[2] for r in rows),
+            "days": md_table(["day", "uploads", "bytes", "found by", "replaced since (now on another day)", "deleted since"], rows),
+            "keys": key_list(all_keys),
+            "manifest": MetadataValue.path(store.uri(manifest_key(days[-1]))),
+            "upload_index": MetadataValue.path(store.uri(uploads.index_prefix(days[-1]))),
         }
     )
 
 
-@asset(partitions_def=daily_partitions, group_name="ingest", deps=[raw_uploads], retry_policy=NETWORK_RETRY, kinds={"parquet"})
-def normalized(context: AssetExecutionContext, object_store: ObjectStoreResource) -> MaterializeResult:
-    """Every upload of the day read into the normalized tables (conversations, messages) as Parquet."""
-    day = context.partition_key
-    store = object_store.store
-    manifest = json.loads(store.get_bytes(manifest_key(day)))
-    totals = {"conversations": 0, "messages": 0, "errors": 0, "bytes_written": 0}
-    drift: dict[str, int] = {}
-    skipped: dict[str, int] = {}
-    formats: dict[str, int] = {}
-    errors: list[str] = []
-    written: list[str] = []
-    unchanged: list[str] = []
-    quarantined: list[str] = []
-    for item in manifest:
-        info = store.head(item["key"])
-        if info is None:
-            context.log.warning(f"upload {item['key']} is gone since the manifest was made")
-            continue
-        result = pipeline.normalize_upload(store, info, day)
-        report = result.report
-        totals["conversations"] += result.conversations
-        totals["messages"] += result.messages
-        totals["errors"] += len(report.errors)
-        totals["bytes_written"] += result.bytes_written
-        for name, target in ((report.drift, drift), (report.skipped, skipped), (report.formats, formats)):
-            for k, v in name.items():
-                target[k] = target.get(k, 0) + v
-        errors += [str(e) for e in report.errors]
-        written += result.written
-        unchanged += result.unchanged
-        quarantined += result.quarantined
-        for e in report.errors:
-            context.log.warning(str(e))
-    metadata = {
-        "uploads": len(manifest),
-        "conversations": totals["conversations"],
-        "messages": totals["messages"],
-        "errors": totals["errors"],
-        "bytes_written": totals["bytes_written"],
-        "formats": counts_table(formats),
-        "format_drift": counts_table(drift),
-        "skipped": counts_table(skipped),
-        "error_list": MetadataValue.md("\n".join(f"- {e}" for e in errors[:100]) or "_none_"),
-        "written": key_list(written),
-        "unchanged": key_list(unchanged),
-        "quarantined": key_list(quarantined),
+def _manifest_uploads(store, day: str) -> list:
+    if store.head(manifest_key(day)) is None:  # normalized run alone: find them now
+        return uploads.find_uploads(store, [day])[0][day].uploads
+    return [uploads.info_from_dict(d) for d in json.loads(store.get_bytes(manifest_key(day)))["uploads"]]
+
+
+def _summary(r: PartitionIngest, days: list[str]) -> str:
+    span = days[0] + (f" .. {days[-1]}" if len(days) > 1 else "")
+    parts = [
+        f"{span}: {r.uploads} upload(s): {len(r.processed)} normalized, {len(r.skipped)} skipped as unchanged",
+        f"{r.conversations} conversation(s) and {r.messages} message(s) read",
+    ]
+    if r.conversations_in_skipped:
+        parts.append(f"{r.conversations_in_skipped} conversation(s) in unchanged uploads")
+    if r.retracted:
+        parts.append(f"{len(r.retracted)} upload(s) retracted (replaced on another day or deleted)")
+    parts.append(f"{len(r.errors)} error(s), {len(r.quarantined)} quarantined file(s)")
+    if r.drift:
+        parts.append(f"format drift: {sum(r.drift.values())} unknown item(s)")
+    return "; ".join(parts)
+
+
+def normalized_metadata(store, r: PartitionIngest, days: list[str], per_day: list[PartitionIngest]) -> dict:
+    sources = sorted(r.sources.items())
+    return {
+        "summary": MetadataValue.text(_summary(r, days)),
+        "uploads": r.uploads,
+        "uploads_normalized": len(r.processed),
+        "uploads_skipped_unchanged": len(r.skipped),
+        "uploads_retracted": len(r.retracted),
+        "conversations": r.conversations,
+        "messages": r.messages,
+        "conversations_in_skipped_uploads": r.conversations_in_skipped,
+        "rows_written": r.rows_written["conversations"] + r.rows_written["messages"],
+        "bytes_read": r.bytes_read,
+        "bytes_written": r.bytes_written,
+        "errors": len(r.errors),
+        "per_source": md_table(
+            ["source", "uploads", "skipped uploads", "conversations read", "new", "updated", "unchanged", "removed", "in skipped uploads", "messages"],
+            [(s, c.uploads, c.uploads_skipped, c.conversations, c.new, c.updated, c.unchanged, c.removed, c.skipped, c.messages) for s, c in sources],
+        ),
+        "per_day": md_table(
+            ["day", "uploads", "normalized", "skipped", "conversations", "messages", "errors", "seconds"],
+            [(d.day, d.uploads, len(d.processed), len(d.skipped), d.conversations, d.messages, len(d.errors), f"{d.seconds:.1f}") for d in per_day],
+        ),
+        "preview": md_table(
+            ["platform", "title", "turns", "updated", "upload"],
+            [(p["platform"], p["title"], p["message_count"], p["updated_at"], p["upload"]) for p in r.preview],
+        ),
+        "error_list": MetadataValue.md("\n".join(f"- {e}" for e in r.errors[:100]).replace("|", "\\|") or "_none_"),
+        "error_reasons": counts_table(r.error_reasons, "reason"),
+        "unreadable_uploads": key_list(r.failed_uploads),
+        "quarantined": key_list(r.quarantined),
+        "format_drift": counts_table(r.drift, "unknown type or field"),
+        "records_skipped": counts_table(r.records_skipped, "reason"),
+        "formats": counts_table(r.formats, "format"),
+        "retracted": md_table(["upload", "why"], sorted(r.retracted.items())),
+        "written": key_list(r.written),
+        "unchanged": key_list(r.unchanged),
         "tables": MetadataValue.path(store.uri(pipeline.NORMALIZED_PREFIX)),
+        "quarantine": MetadataValue.path(store.uri(pipeline.QUARANTINE_PREFIX)),
+        "ledger": MetadataValue.path(store.uri(ledger_key(days[-1]))),
+        "parser": MetadataValue.text(parser_fingerprint()),
+        "seconds": round(r.seconds, 2),
     }
-    if manifest and totals["conversations"] == 0:
-        # a run that read nothing useful must not look like a success
-        raise Failure(description=f"no conversation could be read from {len(manifest)} upload(s)", metadata=metadata)
+
+
+@asset(
+    partitions_def=daily_partitions,
+    backfill_policy=range_backfill_policy,
+    group_name="ingest",
+    deps=[raw_uploads],
+    retry_policy=NETWORK_RETRY,
+    kinds={"parquet", "s3"},
+)
+def normalized(context: AssetExecutionContext, object_store: ObjectStoreResource) -> MaterializeResult:
+    """Every upload of the day read into the normalized tables, conversations and messages, as
+    Parquet at normalized/<table>/date=D/<upload-id>.parquet (bad parts to quarantine/date=D/).
+    Uploads already normalized from the same bytes by the same parser are skipped (the
+    ledger, state/ledger/date=D.json); tag a run `chatetl/reprocess=true` to redo them."""
+    store = object_store.store
+    days = partition_days(context)
+    reprocess = wants_reprocess(context)
+    total = PartitionIngest(days[0])
+    per_day = []
+    for day in days:
+        result = ingest_partition(store, day, _manifest_uploads(store, day), reprocess=reprocess, warn=context.log.warning)
+        context.log.info(_summary(result, [day]))
+        per_day.append(result)
+        total.add(result)
+    metadata = normalized_metadata(store, total, days, per_day)
+    empty = [d.day for d in per_day if d.uploads and not d.useful]
+    if empty:
+        # a run that read nothing useful must not look like a success (and retrying cannot help)
+        raise Failure(
+            description=f"no conversation could be read from the uploads of {', '.join(empty)}: see error_list",
+            metadata=metadata,
+            allow_retries=False,
+        )
     return MaterializeResult(metadata=metadata)

@@ -1,39 +1,123 @@
 """The upload sensor: a new or replaced object under raw/ starts a run for its day's partition.
 
-The cursor is a watermark (last-modified, key) of the newest upload already requested;
-run keys are key + ETag, so the same upload never runs twice and a replaced one runs again.
-Work per tick is bounded; a backlog drains over several ticks.
+Each tick is one bounded step of chatetl.uploads.discover (at most CHATETL_SENSOR_MAX_KEYS
+keys listed and CHATETL_SENSOR_MAX_SECONDS seconds; the position rides in the cursor, so a
+backlog drains over several ticks): new keys after the greatest key seen, then the rolling
+re-scan that finds replaced objects. The changes of one day found in one tick become one
+run request, recorded in the upload index (state/uploads/date=D/). Run keys come from
+key + ETag (a batch: its day and the digest of its key@ETag list), and each upload version
+is in exactly one batch: the same upload never runs twice, a replaced one runs again.
+When a run the sensor requested for that day is still queued, the new uploads join it
+instead (it reads the day's index when it starts, after this tick wrote it): a burst of
+uploads, or a backlog drained over several ticks, gives one waiting run per day, not one
+per tick.
 """
 
 
-import json
+import os
+import time
 
-from dagster import RunRequest, SensorEvaluationContext, SensorResult, SkipReason, sensor
+from dagster import (
+    DagsterInvariantViolationError,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    RunsFilter,
+    SensorEvaluationContext,
+    SensorResult,
+    sensor,
+)
 
 from assets.jobs import ingest_job
-from chatetl import pipeline
+from assets.partitions import daily_partitions
+from chatetl import uploads
 from resources.object_store import ObjectStoreResource
 
-MAX_RUNS_PER_TICK = 50
+TICK_SECONDS = 30
 
 
-@sensor(job=ingest_job, minimum_interval_seconds=30, description="Starts a run for each new or replaced upload under raw/.")
-def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreResource) -> SensorResult | SkipReason:
-    cursor = json.loads(context.cursor) if context.cursor else {"modified": "", "key": ""}
-    watermark = (cursor["modified"], cursor["key"])
-    fresh = sorted(
-        (info for info in object_store.store.list(pipeline.RAW_PREFIX) if (info.last_modified.isoformat(), info.key) > watermark),
-        key=lambda i: (i.last_modified.isoformat(), i.key),
-    )[:MAX_RUNS_PER_TICK]
-    if not fresh:
-        return SkipReason("no new uploads under raw/")
-    requests = [
-        RunRequest(
-            run_key=f"{info.key}@{info.etag}",
-            partition_key=pipeline.partition_of(info),
-            tags={"chatetl/upload": info.key[:200], "chatetl/etag": info.etag},
+def _limit(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def queued_run_for(context: SensorEvaluationContext, day: str) -> str | None:
+    """A run this sensor requested for `day` that has not started yet (it will read the index)."""
+    try:
+        instance = context.instance
+    except DagsterInvariantViolationError:  # evaluated without an instance (e.g. a unit test)
+        return None
+    records = instance.get_run_records(
+        filters=RunsFilter(
+            job_name=ingest_job.name,
+            statuses=[DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED],
+            tags={"dagster/partition": day, "dagster/sensor_name": context.sensor_name or "upload_sensor"},
+        ),
+        limit=5,
+    )
+    for record in records:
+        if "dagster/parent_run_id" not in record.dagster_run.tags:  # a re-execution may run only some steps
+            return record.dagster_run.run_id
+    return None
+
+
+@sensor(
+    job=ingest_job,
+    minimum_interval_seconds=TICK_SECONDS,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Starts a run of a day's partition when uploads under raw/ are new or replaced (bounded scan, cursor).",
+)
+def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreResource) -> SensorResult:
+    store = object_store.store
+    cursor, reset = uploads.check_cursor(store, uploads.ScanCursor.from_json(context.cursor))
+    if reset:
+        context.log.warning("the upload index is gone (state/ deleted?): scanning raw/ from the start to rebuild it")
+    found = uploads.discover(
+        store,
+        cursor,
+        now=time.time(),
+        max_keys=int(_limit("CHATETL_SENSOR_MAX_KEYS", 5000)),
+        max_seconds=_limit("CHATETL_SENSOR_MAX_SECONDS", 15),
+    )
+    batches = []
+    for batch in uploads.batches_by_day(found.changes):
+        if not daily_partitions.has_partition_key(batch.day):
+            context.log.warning(f"{len(batch.uploads)} upload(s) of {batch.day} are outside the partitions (CHATETL_PARTITIONS_START?)")
+            continue
+        batches.append(batch)
+    uploads.record_batches(store, batches)
+    if found.coverage is not None:
+        uploads.publish_coverage(store, found.coverage)
+    requests = []
+    joined = []
+    for batch in batches:
+        waiting = queued_run_for(context, batch.day)
+        if waiting:
+            joined.append(f"{len(batch.uploads)} upload(s) of {batch.day} joined queued run {waiting}")
+            continue
+        requests.append(
+            RunRequest(
+                run_key=batch.run_key,
+                partition_key=batch.day,
+                tags={
+                    "chatetl/trigger": "upload_sensor",
+                    "chatetl/uploads": str(len(batch.uploads)),
+                    "chatetl/upload": batch.uploads[0].key[:200],
+                    "chatetl/index_batch": batch.index_key,
+                },
+            )
         )
-        for info in fresh
-    ]
-    last = fresh[-1]
-    return SensorResult(run_requests=requests, cursor=json.dumps({"modified": last.last_modified.isoformat(), "key": last.key}))
+    status = (
+        f"listed {found.listed} key(s); {len(found.changes)} new or replaced upload(s)"
+        + "".join(f"; {j}" for j in joined)
+        + (f"; stopped by the {found.stopped_by} cap, continuing next tick" if found.stopped_by else "")
+        + ("; re-scan cycle completed" if found.cycle_completed else "")
+    )
+    context.log.info(status)
+    return SensorResult(
+        run_requests=requests,
+        cursor=found.cursor.to_json(),
+        skip_reason=None if requests else (f"no new run needed ({status})" if joined else f"no new or replaced uploads under raw/ ({status})"),
+    )

@@ -7,12 +7,13 @@ Neo4j) and in production (S3, a Neo4j server or cluster) without changes.
 
 from __future__ import annotations
 
-from dagster import Definitions, EnvVar, load_assets_from_modules
+from dagster import Definitions, EnvVar, load_asset_checks_from_modules, load_assets_from_modules
 
 from chatetl import settings
 
 settings.apply_defaults()
 
+import assets.checks  # noqa: E402
 import assets.documents  # noqa: E402
 import assets.exports  # noqa: E402
 import assets.graph  # noqa: E402
@@ -46,6 +47,7 @@ def neo4j_resource() -> Neo4jResource:
 def build_definitions() -> Definitions:
     return Definitions(
         assets=load_assets_from_modules([assets.ingest, assets.graph, assets.documents, assets.exports]),
+        asset_checks=load_asset_checks_from_modules([assets.checks]),
         jobs=[ingest_job],
         sensors=[upload_sensor],
         schedules=[daily_schedule],

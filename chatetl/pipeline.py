@@ -4,7 +4,9 @@ raw/...                    uploads (any S3 client drops them here)
 normalized/<table>/date=D/<upload-id>.parquet   conversations and messages, per upload
 quarantine/date=D/<upload-id>/...               what could not be read, with errors.json
 rag/documents/date=D/<upload-id>.jsonl          one Document per conversation
-exports/md/<platform>-<title>-<date>-<id>.md    one Markdown file per conversation
+rag/chunks/date=D/<upload-id>.jsonl             its chunks for retrieval
+exports/<format>/<platform>-<title>-<date>-<id>.<ext>   one file per conversation and format
+exports/sharegpt-jsonl/sharegpt-D.jsonl, exports/zip/chats-D.zip   per partition
 
 Every key is derived from the upload's key, so a rerun overwrites instead of adding,
 and a write whose bytes are unchanged is skipped (same object, same ETag).
@@ -21,13 +23,16 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Iterator
 
-from chatetl.documents import document_for, documents_jsonl, load_documents
-from chatetl.exports.filenames import export_basename, slug
-from chatetl.exports.markdown import to_markdown
+from chatetl.chunks import ChunkOptions, Embedder
+from chatetl.exports.filenames import slug
+from chatetl.exports.partition import ExportPlan, ExportsResult, write_partition_exports
+from chatetl.rag import RAG_CHUNKS_PREFIX, DocumentsResult, write_partition_documents
+from chatetl.selection import VISIBLE, ContentOptions
 from chatetl.graph.load import LoadSummary, load_conversations
 from chatetl.model import Conversation
 from chatetl.normalize import TableWriter, iter_conversations
 from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl import uploads
 from chatetl.storage import ObjectInfo, ObjectStore
 
 RAW_PREFIX = "raw/"
@@ -45,12 +50,15 @@ def upload_id(key: str) -> str:
 
 
 def partition_of(info: ObjectInfo) -> str:
-    """Uploads belong to the day (UTC) they arrived in the bucket."""
-    return info.last_modified.date().isoformat()
+    """Uploads belong to the day (UTC) their current version arrived in the bucket."""
+    return uploads.partition_of(info)
 
 
 def uploads_for_partition(store: ObjectStore, day: str) -> list[ObjectInfo]:
-    return [o for o in store.list(RAW_PREFIX) if partition_of(o) == day]
+    """The day's uploads, from the upload index the sensor keeps (raw/ is listed only when
+    the index does not cover the day yet): see chatetl.uploads."""
+    found, _note = uploads.find_uploads(store, [day])
+    return found[day].uploads
 
 
 def table_key(table: str, day: str, uid: str) -> str:
@@ -173,10 +181,10 @@ def iter_partition(store: ObjectStore, day: str) -> Iterator[tuple[str, Iterator
             yield uid, iter_conversations(c_path, m_path)
 
 
-def load_graph_partition(store: ObjectStore, driver: Any, day: str, database: str | None = None) -> LoadSummary:
+def load_graph_partition(store: ObjectStore, driver: Any, day: str, database: str | None = None, deep: bool = False) -> LoadSummary:
     total = LoadSummary()
     for _uid, convs in iter_partition(store, day):
-        total.add(load_conversations(driver, (c for c, _ in convs), database=database))
+        total.add(load_conversations(driver, (c for c, _ in convs), database=database, deep=deep))
     return total
 
 
@@ -188,28 +196,25 @@ class StageResult:
     graph_written: int = 0
 
 
-def write_documents_partition(store: ObjectStore, driver: Any | None, day: str, database: str | None = None) -> StageResult:
-    result = StageResult()
-    for uid, convs in iter_partition(store, day):
-        docs = [document_for(c) for c, _ in convs]
-        key = f"{RAG_PREFIX}date={day}/{uid}.jsonl"
-        data = b"".join(documents_jsonl(docs))
-        (result.written if put_bytes_if_changed(store, key, data, "application/x-ndjson") else result.unchanged).append(key)
-        result.items += len(docs)
-        if driver is not None:
-            result.graph_written += load_documents(driver, docs, database=database)
-    return result
+def write_documents_partition(
+    store: ObjectStore,
+    driver: Any | None,
+    day: str,
+    database: str | None = None,
+    *,
+    content: ContentOptions = VISIBLE,
+    chunking: ChunkOptions | None = None,
+    embedder: Embedder | None = None,
+) -> DocumentsResult:
+    """Documents and chunks of every upload of the partition: rag/documents/, rag/chunks/ and (with a driver) Neo4j."""
+    return write_partition_documents(
+        store, driver, day, iter_partition(store, day), database=database, content=content, chunking=chunking, embedder=embedder
+    )
 
 
-def write_markdown_partition(store: ObjectStore, day: str) -> StageResult:
-    result = StageResult()
-    for _uid, convs in iter_partition(store, day):
-        for conv, _ in convs:
-            key = f"{EXPORTS_PREFIX}md/{export_basename(conv)}.md"
-            data = to_markdown(conv).encode()
-            (result.written if put_bytes_if_changed(store, key, data, "text/markdown; charset=utf-8") else result.unchanged).append(key)
-            result.items += 1
-    return result
+def write_exports_partition(store: ObjectStore, day: str, plan: ExportPlan | None = None, content: ContentOptions = VISIBLE) -> ExportsResult:
+    """Every conversation of the partition in every chosen format, the training file and the zip (see chatetl.exports.partition)."""
+    return write_partition_exports(store, day, iter_partition(store, day), plan, content)
 
 
 def today() -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,7 +43,7 @@ class ContentOptions(BaseModel):
     include_hidden: bool = False  # system prompts, custom instructions, memory, injected context, summaries
     include_branches: bool = False  # abandoned branches: regenerations and edited prompts
 
-    FIELDS = ("include_reasoning", "include_tools", "include_hidden", "include_branches")
+    FIELDS: ClassVar[tuple[str, ...]] = ("include_reasoning", "include_tools", "include_hidden", "include_branches")
 
     @classmethod
     def from_env(cls, scope: str | None = None) -> "ContentOptions":
@@ -184,9 +185,10 @@ def branches(conv: Conversation, options: ContentOptions = VISIBLE) -> list[Bran
     if not options.include_branches:
         return out
     seen = {tuple(t.message_id for t in active.turns)}
+    on_active = {m.message_id for m in conv.messages if m.on_active_branch}
     for path in _other_paths(conv):
         turns = output_turns(conv, [m for m in path if options.selects(m)], options)
-        diverge = next((i for i, t in enumerate(turns) if not _on_active(conv, t.message_id)), len(turns))
+        diverge = next((i for i, t in enumerate(turns) if t.message_id not in on_active), len(turns))
         ids = tuple(t.message_id for t in turns)
         if diverge == len(turns) or ids in seen:
             continue  # nothing of its own once filtered (e.g. a hidden leaf), or a duplicate
@@ -194,10 +196,3 @@ def branches(conv: Conversation, options: ContentOptions = VISIBLE) -> list[Bran
         out.append(Branch(len(out), turns, diverge))
     return out
 
-
-def _on_active(conv: Conversation, message_id: str) -> bool:
-    cache = conv.__dict__.setdefault("_active_ids", None)
-    if cache is None:
-        cache = {m.message_id for m in conv.messages if m.on_active_branch}
-        conv.__dict__["_active_ids"] = cache
-    return message_id in cache

@@ -21,8 +21,10 @@ from chatetl import settings  # noqa: E402
 settings.load_env_file(REPO / "deploy" / "local.env")
 os.environ.setdefault("CHATETL_STORE", "s3")
 os.environ.setdefault("DAGSTER_HOME", str(REPO / ".dagster_home"))
-Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
-(Path(os.environ["DAGSTER_HOME"]) / "dagster.yaml").touch()
+sys.path.insert(0, str(REPO / "deploy"))
+from dagster_home import ensure as ensure_dagster_home  # noqa: E402
+
+ensure_dagster_home(os.environ["DAGSTER_HOME"])  # dagster.yaml with the run and neo4j pool limits
 
 
 def main() -> int:

@@ -163,16 +163,24 @@ class ThrowawayPostgres:
         self.root.chmod(0o700)
         self.sockets.mkdir(exist_ok=True)
         # kept beside the cluster (mode 0600) so `up` after `down` knows it; throwaway data only
+        password = self.password
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write(self.password + "\n")
+            f.write(password + "\n")
         self._chown(self.root)
         cmd = [str(self.bindir / "initdb"), "-D", str(self.data), "-U", self.user, "-E", "UTF8",
                "--no-locale", f"--pwfile={self.password_file}",
                "--auth-local=trust", "--auth-host=scram-sha-256"]
-        done = subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, timeout=120, **self._drop())
-        if done.returncode != 0:
-            raise RuntimeError(f"initdb failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        proc = subprocess.Popen(cmd, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True, **self._drop())
+        try:
+            out, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            self._signal(proc.pid, signal.SIGKILL)  # initdb and the postgres --check it runs
+            out, _ = proc.communicate()
+            raise RuntimeError(f"initdb did not finish within 120 s:\n{out}")
+        if proc.returncode != 0:
+            raise RuntimeError(f"initdb failed ({proc.returncode}):\n{out}")
 
     def command(self) -> list[str]:
         settings = {
@@ -212,6 +220,9 @@ class ThrowawayPostgres:
                 return
             except Exception as e:  # not accepting connections yet
                 last = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                if "password" in last or "authentication" in last:
+                    self.stop()
+                    raise RuntimeError(f"postgres refused our credentials: {last}") from e
             time.sleep(0.3)
         self.stop()
         raise RuntimeError(f"postgres did not answer on 127.0.0.1:{self.port} within {timeout:.0f} s ({last}); end of log:\n{self.log_tail()}")
@@ -326,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         stopped = pg.stop()
         print("postgres: stopped" if stopped else "postgres: did not stop", file=sys.stdout if stopped else sys.stderr)
         return 0 if stopped else 1
+    if pg._pid() is not None and _port_answers(args.port):
+        print(f"postgres: already running on 127.0.0.1:{args.port} (data {pg.data})")
+        return 0
     try:
         pg.start()
     except RuntimeError as e:

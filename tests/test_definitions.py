@@ -10,7 +10,7 @@ def test_definitions_load_with_everything():
     from chatetl.definitions import defs
 
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert keys == {"raw_uploads", "normalized", "graph", "documents", "markdown_exports"}
+    assert keys == {"raw_uploads", "normalized", "graph", "documents", "exports"}
     assert defs.resolve_sensor_def("upload_sensor") is not None
     assert defs.resolve_schedule_def("daily_ingest_schedule") is not None
     job = defs.resolve_job_def("ingest_job")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from chatetl.cli.export import export
+from chatetl.cli.load import load
 from chatetl.cli.normalize import iter_inputs, normalize
 
 
@@ -13,5 +15,7 @@ def main() -> None:
 
 
 main.add_command(normalize)
+main.add_command(export)
+main.add_command(load)
 
 __all__ = ["iter_inputs", "main"]

@@ -1,32 +1,149 @@
-"""The chat-export Markdown layout (seed 002): a `sys` fence, one `md` fence per turn, sources."""
+"""The chat-export Markdown layout (seed 002): a `sys` fence, one empty ```md fence per turn, sources.
+
+    ```md            ```md             ```md
+    sys              user:             sources
+    platform: ...    ```               1. [Title](https://...)
+    ```                                ```
+                     <body, verbatim>
+
+Bodies are written verbatim: their own code fences (```python, ~~~, even ```md blocks)
+stay as they are, and chatetl's reader, which follows a body's fences, reads them back.
+Two things a Markdown body cannot carry in this layout are adjusted so the file still
+reads back into the same turns (each one keeps its rendering):
+
+- a body that leaves a code fence open (a cut-off answer, a stray ```) would swallow the
+  next turn's marker: a closing fence is added at its end;
+- a ```md block at the top level of a body that looks exactly like a marker (a label
+  such as `user:` and nothing else) or a `sources` list would be read as one: its opening
+  line is written ``` md (the same info string to any Markdown renderer).
+
+The writer checks its output with the reader's own parser and applies these only to the
+bodies that need them (`MarkdownResult.adjusted`). The layout also has no way to carry
+line breaks as `\\r` or blank lines at the end of a body: `\\r\\n` and `\\r` become `\\n`,
+trailing blank lines are dropped (`markdown_equivalent` says what a body reads back as).
+"""
 
 from __future__ import annotations
 
-from chatetl.model import Conversation
-from chatetl.readers.timeutil import iso
+import re
+from dataclasses import dataclass, field
+
+from chatetl.exports.meta import ExportView, source_list
+from chatetl.model import MessageKind, Role
+from chatetl.readers.chat_export import parse_markdown_lines
+from chatetl.readers.report import ReadReport
+from chatetl.selection import OutputTurn
+
+# assistant display tags that chatetl's reader (and the extension) read as the assistant
+ASSISTANT_TAGS = frozenset({"assistant", "chatgpt", "claude", "grok", "gemini", "perplexity", "deepseek", "copilot", "mistral"})
+_MD_LINE = re.compile(r"^(`{3,})md([ \t]*)$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
-def _meta_value(value: str) -> str:
-    return " ".join(value.split())  # one line: a title with newlines must not break the fence
+def _one_line(value: str) -> str:
+    return " ".join(value.split())  # a title with newlines must not break the fence
 
 
-def to_markdown(conv: Conversation) -> str:
-    meta = [
-        ("platform", conv.platform),
-        ("url", conv.url),
-        ("title", conv.title),
-        ("exported", iso(conv.updated_at or conv.created_at)),
-        ("chat_id", conv.conversation_id),
-        ("model", conv.model),
-    ]
+def markdown_equivalent(text: str) -> str:
+    """What a body reads back as from this layout: `\\n` line breaks, no trailing blank lines."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+def marker_label(turn: OutputTurn) -> str:
+    if turn.kind is MessageKind.TURN:
+        if turn.role is Role.ASSISTANT and turn.tag in ASSISTANT_TAGS:
+            return turn.tag
+        return turn.role.value
+    if turn.kind is MessageKind.REASONING:
+        return "reasoning"
+    if turn.kind in (MessageKind.TOOL_CALL, MessageKind.TOOL_RESULT):
+        return "tool"
+    return "system"
+
+
+def _closes(line: str, char: str, length: int) -> bool:
+    stripped = line.rstrip()
+    body = stripped.lstrip(" ")
+    return len(stripped) - len(body) <= 3 and len(body) >= length and body == char * len(body)
+
+
+def adjust_body(text: str) -> str:
+    """Defuse marker-shaped ```md lines at a body's top level and close a fence left open."""
+    lines = text.split("\n")
+    fence: tuple[str, int] | None = None
+    for i, line in enumerate(lines):
+        if fence is not None:
+            if _closes(line, *fence):
+                fence = None
+            continue
+        m = _MD_LINE.match(line)
+        if m:
+            lines[i] = f"{m.group(1)} md{m.group(2)}"
+            fence = ("`", len(m.group(1)))
+            continue
+        m = _FENCE.match(line)
+        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            fence = (m.group(1)[0], len(m.group(1)))
+    if fence is not None:
+        lines.append(fence[0] * fence[1])
+    return "\n".join(lines)
+
+
+def _render(view: ExportView, bodies: list[str]) -> str:
     out = ["```md", "sys"]
-    out += [f"{k}: {_meta_value(v)}" for k, v in meta if v]
+    meta = view.meta()
+    if "exported_at" in meta:  # the seed's Markdown calls it `exported`
+        meta = {("exported" if k == "exported_at" else k): v for k, v in meta.items()}
+    out += [f"{k}: {_one_line(str(v))}" for k, v in meta.items()]
     out += ["```", ""]
-    for m in conv.visible_turns:
-        out += ["```md", f"{m.role.value}:", "```", "", m.text.rstrip("\n"), ""]
-        links = [c for c in m.citations if c.url]
+    for turn, body in zip(view.turns, bodies):
+        out += ["```md", f"{marker_label(turn)}:", "```", "", body, ""]
+        links = source_list(turn.citations)
         if links:
             out += ["```md", "sources"]
-            out += [f"{i}. [{_meta_value(c.title or c.url or '')}]({c.url})" for i, c in enumerate(links, 1)]
+            for i, s in enumerate(links, 1):
+                url = re.sub(r"\s", lambda m: f"%{ord(m.group(0)):02X}", s.get("url", ""))
+                title = _one_line(s.get("title") or url)
+                out.append(f"{i}. [{title}]({url})" if url else f"{i}. {title}")
             out += ["```", ""]
     return "\n".join(out)
+
+
+def _read_back(text: str) -> list[str]:
+    state = parse_markdown_lines(iter(text.split("\n")), ReadReport())
+    return [m["text"] for m in state.messages]
+
+
+@dataclass
+class MarkdownResult:
+    text: str
+    adjusted: list[int] = field(default_factory=list)  # indexes of turns whose body had to be adjusted
+    exact: bool = True  # False only if the reader still reads something else back (never seen: a bug)
+
+
+def render_markdown(view: ExportView) -> MarkdownResult:
+    bodies = [markdown_equivalent(t.text) for t in view.turns]
+    text = _render(view, bodies)
+    back = _read_back(text)
+    if back == bodies:
+        return MarkdownResult(text)
+    adjusted: list[int] = []
+    for _ in range(len(bodies) + 1):
+        back = _read_back(text)
+        if back == bodies:
+            return MarkdownResult(text, adjusted)
+        # the first body that does not read back as written, and every later one, is suspect: fix the first
+        bad = next((i for i, (a, b) in enumerate(zip(back, bodies)) if a != b), min(len(back), len(bodies)))
+        if bad >= len(bodies) or bad in adjusted:
+            break
+        bodies[bad] = adjust_body(bodies[bad])
+        adjusted.append(bad)
+        text = _render(view, bodies)
+    return MarkdownResult(text, adjusted, _read_back(text) == bodies)
+
+
+def to_markdown(view: ExportView) -> str:
+    return render_markdown(view).text

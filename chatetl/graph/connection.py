@@ -4,8 +4,10 @@ Settings: `NEO4J_URI`, `NEO4J_USER`, `NEO4J_PASSWORD`, `NEO4J_DATABASE` (the rea
 wins over the local services' defaults of chatetl.settings). The password is never logged.
 Write sessions ask the server only for notifications of WARNING severity and up, so the
 informational ones (e.g. "constraint already exists" on every idempotent schema statement,
-planner hints) do not fill the logs; the loader's queries raise no warnings (deprecations
-included: subqueries use the `CALL (x) { ... }` form), a test holds it so.
+planner hints) do not fill the logs, and not for "unrecognized" ones (a fresh database does not
+know the property keys the loader reads before it first writes them). The loader's queries
+raise no other warnings (deprecations included: subqueries use the `CALL (x) { ... }` form),
+a test holds it so.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from chatetl import settings
 
 DEEP_ENV = "CHATETL_GRAPH_DEEP"
 NOTIFICATIONS_MIN_SEVERITY = "WARNING"
+NOTIFICATIONS_DISABLED_CLASSIFICATIONS = ["UNRECOGNIZED"]
 
 
 def neo4j_settings() -> dict[str, str]:
@@ -37,12 +40,17 @@ def open_driver(uri: str | None = None, user: str | None = None, password: str |
         uri or conf["uri"],
         auth=(user or conf["user"], password or conf["password"]),
         notifications_min_severity=NOTIFICATIONS_MIN_SEVERITY,
+        notifications_disabled_classifications=NOTIFICATIONS_DISABLED_CLASSIFICATIONS,
     )
 
 
 def write_session(driver: Any, database: str | None = None) -> Any:
     """A session for graph writes (any driver, however it was configured)."""
-    return driver.session(database=database, notifications_min_severity=NOTIFICATIONS_MIN_SEVERITY)
+    return driver.session(
+        database=database,
+        notifications_min_severity=NOTIFICATIONS_MIN_SEVERITY,
+        notifications_disabled_classifications=NOTIFICATIONS_DISABLED_CLASSIFICATIONS,
+    )
 
 
 def deep_mode_from_env(default: bool = False) -> bool:

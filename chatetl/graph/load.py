@@ -1,26 +1,45 @@
 """Load conversations into Neo4j: batched UNWIND writes, newest state wins, reruns change nothing.
 
-Each batch of conversations is written in one managed transaction (retried on
-transient errors), so an interrupted load leaves whole conversations and a rerun
-converges to the same graph. Per conversation:
-- its state version (the source's own update time) is compared with the stored one;
-  an older state only records that it was seen from that source, it never regresses;
-- a newer or equal state replaces: messages upserted, messages no longer present
-  deleted, NEXT rebuilt along the active branch's visible turns, REPLIES_TO along
-  parent pointers (so every branch stays reachable).
+Conversations are grouped into batches of about `batch_messages` messages (a conversation is
+never split; two states of one conversation never share a batch) and each batch is written in
+one managed transaction (retried on transient errors such as deadlocks), by a handful of
+UNWIND statements: no per-row round trips. A batch commits whole or not at all, so a load
+that is interrupted (process killed, server restarted) and run again ends in the same graph.
+
+Per conversation (key `{platform}:{conversation_id}`: the same chat arriving as a ChatGPT
+account export, a chat-export file and a REX record is one node):
+- the node is write-locked before its stored state is read, so two loads writing the same
+  conversation at once serialize instead of losing an update;
+- every format it arrived through and every file are recorded (`sources`, `source_files`,
+  sorted), whatever the outcome;
+- the state wins by the source's own update time (`state_version`): `created` (new),
+  `updated` (newer; or the same time re-read from the same file with other content, e.g. a
+  reader fix; or the same time from a richer format, see properties.SOURCE_FIDELITY; then
+  the larger state hash, so the outcome never depends on load order), `unchanged` (same
+  state, same mode: nothing is written), `skipped` (older: never regresses the graph);
+- a winning state replaces the old one: messages upserted, messages it no longer has
+  deleted, NEXT (visible turns of the active branch) and REPLIES_TO (every message to its
+  parent) made to match the state (each message stores the `next_key` / `parent_key` it asks
+  for; only links that differ are deleted), its DecisionTrace replaced (deep mode) or removed.
+  A created conversation's messages and links are CREATEd without lookups (the bulk path).
+
+Per batch: one statement for the conversations, one per ~5,000 messages, one for links, and
+for replaced states three more (stale messages, stale links), plus two or three for traces.
+Unchanged and older states cost only the first statement.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
-from chatetl.model import Conversation, Message, MessageKind
+from chatetl.graph.connection import write_session
+from chatetl.graph.properties import SOURCE_FIDELITY, conversation_row, message_key, message_props, next_ids
 from chatetl.graph.schema import ensure_schema
-from chatetl.normalize import state_version
-from chatetl.readers.timeutil import iso
+from chatetl.graph.traces import trace_for
+from chatetl.model import Conversation
 
-CONTENT_LIMIT = 2000  # the seed cuts Message.content at 2,000 characters
+DEFAULT_BATCH_MESSAGES = 5000
 
 
 @dataclass
@@ -28,9 +47,12 @@ class LoadSummary:
     conversations_created: int = 0
     conversations_updated: int = 0
     conversations_unchanged: int = 0
-    conversations_skipped_older: int = 0
+    conversations_skipped: int = 0  # an older state (or a poorer one of the same time): recorded as a source only
     messages_written: int = 0
     messages_removed: int = 0
+    traces_written: int = 0
+    trace_steps_written: int = 0
+    traces_removed: int = 0
 
     def add(self, other: "LoadSummary") -> None:
         for name in self.__dataclass_fields__:
@@ -40,174 +62,236 @@ class LoadSummary:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
-def message_key(conv: Conversation, message_id: str) -> str:
-    return f"{conv.key}:{message_id}"
-
-
-def conversation_props(conv: Conversation) -> dict[str, Any]:
-    title = conv.title or ""
-    return {
-        "name": title if title else f"conv-{conv.conversation_id}",
-        "title": conv.title,
-        "conversation_id": conv.conversation_id,
-        "source": conv.platform,  # the seed's `source` is the platform
-        "created_at": iso(conv.created_at),
-        "updated_at": iso(conv.updated_at),
-        "message_count": conv.message_count,
-        "total_messages": len(conv.messages),
-        "model_slug": conv.model,
-        "url": conv.url,
-        "timezone": conv.timezone,
-    }
-
-
-def message_props(conv: Conversation, m: Message) -> dict[str, Any]:
-    content = m.text or ""
-    return {
-        "key": message_key(conv, m.message_id),
-        "message_id": m.message_id,
-        "name": f"msg-{m.message_id[:12]}",
-        "role": m.role.value,
-        "kind": m.kind.value,
-        "content": content[:CONTENT_LIMIT],
-        "content_truncated": len(content) > CONTENT_LIMIT,
-        "content_length": len(content),
-        "created_at": iso(m.created_at),
-        "conversation_id": conv.conversation_id,
-        "platform": conv.platform,
-        "has_tool_calls": bool(m.tool_calls),
-        "has_tool_results": bool(m.tool_results),
-        "model_slug": m.model,
-        "seq": m.seq,
-        "branch_index": m.branch_index,
-        "on_active_branch": m.on_active_branch,
-        "visible": m.kind is MessageKind.TURN,
-        "parent_key": message_key(conv, m.parent_id) if m.parent_id else None,
-    }
-
-
 _UPSERT_CONVERSATIONS = """
 UNWIND $rows AS row
 MERGE (c:Conversation {key: row.key})
-WITH c, row, c.state_version AS old_version, c.state_hash AS old_hash
-WITH c, row, old_version, old_hash,
-     CASE WHEN old_version IS NULL THEN 'created'
-          WHEN row.state_version < old_version THEN 'older'
-          WHEN row.state_version = old_version AND row.state_hash = old_hash THEN 'unchanged'
-          ELSE 'updated' END AS outcome
-SET c.sources = CASE WHEN row.arrived_via IN coalesce(c.sources, []) THEN c.sources
-                     ELSE coalesce(c.sources, []) + row.arrived_via END,
-    c.source_files = CASE WHEN row.source_file IS NULL OR row.source_file IN coalesce(c.source_files, []) THEN c.source_files
-                          ELSE coalesce(c.source_files, []) + row.source_file END
+SET c._lock = true
+WITH c, row, c.state_version AS old_version, c.state_hash AS old_hash,
+     coalesce($fidelity[c.state_source], 0) AS old_rank
+WITH c, row,
+     CASE
+       WHEN old_version IS NULL THEN 'created'
+       WHEN row.state_version < old_version THEN 'skipped'
+       WHEN row.state_version > old_version THEN 'updated'
+       WHEN row.state_hash = old_hash THEN
+         CASE WHEN coalesce(c.deep, false) = row.deep THEN 'unchanged' ELSE 'updated' END
+       WHEN row.source_file IS NOT NULL AND row.source_file = c.state_file AND row.arrived_via = c.state_source THEN 'updated'
+       WHEN row.state_rank > old_rank THEN 'updated'
+       WHEN row.state_rank < old_rank THEN 'skipped'
+       WHEN row.state_hash > old_hash THEN 'updated'
+       ELSE 'skipped'
+     END AS outcome
+CALL (c, row) {
+  UNWIND coalesce(c.sources, []) + [row.arrived_via] AS s
+  WITH DISTINCT s ORDER BY s
+  RETURN collect(s) AS sources
+}
+CALL (c, row) {
+  UNWIND coalesce(c.source_files, []) + coalesce([row.source_file], []) AS f
+  WITH DISTINCT f ORDER BY f
+  RETURN collect(f) AS source_files
+}
+SET c.sources = sources, c.source_files = source_files
 FOREACH (_ IN CASE WHEN outcome IN ['created', 'updated'] THEN [1] ELSE [] END |
-    SET c += row.props, c.state_version = row.state_version, c.state_hash = row.state_hash,
-        c.state_source = row.arrived_via
+  SET c += row.props, c.state_version = row.state_version, c.state_hash = row.state_hash,
+      c.state_source = row.arrived_via, c.state_file = row.source_file, c.deep = row.deep
 )
+REMOVE c._lock
+WITH c, row, outcome
+OPTIONAL MATCH (d:Document {key: row.key})
+FOREACH (_ IN CASE WHEN d IS NOT NULL AND outcome = 'created' THEN [1] ELSE [] END | MERGE (c)-[:HAS_DOCUMENT]->(d))
 RETURN row.key AS key, outcome
 """
 
 _UPSERT_MESSAGES = """
-UNWIND $rows AS row
-MATCH (c:Conversation {key: row.conversation_key})
-MERGE (m:Message {key: row.key})
-SET m += row.props
+UNWIND $convs AS conv
+MATCH (c:Conversation {key: conv.key})
+UNWIND conv.messages AS props
+MERGE (m:Message {key: props.key})
+SET m += props
 MERGE (c)-[:HAS_MESSAGE]->(m)
 """
 
-_REMOVE_STALE = """
-UNWIND $rows AS row
-MATCH (c:Conversation {key: row.key})-[:HAS_MESSAGE]->(m:Message)
-WHERE NOT m.key IN row.message_keys
+# a created conversation's messages are new (its node did not exist, and messages are only
+# ever written with their conversation, in its transaction): CREATE, no lookups
+_CREATE_MESSAGES = """
+UNWIND $convs AS conv
+MATCH (c:Conversation {key: conv.key})
+UNWIND conv.messages AS props
+CREATE (c)-[:HAS_MESSAGE]->(m:Message)
+SET m = props
+"""
+
+_REMOVE_STALE_MESSAGES = """
+UNWIND $convs AS conv
+MATCH (:Conversation {key: conv.key})-[:HAS_MESSAGE]->(m:Message)
+WHERE NOT m.key IN conv.message_keys
 DETACH DELETE m
 RETURN count(m) AS removed
 """
 
-_REBUILD_LINKS = """
-UNWIND $rows AS row
-MATCH (c:Conversation {key: row.key})-[:HAS_MESSAGE]->(m:Message)
-OPTIONAL MATCH (m)-[r:NEXT|REPLIES_TO]->()
+# links a replaced state no longer asks for (each message stores the NEXT / parent it should have)
+_REMOVE_STALE_LINKS = """
+UNWIND $keys AS key
+MATCH (:Conversation {key: key})-[:HAS_MESSAGE]->(m:Message)-[r:NEXT|REPLIES_TO]->(o:Message)
+WHERE (type(r) = 'NEXT' AND o.key <> coalesce(m.next_key, ''))
+   OR (type(r) = 'REPLIES_TO' AND o.key <> coalesce(m.parent_key, ''))
 DELETE r
-WITH DISTINCT row
-CALL (row) {
-  UNWIND row.next AS pair
-  MATCH (a:Message {key: pair[0]}), (b:Message {key: pair[1]})
-  MERGE (a)-[:NEXT]->(b)
+"""
+
+_LINK_MESSAGES = """
+UNWIND $keys AS key
+MATCH (:Conversation {key: key})-[:HAS_MESSAGE]->(m:Message)
+CALL (m) {
+  MATCH (n:Message {key: m.next_key})
+  MERGE (m)-[:NEXT]->(n)
 }
-CALL (row) {
-  UNWIND row.parents AS pair
-  MATCH (child:Message {key: pair[0]}), (parent:Message {key: pair[1]})
-  MERGE (child)-[:REPLIES_TO]->(parent)
+CALL (m) {
+  MATCH (p:Message {key: m.parent_key})
+  MERGE (m)-[:REPLIES_TO]->(p)
 }
-RETURN count(row) AS n
+"""
+
+_CREATE_LINKS = """
+UNWIND $keys AS key
+MATCH (:Conversation {key: key})-[:HAS_MESSAGE]->(m:Message)
+CALL (m) {
+  MATCH (n:Message {key: m.next_key})
+  CREATE (m)-[:NEXT]->(n)
+}
+CALL (m) {
+  MATCH (p:Message {key: m.parent_key})
+  CREATE (m)-[:REPLIES_TO]->(p)
+}
+"""
+
+_REMOVE_TRACES = """
+UNWIND $keys AS key
+MATCH (:Conversation {key: key})-[:HAS_TRACE]->(t:DecisionTrace)
+CALL (t) {
+  MATCH (t)-[:HAS_STEP]->(s:TraceStep)
+  DETACH DELETE s
+}
+DETACH DELETE t
+RETURN count(*) AS removed
+"""
+
+_WRITE_TRACES = """
+UNWIND $traces AS trace
+MATCH (c:Conversation {key: trace.conversation_key})
+MERGE (t:DecisionTrace {id: trace.id})
+SET t = trace.props
+MERGE (c)-[:HAS_TRACE]->(t)
+WITH t, trace
+CALL (t) {
+  MATCH (t)-[:HAS_STEP]->(old:TraceStep)
+  DETACH DELETE old
+}
+CALL (t, trace) {
+  UNWIND trace.steps AS step
+  CREATE (s:TraceStep)
+  SET s = step
+  CREATE (t)-[:HAS_STEP]->(s)
+}
+"""
+
+_REMOVE_STEPS = """
+UNWIND $keys AS key
+MATCH (s:TraceStep {key: key})
+DETACH DELETE s
+"""
+
+_LINK_TRACE_STEPS = """
+UNWIND $ids AS id
+MATCH (:DecisionTrace {id: id})-[:HAS_STEP]->(s:TraceStep)
+CALL (s) {
+  MATCH (n:TraceStep {key: s.trace_id + ':' + toString(s.index + 1)})
+  CREATE (s)-[:NEXT]->(n)
+}
+CALL (s) {
+  MATCH (call:TraceStep {key: s.paired_step})
+  CREATE (s)-[:RESULT_OF]->(call)
+}
+CALL (s) {
+  MATCH (m:Message {key: s.message_key})
+  CREATE (s)-[:FROM_MESSAGE]->(m)
+}
 """
 
 
-def _state_hash(conv: Conversation) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    h.update(conv.model_dump_json(exclude={"source_file"}).encode())
-    return h.hexdigest()[:32]
+def _message_rows(conv: Conversation) -> list[dict[str, Any]]:
+    nexts = next_ids(conv)
+    return [message_props(conv, m, nexts.get(m.message_id)) for m in conv.messages]
 
 
-def _conversation_row(conv: Conversation) -> dict[str, Any]:
-    return {
-        "key": conv.key,
-        "props": conversation_props(conv),
-        "state_version": state_version(conv),
-        "state_hash": _state_hash(conv),
-        "arrived_via": conv.source.value,
-        "source_file": conv.source_file,
-    }
+def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = False) -> LoadSummary:
+    """One batch in one transaction (a pure function of its input: safe to retry).
 
-
-def _links(conv: Conversation) -> dict[str, Any]:
-    turns = sorted((m for m in conv.messages if m.seq is not None), key=lambda m: m.seq)  # type: ignore[arg-type, return-value]
-    return {
-        "key": conv.key,
-        "message_keys": [message_key(conv, m.message_id) for m in conv.messages],
-        "next": [[message_key(conv, a.message_id), message_key(conv, b.message_id)] for a, b in zip(turns, turns[1:])],
-        "parents": [[message_key(conv, m.message_id), message_key(conv, m.parent_id)] for m in conv.messages if m.parent_id],
-    }
-
-
-def _write_batch(tx: Any, convs: list[Conversation]) -> LoadSummary:
+    Messages of created conversations are CREATEd (no lookups); `safe` writes them like a
+    replaced state's (MERGE), for the rare graph where nodes outlived their conversation."""
     summary = LoadSummary()
-    rows = [_conversation_row(c) for c in convs]
-    outcomes = {rec["key"]: rec["outcome"] for rec in tx.run(_UPSERT_CONVERSATIONS, rows=rows)}
-    accepted = []
+    rows = sorted((conversation_row(c, deep) for c in convs), key=lambda r: r["key"])  # one lock order: fewer deadlocks
+    outcomes = {rec["key"]: rec["outcome"] for rec in tx.run(_UPSERT_CONVERSATIONS, rows=rows, fidelity=SOURCE_FIDELITY)}
+    created: list[Conversation] = []
+    updated: list[Conversation] = []
     for conv in convs:
         outcome = outcomes.get(conv.key)
         if outcome == "created":
-            summary.conversations_created += 1
-            accepted.append(conv)
+            created.append(conv)
         elif outcome == "updated":
-            summary.conversations_updated += 1
-            accepted.append(conv)
+            updated.append(conv)
         elif outcome == "unchanged":
             summary.conversations_unchanged += 1
         else:
-            summary.conversations_skipped_older += 1
+            summary.conversations_skipped += 1
+    summary.conversations_created, summary.conversations_updated = len(created), len(updated)
+    accepted = created + updated
     if not accepted:
         return summary
-    msg_rows = [
-        {"conversation_key": c.key, "key": message_key(c, m.message_id), "props": message_props(c, m)}
-        for c in accepted
-        for m in c.messages
-    ]
-    for i in range(0, len(msg_rows), 5000):
-        tx.run(_UPSERT_MESSAGES, rows=msg_rows[i : i + 5000]).consume()
-    links = [_links(c) for c in accepted]
-    removed = tx.run(_REMOVE_STALE, rows=links).single()
-    summary.messages_removed += removed["removed"] if removed else 0
-    tx.run(_REBUILD_LINKS, rows=links).consume()
-    summary.messages_written += len(msg_rows)
+    fresh, replaced = ([], accepted) if safe else (created, updated)
+
+    for query, group in ((_CREATE_MESSAGES, fresh), (_UPSERT_MESSAGES, replaced)):
+        chunk: list[dict[str, Any]] = []
+        size = 0
+        for conv in group:  # statements of bounded size, whatever the batch holds
+            chunk.append({"key": conv.key, "messages": _message_rows(conv)})
+            size += len(conv.messages)
+            if size >= DEFAULT_BATCH_MESSAGES:
+                tx.run(query, convs=chunk).consume()
+                chunk, size = [], 0
+        if chunk:
+            tx.run(query, convs=chunk).consume()
+    summary.messages_written = sum(len(c.messages) for c in accepted)
+
+    if replaced:
+        keys = [c.key for c in replaced]
+        stale = [{"key": c.key, "message_keys": [message_key(c, m.message_id) for m in c.messages]} for c in replaced]
+        record = tx.run(_REMOVE_STALE_MESSAGES, convs=stale).single()
+        summary.messages_removed = record["removed"] if record else 0
+        tx.run(_REMOVE_STALE_LINKS, keys=keys).consume()
+        tx.run(_LINK_MESSAGES, keys=keys).consume()
+    if fresh:
+        tx.run(_CREATE_LINKS, keys=[c.key for c in fresh]).consume()
+
+    traces = [t for t in (trace_for(c) for c in accepted) if t is not None] if deep else []
+    traced = {t["conversation_key"] for t in traces}
+    untraced = [c.key for c in replaced if c.key not in traced]
+    if untraced:
+        record = tx.run(_REMOVE_TRACES, keys=untraced).single()
+        summary.traces_removed = record["removed"] if record else 0
+    if traces:
+        if safe:
+            tx.run(_REMOVE_STEPS, keys=[s["key"] for t in traces for s in t["steps"]]).consume()
+        tx.run(_WRITE_TRACES, traces=traces).consume()
+        tx.run(_LINK_TRACE_STEPS, ids=[t["id"] for t in traces]).consume()
+        summary.traces_written = len(traces)
+        summary.trace_steps_written = sum(len(t["steps"]) for t in traces)
     return summary
 
 
-def _batches(conversations: Iterable[Conversation], max_messages: int) -> Iterator[list[Conversation]]:
-    """Batches bounded by message count; two states of one conversation never share a batch
-    (the second is written after the first, and the state-version rule decides)."""
+def batches(conversations: Iterable[Conversation], max_messages: int = DEFAULT_BATCH_MESSAGES) -> Iterator[list[Conversation]]:
+    """Batches bounded by message count; a conversation is never split, and two states of one
+    conversation never share a batch (the second is written after the first; the rules decide)."""
     batch: list[Conversation] = []
     keys: set[str] = set()
     size = 0
@@ -225,11 +309,30 @@ def _batches(conversations: Iterable[Conversation], max_messages: int) -> Iterat
         yield batch
 
 
-def load_conversations(driver: Any, conversations: Iterable[Conversation], database: str | None = None, batch_messages: int = 5000) -> LoadSummary:
-    """Write conversations, one managed transaction per batch; returns what changed."""
+def load_conversations(
+    driver: Any,
+    conversations: Iterable[Conversation],
+    database: str | None = None,
+    batch_messages: int = DEFAULT_BATCH_MESSAGES,
+    deep: bool = False,
+    on_batch: Callable[[list[Conversation]], None] | None = None,
+) -> LoadSummary:
+    """Write conversations (streamed), one managed transaction per batch; returns what changed.
+
+    `deep` adds the DecisionTrace/TraceStep of every conversation with tool use (off by
+    default, as in the seed; the asset and the CLI read `CHATETL_GRAPH_DEEP`). `on_batch` is
+    called with each batch once it is committed (the CLI loads the batch's Documents there).
+    """
     ensure_schema(driver, database)
     total = LoadSummary()
-    with driver.session(database=database) as session:
-        for batch in _batches(conversations, batch_messages):
-            total.add(session.execute_write(_write_batch, batch))
+    from neo4j.exceptions import ConstraintError
+
+    with write_session(driver, database) as session:
+        for batch in batches(conversations, batch_messages):
+            try:
+                total.add(session.execute_write(_write_batch, batch, deep))
+            except ConstraintError:  # a node outlived its conversation (e.g. deleted by hand): write it over
+                total.add(session.execute_write(_write_batch, batch, deep, True))
+            if on_batch is not None:
+                on_batch(batch)
     return total

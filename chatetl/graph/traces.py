@@ -5,12 +5,13 @@ branch, in order): id `{platform}-trace-{conversation_id}`, task `Tool usage in:
 outcome a summary of the tool calls. Every tool call and every tool result is a TraceStep:
 `action` `tool_use:<name>` / `tool_result:<name>`, `observation` the call's input or the
 result's output cut at 500 characters (`observation_truncated`, `observation_length`),
-`thought` what triggered the call: the text the assistant wrote with the call, else its
-reasoning, else the last user/assistant text before it (cut at 500). A result's thought is
-its call's. Each result is paired with its own call: by id (ChatGPT results carry the call's
-id, Claude `tool_use_id`), else (sources without ids, e.g. ShareGPT) with the oldest open call
-of the same tool, else the oldest open call. A paired result has `tool_call_id` and
-`paired_step` (the call step's key); the load links it `RESULT_OF` its call.
+`thought` what triggered the call: the reasoning the assistant wrote with it, else the text it
+wrote with it, else the last user/assistant text or reasoning before it (cut at 500); a
+result's thought is its call's. Each result is paired with its own call: by id (ChatGPT
+results carry the call's id, Claude `tool_use_id`), else (sources without ids, e.g. ShareGPT)
+with the oldest open call of the same tool, else the oldest open call. A paired result has
+`tool_call_id` and `paired_step` (the call step's key); the load links it `RESULT_OF` its
+call, links consecutive steps by NEXT, and every step `FROM_MESSAGE` its Message.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections import Counter
 from typing import Any
 
 from chatetl.graph.properties import cut, message_key
-from chatetl.model import Conversation, Message, MessageKind, Role
+from chatetl.model import Conversation, Message, MessageKind, Role, ToolResult
 
 OBSERVATION_LIMIT = 500  # the seed cuts TraceStep.observation at 500 characters
 THOUGHT_LIMIT = 500
@@ -68,28 +69,37 @@ def trace_for(conv: Conversation) -> dict[str, Any] | None:
         steps.append(s)
         return s
 
+    def add_result(result: ToolResult, m: Message) -> None:
+        call_step = calls_by_id.get(result.tool_call_id) if result.tool_call_id else None
+        if call_step is None and open_calls:
+            same_tool = [c for c in open_calls if result.name and c["tool_name"] == result.name]
+            call_step = (same_tool or open_calls)[0]
+        if call_step is not None and any(c is call_step for c in open_calls):
+            open_calls[:] = [c for c in open_calls if c is not call_step]
+        name = result.name or (call_step["tool_name"] if call_step else None) or UNKNOWN_TOOL
+        s = step("tool_result", name, result.output, call_step["thought"] if call_step else last_text, m)
+        s["is_error"] = result.is_error
+        if call_step is not None:
+            s["tool_call_id"] = call_step["tool_call_id"] or result.tool_call_id
+            s["paired_step"] = call_step["key"]
+
     for m in _trace_messages(conv):
+        pending = list(m.tool_results)
         if m.tool_calls:
-            trigger = m.text.strip() if m.kind is MessageKind.TURN and m.text.strip() else (m.reasoning or "").strip() or last_text
+            own_text = m.text.strip() if m.kind is MessageKind.TURN else ""
+            trigger = (m.reasoning or "").strip() or own_text or last_text
             for call in m.tool_calls:
                 s = step("tool_use", call.name or UNKNOWN_TOOL, call.input, trigger, m)
                 s["tool_call_id"] = call.id
                 open_calls.append(s)
                 if call.id:
                     calls_by_id.setdefault(call.id, s)
-        for result in m.tool_results:
-            call_step = calls_by_id.get(result.tool_call_id) if result.tool_call_id else None
-            if call_step is None and open_calls:
-                same_tool = [c for c in open_calls if result.name and c["tool_name"] == result.name]
-                call_step = (same_tool or open_calls)[0]
-            if call_step is not None and call_step in open_calls:
-                open_calls.remove(call_step)
-            name = result.name or (call_step["tool_name"] if call_step else None) or UNKNOWN_TOOL
-            s = step("tool_result", name, result.output, call_step["thought"] if call_step else last_text, m)
-            s["is_error"] = result.is_error
-            if call_step is not None:
-                s["tool_call_id"] = call_step["tool_call_id"] or result.tool_call_id
-                s["paired_step"] = call_step["key"]
+                    # a message holding both (Claude.ai: tool_use then its tool_result blocks): the result follows its call
+                    for result in [r for r in pending if r.tool_call_id == call.id]:
+                        pending.remove(result)
+                        add_result(result, m)
+        for result in pending:
+            add_result(result, m)
         if m.role in (Role.USER, Role.ASSISTANT) and m.kind in (MessageKind.TURN, MessageKind.REASONING) and m.content_type != "reasoning_recap":
             text = (m.text or m.reasoning or "").strip()
             if text:

@@ -1,0 +1,173 @@
+"""Graph-load benchmark: chatetl's batched load beside a naive one-query-per-row MERGE load.
+
+    NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/graph_load.py [--conversations 2000] [--turns 50]
+
+Generated data (never real chats): N conversations of M messages each (every third with a
+tool call and its result, every fifth with an abandoned answer), written against the Neo4j of
+NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE (the local services' defaults
+otherwise). It prints messages per second for:
+
+- chatetl, first load (every conversation created), batched UNWIND in managed transactions;
+- chatetl, the same load again (every conversation unchanged: nothing written);
+- chatetl, a resync where 10% of the conversations have a newer state (a reworded last turn
+  and one more turn);
+- chatetl, first load in deep mode (DecisionTrace/TraceStep too);
+- the naive baseline: one auto-commit MERGE query per conversation, per message, per
+  HAS_MESSAGE/NEXT/REPLIES_TO link, the same nodes and relationships. It runs on a slice
+  (--baseline-conversations, 100 by default) because it is slow; its rate is per message.
+
+The benchmark's nodes live under their own platforms (`bench`, `bench-naive`) and are deleted
+before and after, so it never touches other data in the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from chatetl import settings  # noqa: E402
+from chatetl.graph.connection import open_driver, write_session  # noqa: E402
+from chatetl.graph.load import load_conversations  # noqa: E402
+from chatetl.graph.properties import conversation_props, message_props, next_ids  # noqa: E402
+from chatetl.graph.schema import ensure_schema  # noqa: E402
+from chatetl.model import Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult  # noqa: E402
+from chatetl.readers.tree import resolve_branches  # noqa: E402
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+PLATFORM, NAIVE_PLATFORM = "bench", "bench-naive"
+
+
+def make_conversation(i: int, turns: int, platform: str, version: int = 0) -> Conversation:
+    cid = f"bench-{i:06d}"
+    start = T0 + timedelta(minutes=i)
+    messages: list[Message] = []
+    parent = None
+    n = 0
+    count = turns + (1 if version else 0)
+    while len(messages) < count:
+        mid = f"{cid}-m{n}"
+        if i % 3 == 0 and n == 1:  # a tool call and its result
+            messages.append(Message(message_id=mid, parent_id=parent, role=Role.ASSISTANT, kind=MessageKind.TOOL_CALL, text="sum(range(10))",
+                                    tool_calls=[ToolCall(id=mid, name="python", input="sum(range(10))")], created_at=start + timedelta(seconds=n)))
+            parent, n = mid, n + 1
+            rid = f"{cid}-m{n}"
+            messages.append(Message(message_id=rid, parent_id=parent, role=Role.TOOL, kind=MessageKind.TOOL_RESULT, text="45",
+                                    tool_results=[ToolResult(tool_call_id=mid, name="python", output="45")], created_at=start + timedelta(seconds=n)))
+            parent, n = rid, n + 1
+            continue
+        text = f"Message {n} of conversation {i}: " + "lorem ipsum dolor sit amet " * 8
+        if version and len(messages) >= turns - 1:
+            text = f"Reworded in version {version}: {text}"
+        messages.append(Message(message_id=mid, parent_id=parent, role=Role.USER if n % 2 == 0 else Role.ASSISTANT, text=text,
+                                model=None if n % 2 == 0 else "gpt-4o", created_at=start + timedelta(seconds=n)))
+        parent, n = mid, n + 1
+    if i % 5 == 0 and len(messages) > 3:  # an abandoned answer
+        messages[-1] = messages[-1].model_copy(update={"message_id": f"{cid}-alt", "parent_id": messages[2].message_id,
+                                                       "created_at": start - timedelta(seconds=1)})
+        messages.append(Message(message_id=f"{cid}-last", parent_id=messages[-2].message_id, role=Role.ASSISTANT, text="The kept answer.",
+                                created_at=start + timedelta(seconds=n)))
+    conv = Conversation(source=Source.CHATGPT, platform=platform, conversation_id=cid, title=f"Bench chat {i}", created_at=start,
+                        updated_at=start + timedelta(hours=1 + version), model="gpt-4o", messages=messages, source_file="bench.json")
+    resolve_branches(conv)
+    return conv
+
+
+def cleanup(driver: Any, database: str | None) -> None:
+    with driver.session(database=database) as session:
+        for platform in (PLATFORM, NAIVE_PLATFORM):
+            session.run(
+                """
+                MATCH (c:Conversation {source: $platform})
+                CALL (c) {
+                  OPTIONAL MATCH (c)-[:HAS_TRACE]->(t:DecisionTrace)
+                  OPTIONAL MATCH (t)-[:HAS_STEP]->(s:TraceStep)
+                  OPTIONAL MATCH (c)-[:HAS_MESSAGE]->(m:Message)
+                  DETACH DELETE s, t, m, c
+                } IN TRANSACTIONS OF 50 ROWS
+                """,
+                platform=platform,
+            ).consume()
+
+
+def naive_load(driver: Any, database: str | None, convs: list[Conversation]) -> None:
+    """What a first attempt looks like: one auto-commit query per row."""
+    with driver.session(database=database) as session:
+        for conv in convs:
+            session.run("MERGE (c:Conversation {key: $key}) SET c += $props", key=conv.key, props=conversation_props(conv)).consume()
+            nexts = next_ids(conv)
+            for m in conv.messages:
+                props = message_props(conv, m, nexts.get(m.message_id))
+                session.run("MERGE (m:Message {key: $key}) SET m += $props", key=props["key"], props=props).consume()
+                session.run("MATCH (c:Conversation {key: $c}), (m:Message {key: $m}) MERGE (c)-[:HAS_MESSAGE]->(m)", c=conv.key, m=props["key"]).consume()
+                if props["next_key"]:
+                    session.run("MATCH (a:Message {key: $a}) MERGE (b:Message {key: $b}) MERGE (a)-[:NEXT]->(b)", a=props["key"], b=props["next_key"]).consume()
+                if props["parent_key"]:
+                    session.run("MATCH (a:Message {key: $a}) MERGE (b:Message {key: $b}) MERGE (a)-[:REPLIES_TO]->(b)", a=props["key"], b=props["parent_key"]).consume()
+
+
+def timed(label: str, messages: int, fn: Any) -> float:
+    start = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - start
+    rate = messages / seconds if seconds else float("inf")
+    extra = f"  {result}" if result is not None else ""
+    print(f"{label:<58} {messages:>8,} msgs {seconds:>8.2f} s {rate:>10,.0f} msgs/s{extra}", flush=True)
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", type=int, default=2000)
+    parser.add_argument("--turns", type=int, default=50, help="messages per conversation")
+    parser.add_argument("--batch-messages", type=int, default=5000)
+    parser.add_argument("--baseline-conversations", type=int, default=100, help="the naive load's slice")
+    parser.add_argument("--skip-deep", action="store_true")
+    args = parser.parse_args()
+
+    settings.load_env_file(Path(__file__).resolve().parent.parent / "deploy" / "local.env")
+    database = settings.get("NEO4J_DATABASE") or None
+    driver = open_driver()
+    print(f"Neo4j {settings.get('NEO4J_URI')} (database {database}); {args.conversations} conversations × {args.turns} messages, "
+          f"batches of {args.batch_messages} messages")
+    convs = [make_conversation(i, args.turns, PLATFORM) for i in range(args.conversations)]
+    total = sum(len(c.messages) for c in convs)
+    changed = {i for i in range(0, args.conversations, 10)}
+    resync = [make_conversation(i, args.turns, PLATFORM, version=1) if i in changed else c for i, c in enumerate(convs)]
+    naive = [make_conversation(i, args.turns, NAIVE_PLATFORM) for i in range(args.baseline_conversations)]
+    naive_total = sum(len(c.messages) for c in naive)
+
+    def load(items: list[Conversation], deep: bool = False) -> str:
+        s = load_conversations(driver, items, database=database, batch_messages=args.batch_messages, deep=deep)
+        d = s.to_dict()
+        return ", ".join(f"{k.replace('conversations_', '')}={v}" for k, v in d.items() if v)
+
+    try:
+        cleanup(driver, database)
+        ensure_schema(driver, database)
+        rate = timed("chatetl load, first run (all created)", total, lambda: load(convs))
+        timed("chatetl load, same data again (all unchanged)", total, lambda: load(convs))
+        timed(f"chatetl load, resync: {len(changed)} of {len(convs)} newer", total, lambda: load(resync))
+        if not args.skip_deep:
+            cleanup(driver, database)
+            timed("chatetl load, first run, deep mode (traces too)", total, lambda: load(convs, deep=True))
+        cleanup(driver, database)
+        naive_rate = timed(f"naive one query per row, first run ({args.baseline_conversations} conversations)", naive_total,
+                           lambda: naive_load(driver, database, naive))
+        print(f"chatetl first load is {rate / naive_rate:,.1f}× the naive baseline's rate "
+              f"(the naive load would take ~{total / naive_rate / 60:,.1f} min for all {total:,} messages)")
+        with write_session(driver, database) as session:
+            check = session.run("MATCH (c:Conversation {source: $p})-[:HAS_MESSAGE]->(m) RETURN count(m) AS n", p=NAIVE_PLATFORM).single()
+        assert check["n"] == naive_total, "the baseline wrote what it should"
+    finally:
+        cleanup(driver, database)
+        driver.close()
+
+
+if __name__ == "__main__":
+    main()

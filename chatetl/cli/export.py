@@ -1,0 +1,129 @@
+"""`chatetl export`: inputs into exported files in a local folder, the same writers the exports asset uses.
+
+    chatetl export INPUT... --out DIR --format FORMAT [--format FORMAT ...] [--zip FORMATS]
+
+FORMAT: chat-export-json, sharegpt, md, md-frontmatter, yaml, html, sharegpt-jsonl, or all
+(repeat the option or separate with commas). Files go to DIR/<format>/<name>.<ext>, the
+training file to DIR/sharegpt-jsonl/sharegpt.jsonl, the zip to DIR/chats.zip. A conversation
+met more than once (the same chat in two files, a resync) is written once, in its newest state.
+What goes out is the visible branch; --include-* (or CHATETL_EXPORT_INCLUDE_* /
+CHATETL_INCLUDE_* in the environment) let in reasoning, tool internals, hidden context, branches.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from chatetl.cli.normalize import iter_inputs
+from chatetl.exports.files import conversation_files, temporary_collector, training_lines
+from chatetl.exports.formats import ALL_FORMATS, PER_CONVERSATION, TRAINING, parse_formats
+from chatetl.normalize import state_version
+from chatetl.readers import ReadReport
+from chatetl.selection import ContentOptions
+
+
+def _inside(root: Path, relative: str) -> Path:
+    """The target of a relative export path, refusing anything that would leave `root`."""
+    target = (root / relative).resolve()
+    if root.resolve() not in target.parents:
+        raise click.ClickException(f"refusing to write outside {root}: {relative!r}")
+    return target
+
+
+def _flag(name: str) -> click.Option:
+    return click.option(f"--include-{name}/--exclude-{name}", f"include_{name}", default=None, help=f"Let {name} in (default: the environment, else out).")
+
+
+@click.command("export")
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
+@click.option("--format", "formats", multiple=True, required=True, metavar="FORMAT", help=f"One of {', '.join(ALL_FORMATS)}, or all (repeatable, comma-separated)")
+@click.option("--zip", "zip_formats", default=None, metavar="FORMATS", help="Also write OUT/chats.zip holding these formats (comma-separated, or all)")
+@_flag("reasoning")
+@_flag("tools")
+@_flag("hidden")
+@_flag("branches")
+def export(inputs: tuple[str, ...], out: Path, formats: tuple[str, ...], zip_formats: str | None, **flags: bool | None) -> None:
+    """Read INPUTS (files, folders, zips, s3://bucket/prefix) and write every conversation in each FORMAT to OUT."""
+    try:
+        chosen = parse_formats(list(formats))
+        bundle = parse_formats(zip_formats, ()) if zip_formats else ()
+        env = ContentOptions.from_env("EXPORT")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    options = env.model_copy(update={k: v for k, v in flags.items() if v is not None})
+    rendered = tuple(f for f in PER_CONVERSATION if f in chosen or f in bundle)
+    want_training = TRAINING in chosen or TRAINING in bundle
+
+    report = ReadReport()
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, tuple[float, list[Path]]] = {}  # conversation key -> (state, its files on disk)
+    conversations = empty = superseded = 0
+    with temporary_collector(bundle) as collector:
+        for conv in iter_inputs(inputs, report):
+            conversations += 1
+            files = conversation_files(conv, rendered, options)
+            lines = training_lines(conv, options) if want_training else []
+            if not files and not lines:
+                empty += 1
+                continue
+            version = state_version(conv)
+            old = written.get(conv.key)
+            if old is not None and old[0] >= version:
+                superseded += 1
+                continue
+            paths = []
+            for f in files:
+                if f.format not in chosen:
+                    continue
+                target = _inside(out, f.path)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(f.data)
+                paths.append(target)
+            if old is not None:  # a newer state of a conversation already written: its stale files go
+                superseded += 1
+                for stale in old[1]:
+                    if stale not in paths:
+                        stale.unlink(missing_ok=True)
+            written[conv.key] = (version, paths)
+            collector.add(conv, files, lines)
+        records = 0
+        training_target = _inside(out, f"{TRAINING}/sharegpt.jsonl")
+        if want_training:
+            training_target.parent.mkdir(parents=True, exist_ok=True)
+            records = collector.write_training(training_target)
+        if bundle:
+            extra = [(f"{TRAINING}/sharegpt.jsonl", training_target)] if TRAINING in bundle and records else []
+            collector.write_zip(_inside(out, "chats.zip"), extra)
+        if want_training and (TRAINING not in chosen or not records):  # written only for the zip, or empty
+            training_target.unlink(missing_ok=True)
+            if not any(training_target.parent.iterdir()):
+                training_target.parent.rmdir()
+
+    counts = {f: 0 for f in chosen}
+    for _version, paths in written.values():
+        for p in paths:
+            counts[p.parent.name] += 1
+    if TRAINING in chosen:
+        counts[TRAINING] = records
+    for err in report.errors:
+        click.echo(f"error: {err}", err=True)
+    summary: dict[str, object] = {
+        "files": report.files,
+        "conversations": conversations,
+        "exported": collector.conversations,
+        "written": counts,
+        "errors": len(report.errors),
+    }
+    if empty:
+        summary["empty"] = empty
+    if superseded:
+        summary["superseded"] = superseded
+    if bundle:
+        summary["zip"] = str(out / "chats.zip")
+    click.echo(json.dumps(summary, sort_keys=True))
+    sys.exit(1 if report.errors else 0)

@@ -1,0 +1,63 @@
+"""`chatetl load`: inputs into the Neo4j graph (Conversations, Messages, traces) and their Documents."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from chatetl.cli.normalize import iter_inputs
+from chatetl.documents import document_for, load_documents
+from chatetl.graph.connection import deep_mode_from_env, neo4j_settings, open_driver
+from chatetl.graph.load import DEFAULT_BATCH_MESSAGES, load_conversations
+from chatetl.model import Conversation
+from chatetl.readers import ReadReport
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("--deep/--no-deep", default=None, help="DecisionTrace/TraceStep for tool use (default: CHATETL_GRAPH_DEEP, else off)")
+@click.option("--documents/--no-documents", default=True, show_default=True, help="Also load the Documents (RAG text)")
+@click.option("--batch-messages", type=click.IntRange(min=1), default=DEFAULT_BATCH_MESSAGES, show_default=True, help="Messages per transaction")
+def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_messages: int) -> None:
+    """Load INPUTS (files, folders, zips, s3://bucket/prefix) into Neo4j (NEO4J_URI, NEO4J_USER,
+    NEO4J_PASSWORD, NEO4J_DATABASE); print a one-line JSON summary. Exits 1 when an input had
+    errors (the good ones are still loaded), 2 when the graph could not be written."""
+    from neo4j.exceptions import Neo4jError, DriverError
+
+    conf = neo4j_settings()
+    database = conf["database"] or None
+    deep = deep_mode_from_env() if deep is None else deep
+    report = ReadReport()
+    docs_written = 0
+    driver = open_driver()
+
+    def load_batch_documents(batch: list[Conversation]) -> None:
+        nonlocal docs_written
+        if documents:
+            docs_written += load_documents(driver, [document_for(c) for c in batch], database=database)
+
+    try:
+        summary = load_conversations(
+            driver, iter_inputs(inputs, report), database=database, batch_messages=batch_messages, deep=deep, on_batch=load_batch_documents
+        )
+    except (Neo4jError, DriverError, OSError) as exc:
+        click.echo(f"error: writing the graph at {conf['uri']} failed: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(2)
+    finally:
+        driver.close()
+    for err in report.errors:
+        click.echo(f"error: {err}", err=True)
+    out = {
+        "files": report.files,
+        "conversations_read": report.conversations,
+        **summary.to_dict(),
+        "documents_written": docs_written,
+        "deep": deep,
+        "errors": len(report.errors),
+    }
+    if report.skipped:
+        out["inputs_skipped"] = dict(report.skipped)
+    click.echo(json.dumps(out, sort_keys=True))
+    sys.exit(1 if report.errors else 0)

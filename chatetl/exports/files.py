@@ -1,0 +1,159 @@
+"""Rendering a conversation into its export files, and collecting them with newest-wins.
+
+`conversation_files` renders one conversation into every chosen per-conversation format:
+one `ExportFile` per format and exported branch, at `<format>/<name>.<ext>`. The same
+conversation can arrive more than once (two uploads, a resync, the same chat as .json and
+.md): `ExportCollector` keeps, per conversation key, only the newest state's files, so the
+training file and the zip hold each conversation once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from chatetl.exports.filenames import conversation_basename
+from chatetl.exports.formats import PER_CONVERSATION
+from chatetl.exports.meta import ExportView, export_views
+from chatetl.exports.sharegpt import training_line
+from chatetl.model import Conversation
+from chatetl.normalize import state_version
+from chatetl.selection import VISIBLE, ContentOptions
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", "replace")  # a lone surrogate from a damaged source becomes '?'
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    path: str  # `<format>/<name>.<ext>`, relative
+    data: bytes
+    content_type: str
+    format: str
+
+
+def view_name(conv: Conversation, view: ExportView) -> str:
+    base = conversation_basename(conv)
+    return base if not view.branch else f"{base}-branch-{view.branch}"
+
+
+def conversation_files(conv: Conversation, formats: Iterable[str], options: ContentOptions = VISIBLE) -> list[ExportFile]:
+    """Every per-conversation file of one conversation (none when it has no turns to show)."""
+    wanted = [PER_CONVERSATION[f] for f in formats if f in PER_CONVERSATION]
+    out: list[ExportFile] = []
+    for view in export_views(conv, options):
+        if not view.turns:
+            continue
+        name = view_name(conv, view)
+        for fmt in wanted:
+            out.append(ExportFile(f"{fmt.name}/{name}.{fmt.ext}", encode(fmt.render(view)), fmt.content_type, fmt.name))
+    return out
+
+
+def training_lines(conv: Conversation, options: ContentOptions = VISIBLE) -> list[bytes]:
+    """The conversation's ShareGPT JSONL lines: the active branch, and each other branch when opted in."""
+    lines = []
+    for view in export_views(conv, options):
+        line = training_line(view)
+        if line is not None:
+            lines.append(line)
+    return lines
+
+
+def _slot(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@dataclass
+class _Entry:
+    version: float
+    order: int
+    files: list[tuple[str, str]]  # (relative path, file holding the bytes)
+    lines: str | None  # file holding the training lines
+
+
+@dataclass
+class ExportCollector:
+    """Collects rendered conversations on disk (never all in memory); per key the newest state wins.
+
+    Ties (the same state twice) keep the first seen, so the output depends only on the inputs.
+    """
+
+    workdir: Path
+    bundle_formats: tuple[str, ...] = ()
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    replaced: int = 0  # conversations seen again in an older or equal state
+
+    def add(self, conv: Conversation, files: list[ExportFile], lines: list[bytes]) -> bool:
+        """Keep this state's bundle files and training lines unless a newer (or the same) state is kept; True if kept."""
+        key = conv.key
+        version = state_version(conv)
+        old = self.entries.get(key)
+        if old is not None and old.version >= version:
+            self.replaced += 1
+            return False
+        slot = self.workdir / _slot(key)
+        if slot.exists():
+            shutil.rmtree(slot)
+            self.replaced += 1
+        slot.mkdir(parents=True)
+        kept: list[tuple[str, str]] = []
+        for i, f in enumerate(x for x in files if x.format in self.bundle_formats):
+            target = slot / f"{i:04d}"
+            target.write_bytes(f.data)
+            kept.append((f.path, str(target)))
+        lines_path = None
+        if lines:
+            lines_path = str(slot / "lines.jsonl")
+            with open(lines_path, "wb") as out:
+                out.writelines(lines)
+        order = old.order if old is not None else len(self.entries)
+        self.entries[key] = _Entry(version, order, kept, lines_path)
+        return True
+
+    @property
+    def conversations(self) -> int:
+        return len(self.entries)
+
+    def _ordered(self) -> list[_Entry]:
+        return sorted(self.entries.values(), key=lambda e: e.order)
+
+    def write_training(self, path: str | Path) -> int:
+        """The ShareGPT JSONL file, conversations in the order first seen; the number of records."""
+        records = 0
+        with open(path, "wb") as out:
+            for entry in self._ordered():
+                if entry.lines is None:
+                    continue
+                with open(entry.lines, "rb") as src:
+                    for line in src:
+                        out.write(line)
+                        records += 1
+        return records
+
+    def write_zip(self, path: str | Path, extra: Iterable[tuple[str, str | Path]] = ()) -> int:
+        """A zip of the bundle formats' files (and `extra` (name, file) members); byte-identical for the same inputs."""
+        members = sorted([(arc, str(src)) for e in self.entries.values() for arc, src in e.files] + [(a, str(s)) for a, s in extra])
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+            for arcname, src in members:
+                info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                info.create_system = 3  # unix: the same bytes whatever OS built the zip
+                with open(src, "rb") as f, zf.open(info, "w") as dst:
+                    shutil.copyfileobj(f, dst, 1024 * 1024)
+        return len(members)
+
+
+@contextmanager
+def temporary_collector(bundle_formats: Iterable[str] = ()) -> Iterator[ExportCollector]:
+    """An ExportCollector in a temporary folder, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="chatetl-export-") as tmp:
+        yield ExportCollector(Path(tmp), tuple(bundle_formats))

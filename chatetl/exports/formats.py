@@ -1,0 +1,59 @@
+"""The export formats: what each is called, where its files go and how one is rendered.
+
+Per conversation (one file each, `exports/<format>/<name>.<ext>` in the bucket):
+`chat-export-json`, `sharegpt`, `md`, `md-frontmatter`, `yaml`, `html`. Per partition (or per
+CLI run): `sharegpt-jsonl`, one training file across all conversations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from chatetl.exports.chat_export_json import to_chat_export_json
+from chatetl.exports.html import to_html
+from chatetl.exports.markdown import to_markdown
+from chatetl.exports.markdown_note import to_markdown_note
+from chatetl.exports.meta import ExportView
+from chatetl.exports.sharegpt import to_sharegpt1_json
+from chatetl.exports.yaml_export import to_yaml
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    name: str
+    ext: str
+    content_type: str
+    render: Callable[[ExportView], str]
+
+
+PER_CONVERSATION: dict[str, FileFormat] = {
+    f.name: f
+    for f in (
+        FileFormat("chat-export-json", "json", "application/json", to_chat_export_json),
+        FileFormat("sharegpt", "json", "application/json", to_sharegpt1_json),
+        FileFormat("md", "md", "text/markdown; charset=utf-8", to_markdown),
+        FileFormat("md-frontmatter", "md", "text/markdown; charset=utf-8", to_markdown_note),
+        FileFormat("yaml", "yaml", "application/yaml", to_yaml),
+        FileFormat("html", "html", "text/html; charset=utf-8", to_html),
+    )
+}
+TRAINING = "sharegpt-jsonl"
+ALL_FORMATS: tuple[str, ...] = (*PER_CONVERSATION, TRAINING)
+READABLE = ("chat-export-json", "sharegpt", "md", "yaml", TRAINING)  # what chatetl's readers read back
+
+
+def parse_formats(values: str | list[str] | tuple[str, ...] | None, default: tuple[str, ...] = ALL_FORMATS) -> tuple[str, ...]:
+    """`"md,html"`, `["md", "html"]` or `"all"` as an ordered tuple of known format names."""
+    if values is None:
+        return default
+    items = values.split(",") if isinstance(values, str) else [p for v in values for p in v.split(",")]
+    names = [v.strip() for v in items if v.strip()]
+    if not names:
+        return default
+    if "all" in names:
+        return ALL_FORMATS
+    unknown = [n for n in names if n not in ALL_FORMATS]
+    if unknown:
+        raise ValueError(f"unknown export format(s): {', '.join(unknown)} (known: {', '.join(ALL_FORMATS)}, all)")
+    return tuple(n for n in ALL_FORMATS if n in names)

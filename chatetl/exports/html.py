@@ -1,0 +1,94 @@
+"""HTML (seed 002): a standalone, print-friendly page; everything from a chat is escaped.
+
+`<article>` with a `<header>` (the title and a `<dl>` of meta), then one
+`<section data-role="...">` per turn: an `<h2>` role heading, the body rendered from
+Markdown, and an optional Sources `<ol>`.
+
+Escaping: the page is a Jinja2 template with autoescape on, so titles, meta and source
+titles are escaped; bodies go through markdown-it-py with `html=False`, so raw HTML in a
+message (`<script>`, `<img onerror=...>`) is shown as text, and markdown-it's link check
+drops `javascript:`, `vbscript:`, `file:` and `data:` links. Links in the meta and sources are
+kept only for http(s) and mailto. Images are not fetched: Markdown images render as links,
+and a Content-Security-Policy forbids scripts and remote loads even if something slipped through.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from chatetl.documents import platform_label, turn_label
+from chatetl.exports.meta import ExportView, source_list
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+_SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True)
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.disable("image")  # no remote loads: ![alt](url) shows as text and a link
+    return md
+
+
+def safe_href(url: str | None) -> str | None:
+    """A URL fit for an href (http, https, mailto), else None."""
+    if not url:
+        return None
+    candidate = url.strip()
+    try:
+        scheme = urlsplit(candidate).scheme.lower()
+    except ValueError:
+        return None
+    if scheme not in _SAFE_SCHEMES or any(ord(ch) < 0x20 for ch in candidate):
+        return None
+    return candidate
+
+
+def render_body(text: str) -> Markup:
+    """A Markdown body as HTML; raw HTML in it is escaped (markdown-it, html=False)."""
+    return Markup(_markdown().render(text))
+
+
+def _meta(view: ExportView) -> list[dict[str, Any]]:
+    c = view.conv
+    items = [
+        ("Platform", platform_label(c.platform), None),
+        ("Model", c.model, None),
+        ("Created", view.meta().get("created_at"), None),
+        ("Updated", view.meta().get("updated_at"), None),
+        ("Messages", str(sum(1 for t in view.turns if t.visible)), None),
+        ("URL", c.url, safe_href(c.url)),
+        ("Conversation id", view.chat_id, None),
+        ("Source", c.source.value, None),
+    ]
+    return [{"label": k, "value": v, "href": h} for k, v, h in items if v]
+
+
+def to_html(view: ExportView) -> str:
+    title = view.title or f"{platform_label(view.conv.platform)} conversation"
+    messages = []
+    for t in view.turns:
+        sources = [{"title": s.get("title") or s.get("url"), "href": safe_href(s.get("url"))} for s in source_list(t.citations)]
+        messages.append(
+            {
+                "role": t.role.value,
+                "kind": t.kind.value,
+                "heading": turn_label(t),
+                "body": render_body(t.text),
+                "sources": sources,
+            }
+        )
+    return _environment().get_template("conversation.html.j2").render(title=title, meta=_meta(view), messages=messages)

@@ -1,0 +1,69 @@
+"""Markdown for note apps (Obsidian, Logseq, Joplin ...): YAML front matter, a title, then the turns.
+
+    ---
+    title: Planning a rail trip
+    platform: chatgpt
+    model: gpt-4o
+    created: '2026-01-01T00:00:07Z'
+    updated: '2026-01-01T00:00:35Z'
+    source: chatgpt
+    url: https://chatgpt.com/c/...
+    conversation_id: ...
+    messages: 4
+    tags: [chat, chatgpt]
+    ---
+
+    # Planning a rail trip
+
+    ## User
+
+    Which is faster ...
+
+The front matter is written by PyYAML's safe_dump, so any title is quoted as it must be.
+Each turn is a `##` heading and its body, verbatim; a body's own headings stay as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from chatetl.documents import platform_label, turn_label
+from chatetl.exports.meta import ExportView, source_list
+from chatetl.exports.yaml_export import _Dumper
+from chatetl.readers.timeutil import iso
+
+
+def front_matter(view: ExportView) -> dict[str, Any]:
+    c = view.conv
+    items: dict[str, Any] = {
+        "title": view.title or f"{platform_label(c.platform)} conversation",
+        "platform": c.platform,
+        "model": c.model,
+        "created": iso(c.created_at),
+        "updated": iso(c.updated_at),
+        "source": c.source.value,
+        "url": c.url,
+        "conversation_id": view.chat_id,
+        "messages": sum(1 for t in view.turns if t.visible),
+        "tags": ["chat", c.platform],
+    }
+    return {k: v for k, v in items.items() if v is not None and v != ""}
+
+
+def to_markdown_note(view: ExportView) -> str:
+    meta = yaml.dump(front_matter(view), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=1_000_000)
+    title = " ".join((view.title or front_matter(view)["title"]).split())
+    out = ["---", meta.rstrip("\n"), "---", "", f"# {title}", ""]
+    for t in view.turns:
+        out += [f"## {turn_label(t)}", "", t.text.rstrip("\n"), ""]
+        links = source_list(t.citations)
+        if links:
+            out += ["Sources:", ""]
+            for i, s in enumerate(links, 1):
+                label = " ".join((s.get("title") or s.get("url") or "").split()).replace("[", "\\[").replace("]", "\\]")
+                url = s.get("url", "").replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+                out.append(f"{i}. [{label}]({url})" if url else f"{i}. {label}")
+            out.append("")
+    return "\n".join(out)

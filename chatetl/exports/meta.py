@@ -1,0 +1,80 @@
+"""What every per-conversation export says about the conversation, and the turns it holds.
+
+One place builds the meta keys (the seed's `platform`, `url`, `title`, `exported_at`,
+`chat_id`, `model`, plus `created_at` / `updated_at`, which chatetl's readers know) and the
+branches to export, so every format says the same thing.
+
+`exported_at` is the conversation state's own time (updated, else created), not the wall
+clock: exporting the same state twice gives the same bytes, so a rerun changes nothing.
+An abandoned branch (exported only with include_branches) is a file of its own whose
+`chat_id` gets `~branch-N` and whose title gets ` (branch N)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from chatetl.model import Citation, Conversation
+from chatetl.readers.timeutil import iso
+from chatetl.selection import VISIBLE, ContentOptions, OutputTurn, branches
+
+
+@dataclass(frozen=True)
+class ExportView:
+    """One file's worth of a conversation: its meta and its turns (the active branch, or another one)."""
+
+    conv: Conversation
+    branch: int
+    turns: list[OutputTurn]
+
+    @property
+    def chat_id(self) -> str:
+        return self.conv.conversation_id if not self.branch else f"{self.conv.conversation_id}~branch-{self.branch}"
+
+    @property
+    def title(self) -> str | None:
+        if not self.branch:
+            return self.conv.title
+        return f"{self.conv.title or 'Untitled'} (branch {self.branch})"
+
+    def meta(self) -> dict[str, Any]:
+        """Meta keys in the seed's order; missing values are left out (never null)."""
+        c = self.conv
+        items = {
+            "platform": c.platform,
+            "url": c.url,
+            "title": self.title,
+            "exported_at": iso(c.updated_at or c.created_at),
+            "chat_id": self.chat_id,
+            "model": c.model,
+            "created_at": iso(c.created_at),
+            "updated_at": iso(c.updated_at),
+        }
+        return {k: v for k, v in items.items() if v is not None and v != ""}
+
+
+def export_views(conv: Conversation, options: ContentOptions = VISIBLE) -> list[ExportView]:
+    """The active branch first, then (with include_branches) one view per other branch, in full."""
+    out = []
+    for b in branches(conv, options):
+        out.append(ExportView(conv, b.index, b.turns))
+    return out
+
+
+def source_list(citations: tuple[Citation, ...]) -> list[dict[str, str]]:
+    """`[{title, url}]` for the citations that have either, without duplicates."""
+    out: list[dict[str, str]] = []
+    seen: set[tuple[str | None, str | None]] = set()
+    for c in citations:
+        if not (c.url or c.title) or (c.title, c.url) in seen:
+            continue
+        seen.add((c.title, c.url))
+        item = {}
+        if c.title:
+            item["title"] = c.title
+        if c.url:
+            item["url"] = c.url
+        out.append(item)
+    return out
+

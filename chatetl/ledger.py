@@ -1,0 +1,127 @@
+"""The ledger: which upload versions a partition has already normalized, and what that gave.
+
+`state/ledger/date=D.json` maps each upload key of day D to the ETag it was normalized
+from, the parser that read it, the outputs written (with their ETags) and the counts.
+A rerun skips an upload whose key, ETag, parser and outputs are all unchanged, so
+rerunning a day is cheap; a replaced upload (new ETag), a parser upgrade or a deleted
+output makes it run again.
+
+`state/uploads/by-key/<upload-id>.json` says which day holds an upload key's outputs,
+so when a replaced upload moves to a later day its outputs leave the earlier one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from chatetl.storage import ObjectStore
+
+LEDGER_PREFIX = "state/ledger/"
+LOCATION_PREFIX = "state/uploads/by-key/"
+
+
+@lru_cache(maxsize=1)
+def parser_fingerprint() -> str:
+    """A digest of the code that turns an upload into normalized rows (readers, model,
+    normalization): any change to it makes every upload eligible for reprocessing."""
+    root = Path(__file__).resolve().parent
+    files = sorted((root / "readers").rglob("*.py")) + [root / "model.py", root / "normalize.py"]
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def ledger_key(day: str) -> str:
+    return f"{LEDGER_PREFIX}date={day}.json"
+
+
+def location_key(upload_id: str) -> str:
+    return f"{LOCATION_PREFIX}{upload_id}.json"
+
+
+@dataclass
+class LedgerEntry:
+    key: str
+    etag: str
+    size: int
+    upload_id: str
+    parser: str
+    conversations: int
+    messages: int
+    errors: int
+    outputs: dict[str, str]  # output key -> ETag written
+    sources: dict[str, int] = field(default_factory=dict)  # source -> conversations
+    quarantined: int = 0
+    processed_at: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "LedgerEntry":
+        fields = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in fields})
+
+
+@dataclass
+class Ledger:
+    day: str
+    entries: dict[str, LedgerEntry] = field(default_factory=dict)
+    dirty: bool = False
+
+    @classmethod
+    def load(cls, store: ObjectStore, day: str) -> "Ledger":
+        key = ledger_key(day)
+        if store.head(key) is None:
+            return cls(day)
+        doc = json.loads(store.get_bytes(key))
+        return cls(day, {k: LedgerEntry.from_dict(v) for k, v in doc.get("uploads", {}).items()})
+
+    def is_current(self, key: str, etag: str, outputs_now: dict[str, str]) -> bool:
+        """Already normalized from these exact bytes by this parser, outputs still in place."""
+        entry = self.entries.get(key)
+        return (
+            entry is not None
+            and entry.etag == etag
+            and entry.parser == parser_fingerprint()
+            and bool(entry.outputs)
+            and all(outputs_now.get(k) == e for k, e in entry.outputs.items())
+        )
+
+    def record(self, entry: LedgerEntry) -> None:
+        entry.processed_at = entry.processed_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.entries[entry.key] = entry
+        self.dirty = True
+
+    def drop(self, key: str) -> None:
+        if self.entries.pop(key, None) is not None:
+            self.dirty = True
+
+    def to_bytes(self) -> bytes:
+        doc = {"day": self.day, "uploads": {k: asdict(v) for k, v in sorted(self.entries.items())}}
+        return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+    def save(self, store: ObjectStore) -> None:
+        if self.dirty:
+            store.put_bytes(ledger_key(self.day), self.to_bytes(), "application/json")
+            self.dirty = False
+
+
+def read_location(store: ObjectStore, upload_id: str) -> dict[str, str] | None:
+    key = location_key(upload_id)
+    if store.head(key) is None:
+        return None
+    try:
+        return json.loads(store.get_bytes(key))
+    except ValueError:
+        return None
+
+
+def write_location(store: ObjectStore, upload_id: str, upload_key: str, day: str, etag: str) -> None:
+    body = json.dumps({"key": upload_key, "day": day, "etag": etag}, sort_keys=True).encode()
+    store.put_bytes(location_key(upload_id), body, "application/json")

@@ -1,0 +1,270 @@
+"""Normalizing one daily partition: every upload of the day, skipping what is already done.
+
+For each upload of the day (as it is in the bucket now):
+- unchanged since the ledger recorded it (same ETag, same parser, outputs in place): skipped;
+- otherwise read and written to `normalized/<table>/date=D/<upload-id>.parquet` (bad parts to
+  quarantine), compared with what the same upload gave last time (conversations new,
+  updated, unchanged, removed), and recorded in the ledger.
+Uploads the ledger knows but whose current version belongs elsewhere (replaced on a later
+day) or that were deleted from raw/ have their outputs of this day retracted, so each
+upload's rows live in exactly one partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow.parquet as pq
+
+from chatetl import pipeline
+from chatetl.ledger import Ledger, LedgerEntry, parser_fingerprint, read_location, write_location
+from chatetl.storage import ObjectInfo, ObjectStore
+from chatetl.uploads import current_state, partition_of
+
+log = logging.getLogger(__name__)
+
+STATE_COLUMNS = ["conversation_key", "source", "platform", "title", "updated_at", "message_count", "total_messages"]
+PREVIEW_ROWS = 10
+LEDGER_SAVE_SECONDS = 20.0
+
+
+@dataclass
+class SourceCounts:
+    uploads: int = 0
+    uploads_skipped: int = 0
+    conversations: int = 0  # read from the uploads processed now
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0  # in the upload's previous version, gone from this one
+    skipped: int = 0  # in uploads skipped as unchanged
+    messages: int = 0
+
+
+@dataclass
+class PartitionIngest:
+    """What normalizing a day did, for the person reading the materialization."""
+
+    day: str
+    uploads: int = 0
+    processed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    retracted: dict[str, str] = field(default_factory=dict)  # upload key -> why (moved to D / deleted)
+    conversations: int = 0  # read from the uploads processed now
+    messages: int = 0
+    conversations_in_skipped: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    rows_written: Counter = field(default_factory=Counter)  # table -> rows in the files written
+    sources: dict[str, SourceCounts] = field(default_factory=lambda: defaultdict(SourceCounts))
+    errors: list[str] = field(default_factory=list)
+    error_reasons: Counter = field(default_factory=Counter)
+    failed_uploads: list[str] = field(default_factory=list)  # processed, nothing readable
+    quarantined: list[str] = field(default_factory=list)
+    drift: Counter = field(default_factory=Counter)
+    records_skipped: Counter = field(default_factory=Counter)
+    formats: Counter = field(default_factory=Counter)
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    preview: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def useful(self) -> bool:
+        """Some conversation came out of the day (now or in a run whose outputs stand)."""
+        return self.conversations + self.conversations_in_skipped > 0
+
+    def add(self, other: "PartitionIngest") -> None:
+        """Fold another day into this one (a run over a range of partitions)."""
+        for name in ("uploads", "conversations", "messages", "conversations_in_skipped", "bytes_read", "bytes_written", "seconds"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("processed", "skipped", "errors", "failed_uploads", "quarantined", "written", "unchanged"):
+            getattr(self, name).extend(getattr(other, name))
+        for name in ("rows_written", "error_reasons", "drift", "records_skipped", "formats"):
+            getattr(self, name).update(getattr(other, name))
+        self.retracted.update(other.retracted)
+        for source, counts in other.sources.items():
+            mine = self.sources[source]
+            for f in counts.__dataclass_fields__:
+                setattr(mine, f, getattr(mine, f) + getattr(counts, f))
+        self.preview.extend(other.preview[: max(0, PREVIEW_ROWS - len(self.preview))])
+
+
+def _read_states(store: ObjectStore, key: str) -> list[dict[str, Any]]:
+    """The conversation rows (a few columns) of one normalized conversations file."""
+    with tempfile.NamedTemporaryFile(suffix=".parquet") as tmp:
+        with store.open(key) as src:
+            while chunk := src.read(1024 * 1024):
+                tmp.write(chunk)
+        tmp.flush()
+        pf = pq.ParquetFile(tmp.name)
+        columns = [c for c in STATE_COLUMNS if c in pf.schema_arrow.names]
+        return pf.read(columns=columns).to_pylist()
+
+
+def _state(row: dict[str, Any]) -> tuple:
+    return (row.get("updated_at"), row.get("message_count"), row.get("total_messages"), row.get("title"))
+
+
+def output_keys(day: str, uid: str) -> list[str]:
+    return [pipeline.table_key(t, day, uid) for t in pipeline.TABLES]
+
+
+def retract(store: ObjectStore, day: str, uid: str) -> list[str]:
+    """Remove one upload's outputs from a day: its normalized rows, quarantine and RAG files."""
+    from chatetl.rag import document_keys
+
+    removed = []
+    for key in output_keys(day, uid) + list(document_keys(day, uid)):
+        if store.head(key) is not None:
+            store.delete(key)
+            removed.append(key)
+    prefix = f"{pipeline.QUARANTINE_PREFIX}date={day}/{uid}/"
+    removed += [o.key for o in store.list(prefix)]
+    store.delete_prefix(prefix)
+    return removed
+
+
+def ingest_partition(
+    store: ObjectStore,
+    day: str,
+    uploads: list[ObjectInfo],
+    *,
+    reprocess: bool = False,
+    warn: Callable[[str], None] = log.warning,
+) -> PartitionIngest:
+    """Normalize the day's uploads, skipping those the ledger has seen unchanged."""
+    started = time.monotonic()
+    out = PartitionIngest(day)
+    ledger = Ledger.load(store, day)
+    outputs_now = {o.key: o.etag for t in pipeline.TABLES for o in store.list(f"{pipeline.NORMALIZED_PREFIX}{t}/date={day}/")}
+
+    # the truth is the bucket now: HEAD the day's uploads and whatever the ledger remembers
+    keys = sorted({u.key for u in uploads} | set(ledger.entries))
+    now = current_state(store, keys)
+    todo: list[ObjectInfo] = []
+    for key in keys:
+        info = now[key]
+        if info is not None and partition_of(info) == day:
+            todo.append(info)
+        elif key in ledger.entries:
+            why = "deleted from raw/" if info is None else f"replaced: now in partition {partition_of(info)}"
+            entry = ledger.entries[key]
+            retract(store, day, entry.upload_id)
+            ledger.drop(key)
+            out.retracted[key] = why
+            warn(f"{key}: {why}; its outputs of {day} were removed")
+    out.uploads = len(todo)
+
+    last_save = time.monotonic()
+    for info in todo:
+        uid = pipeline.upload_id(info.key)
+        entry = ledger.entries.get(info.key)
+        if not reprocess and ledger.is_current(info.key, info.etag, outputs_now):
+            assert entry is not None
+            out.skipped.append(info.key)
+            out.conversations_in_skipped += entry.conversations
+            out.unchanged.extend(entry.outputs)
+            for source, n in (entry.sources or {"unknown": entry.conversations}).items():
+                out.sources[source].uploads += 1
+                out.sources[source].uploads_skipped += 1
+                out.sources[source].skipped += n
+            continue
+
+        conv_key = pipeline.table_key("conversations", day, uid)
+        previous = {r["conversation_key"]: r for r in _read_states(store, conv_key)} if conv_key in outputs_now else {}
+        where = read_location(store, uid)
+        if where and where.get("day") not in (None, day) and where.get("key") == info.key:
+            # the upload was replaced on this later day: its outputs leave the earlier one
+            retract(store, where["day"], uid)
+            out.retracted[info.key] = f"replaced: moved here from partition {where['day']}"
+
+        result = pipeline.normalize_upload(store, info, day)
+        report = result.report
+        write_location(store, uid, info.key, day, info.etag)
+        rows = _read_states(store, conv_key)
+        out.processed.append(info.key)
+        out.bytes_read += info.size
+        out.bytes_written += result.bytes_written
+        out.conversations += result.conversations
+        out.messages += result.messages
+        if result.written:
+            out.rows_written["conversations"] += result.conversations
+            out.rows_written["messages"] += result.messages
+        out.written += result.written
+        out.unchanged += result.unchanged
+        out.quarantined += result.quarantined
+        out.errors += [str(e) for e in report.errors]
+        out.error_reasons.update(e.reason.split(":")[0][:80] for e in report.errors)
+        out.drift.update(report.drift)
+        out.records_skipped.update(report.skipped)
+        out.formats.update(report.formats)
+        if result.conversations == 0:
+            out.failed_uploads.append(info.key)
+
+        per_source: Counter = Counter()
+        seen_sources: set[str] = set()
+        for row in rows:
+            counts = out.sources[row["source"]]
+            seen_sources.add(row["source"])
+            per_source[row["source"]] += 1
+            counts.conversations += 1
+            counts.messages += row.get("total_messages") or 0
+            old = previous.pop(row["conversation_key"], None)
+            if old is None:
+                counts.new += 1
+            elif _state(old) == _state(row):
+                counts.unchanged += 1
+            else:
+                counts.updated += 1
+            if len(out.preview) < PREVIEW_ROWS:
+                out.preview.append({k: row.get(k) for k in ("platform", "title", "message_count", "updated_at")} | {"upload": info.key})
+        for old in previous.values():
+            out.sources[old["source"]].removed += 1
+        for source in seen_sources or {"(nothing readable)"}:
+            out.sources[source].uploads += 1
+
+        outputs = {}
+        for key in output_keys(day, uid):
+            head = store.head(key)
+            if head is not None:
+                outputs[key] = head.etag
+        ledger.record(
+            LedgerEntry(
+                key=info.key,
+                etag=info.etag,
+                size=info.size,
+                upload_id=uid,
+                parser=parser_fingerprint(),
+                conversations=result.conversations,
+                messages=result.messages,
+                errors=len(report.errors),
+                outputs=outputs,
+                sources=dict(per_source),
+                quarantined=len(result.quarantined),
+            )
+        )
+        if time.monotonic() - last_save > LEDGER_SAVE_SECONDS:
+            ledger.save(store)  # a run cut short keeps what it finished
+            last_save = time.monotonic()
+    ledger.save(store)
+    _preview_from_skipped(store, ledger, out)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def _preview_from_skipped(store: ObjectStore, ledger: Ledger, out: PartitionIngest, max_files: int = 3) -> None:
+    """A rerun that skipped everything still previews what the day holds."""
+    for key in out.skipped[:max_files]:
+        if len(out.preview) >= PREVIEW_ROWS:
+            return
+        entry = ledger.entries[key]
+        conv_key = pipeline.table_key("conversations", out.day, entry.upload_id)
+        for row in _read_states(store, conv_key)[: PREVIEW_ROWS - len(out.preview)]:
+            out.preview.append({k: row.get(k) for k in ("platform", "title", "message_count", "updated_at")} | {"upload": key})

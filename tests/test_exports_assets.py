@@ -1,0 +1,101 @@
+"""The documents and exports assets on the real S3 server and Neo4j: every upload of the partition
+gets its Documents, chunks and files in every format, with honest metadata; reruns write nothing;
+a renamed conversation's old files go, on S3 as on a folder."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from datetime import timedelta
+
+import pytest
+from dagster import DagsterInstance
+from export_inputs import T0, chat
+
+from chatetl import pipeline
+from chatetl.chunks import search_chunks
+from chatetl.exports.formats import PER_CONVERSATION
+from chatetl.exports.partition import ExportPlan, write_partition_exports
+from chatetl.samples import chatgpt_export
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def definitions(s3_bucket, services, monkeypatch):
+    monkeypatch.setenv("CHATETL_STORE", "s3")
+    monkeypatch.setenv("CHATETL_S3_BUCKET", s3_bucket)
+    monkeypatch.setenv("CHATETL_S3_PREFIX", "")
+    monkeypatch.setenv("CHATETL_EXPORT_ZIP_FORMATS", "md,yaml,sharegpt-jsonl")
+    import chatetl.definitions as definitions
+
+    return definitions.build_definitions()
+
+
+GROK = {
+    "schema": "chat-export/1", "platform": "grok", "title": "<script>alert(1)</script> Tide tables", "chat_id": "grok-1",
+    "exported_at": "2026-01-02T08:00:00Z",
+    "messages": [
+        {"role": "user", "text": "When is high tide in Brest?"},
+        {"role": "assistant", "role_tag": "grok", "text": "High tide is at 14:05.\n\n```md\n# not a marker\n```",
+         "sources": [{"title": "Tide service", "url": "https://example.org/tides"}]},
+    ],
+}
+
+
+def test_assets_produce_documents_chunks_and_every_format_for_every_upload(definitions, clean_graph):
+    store = definitions.resources["object_store"].store
+    store.put_bytes("raw/alice/chatgpt-export.zip", chatgpt_export())
+    info = store.put_bytes("raw/bob/grok-tides.json", json.dumps(GROK).encode())
+    day = pipeline.partition_of(info)
+    job = definitions.resolve_job_def("ingest_job")
+    instance = DagsterInstance.ephemeral()
+    run = job.execute_in_process(partition_key=day, instance=instance)
+    assert run.success
+    mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in run.get_asset_materialization_events()}
+
+    docs = mats["documents"]
+    assert docs["documents"].value == 4 and docs["documents_in_graph"].value == 4
+    assert docs["chunks"].value == docs["chunks_in_graph"].value >= 4
+    assert len(list(store.list("rag/documents/"))) == 2 and len(list(store.list("rag/chunks/"))) == 2
+    assert "ChatGPT: " in docs["preview"].value or "Grok: " in docs["preview"].value
+
+    ex = mats["exports"]
+    assert ex["conversations"].value == 4 and ex["files"].value == 4 * len(PER_CONVERSATION) + 1
+    for fmt in PER_CONVERSATION:
+        assert len(list(store.list(f"exports/{fmt}/"))) == 4, fmt
+    assert "```md" in ex["preview"].value and ex["training_records"].value == 4
+    lines = store.get_bytes(f"exports/sharegpt-jsonl/sharegpt-{day}.jsonl").decode().splitlines()
+    assert sorted(json.loads(x)["platform"] for x in lines) == ["chatgpt", "chatgpt", "chatgpt", "grok"]
+    with zipfile.ZipFile(io.BytesIO(store.get_bytes(f"exports/zip/chats-{day}.zip"))) as zf:
+        assert sorted({n.split("/")[0] for n in zf.namelist()}) == ["md", "sharegpt-jsonl", "yaml"]
+
+    (grok_html,) = [o.key for o in store.list("exports/html/") if "/grok-" in o.key]
+    page = store.get_bytes(grok_html).decode()
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; Tide tables" in page
+    assert "<" not in grok_html and ">" not in grok_html  # the title is in the name, made safe
+
+    hit = search_chunks(clean_graph, "Brest", database=None)
+    assert [h["document_key"] for h in hit] == ["grok:grok-1"] and hit[0]["title"].startswith("Grok: ")
+
+    etags = {o.key: o.etag for o in store.list("") if o.key.startswith(("exports/", "rag/"))}
+    again = job.execute_in_process(partition_key=day, instance=instance)
+    assert again.success
+    assert {o.key: o.etag for o in store.list("") if o.key.startswith(("exports/", "rag/"))} == etags
+    mats2 = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in again.get_asset_materialization_events()}
+    assert mats2["exports"]["written_count"].value == 0
+
+
+def test_newest_state_wins_on_s3(s3_store):
+    plan = ExportPlan(formats=("chat-export-json", "yaml"), bundle_formats=())
+    old = chat([("user", "hi"), ("assistant", "old")], title="First name")
+    new = chat([("user", "hi"), ("assistant", "new")], title="Second name", updated=T0 + timedelta(days=3))
+    write_partition_exports(s3_store, "2026-03-14", [("u1", iter([(old, None)]))], plan)
+    result = write_partition_exports(s3_store, "2026-03-17", [("u2", iter([(new, None)]))], plan)
+    assert len(result.deleted) == 2
+    keys = sorted(o.key for o in s3_store.list("exports/") if not o.key.startswith("exports/_conversations/"))
+    assert len(keys) == 2 and all("Second-name" in k for k in keys)
+    late = write_partition_exports(s3_store, "2026-03-14", [("u1", iter([(old, None)]))], plan)
+    assert late.skipped_older == 1
+    assert sorted(o.key for o in s3_store.list("exports/") if not o.key.startswith("exports/_conversations/")) == keys

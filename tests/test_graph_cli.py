@@ -1,0 +1,73 @@
+"""`chatetl load INPUT...` against the real Neo4j (and the real S3 server for s3:// inputs)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from chatetl.cli import main
+from chatetl.samples import chatgpt_export
+from graph_inputs import EXPECTED, write_inputs
+
+pytestmark = pytest.mark.integration
+
+DB = os.environ.get("NEO4J_DATABASE") or None
+CONVERSATIONS = sum(len(v) for v in EXPECTED.values())
+WITH_TOOLS = sum(1 for v in EXPECTED.values() for c in v if c.get("tools"))
+
+
+def run(*args: str, **env: str):
+    result = CliRunner().invoke(main, ["load", *args], env=env or None)
+    summary = json.loads(result.stdout.strip().splitlines()[-1]) if result.stdout.strip() else None
+    return result, summary
+
+
+def q(driver, cypher: str, **params):
+    records, _, _ = driver.execute_query(cypher, params, database_=DB)
+    return [dict(r) for r in records]
+
+
+def test_load_every_source_with_documents_and_report_a_bad_input(clean_graph, tmp_path):
+    write_inputs(tmp_path / "in")
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"not": "a chat"')
+    result, summary = run(str(tmp_path / "in"), str(bad), CHATETL_GRAPH_DEEP="")
+    assert result.exit_code == 1  # an input had errors ...
+    assert "broken.json" in result.stderr
+    assert summary["conversations_created"] == summary["conversations_read"] == CONVERSATIONS  # ... the good ones still loaded
+    assert summary["documents_written"] == CONVERSATIONS and summary["errors"] == 1 and summary["deep"] is False
+    assert summary["traces_written"] == 0 and summary["messages_written"] > 0
+    [row] = q(clean_graph, "MATCH (c:Conversation) RETURN count(c) AS n, COUNT { (:Conversation)-[:HAS_DOCUMENT]->(:Document) } AS docs")
+    assert row == {"n": CONVERSATIONS, "docs": CONVERSATIONS}
+
+    # deep mode from the environment: the same states again, now with their traces
+    result, summary = run(str(tmp_path / "in"), CHATETL_GRAPH_DEEP="1")
+    assert result.exit_code == 0, result.stderr
+    assert summary["deep"] is True and summary["conversations_updated"] == CONVERSATIONS
+    assert summary["traces_written"] == WITH_TOOLS and summary["documents_written"] == 0 and summary["messages_removed"] == 0
+
+    result, summary = run(str(tmp_path / "in"), "--deep")
+    assert result.exit_code == 0
+    assert summary["conversations_unchanged"] == CONVERSATIONS
+    assert {k: v for k, v in summary.items() if k.startswith(("messages_", "trace", "documents_"))} == {
+        "messages_written": 0, "messages_removed": 0, "traces_written": 0, "trace_steps_written": 0, "traces_removed": 0,
+        "documents_written": 0}
+    [row] = q(clean_graph, "MATCH (t:DecisionTrace) RETURN count(t) AS n")
+    assert row["n"] == WITH_TOOLS
+
+
+def test_load_from_the_bucket(clean_graph, s3_store, s3_bucket):
+    s3_store.put_bytes("raw/2026/export.zip", chatgpt_export())
+    result, summary = run(f"s3://{s3_bucket}/raw/")
+    assert result.exit_code == 0, result.stderr
+    assert summary["files"] == 2 and summary["conversations_created"] == 3 and summary["documents_written"] == 3
+
+
+def test_an_unreachable_graph_fails_clearly_without_leaking_the_password(tmp_path):
+    write_inputs(tmp_path)
+    result, summary = run(str(tmp_path / "rex.json"), NEO4J_URI="bolt://127.0.0.1:9", NEO4J_PASSWORD="s3cret-test-value")
+    assert result.exit_code == 2 and summary is None
+    assert "bolt://127.0.0.1:9" in result.stderr and "s3cret-test-value" not in result.stderr + result.stdout
