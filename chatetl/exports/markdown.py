@@ -59,8 +59,12 @@ def marker_label(turn: OutputTurn) -> str:
         return turn.role.value
     if turn.kind is MessageKind.REASONING:
         return "reasoning"
-    if turn.kind in (MessageKind.TOOL_CALL, MessageKind.TOOL_RESULT):
-        return "tool"
+    if turn.kind is MessageKind.TOOL_CALL:
+        return "tool_call"
+    if turn.kind is MessageKind.TOOL_RESULT:
+        return "tool_result"
+    if turn.kind is MessageKind.SUMMARY:
+        return "summary"
     return "system"
 
 

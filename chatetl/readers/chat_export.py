@@ -189,6 +189,16 @@ _SYSTEM_ROLES = frozenset({"system", "sys", "developer"})
 _TOOL_ROLES = frozenset({"tool", "function", "observation", "ipython"})
 
 
+# role tags chatetl's exporters give internals (reasoning, tool calls/results, summaries)
+_INTERNAL_TAGS = {
+    "reasoning": (Role.ASSISTANT, MessageKind.REASONING),
+    "thinking": (Role.ASSISTANT, MessageKind.REASONING),
+    "tool_call": (Role.ASSISTANT, MessageKind.TOOL_CALL),
+    "tool_result": (Role.TOOL, MessageKind.TOOL_RESULT),
+    "summary": (Role.SYSTEM, MessageKind.SUMMARY),
+}
+
+
 def _role(value: Any, report: ReadReport) -> tuple[Role, MessageKind]:
     name = value.strip().lower() if isinstance(value, str) else ""
     if name in _USER_ROLES:
@@ -244,7 +254,7 @@ KNOWN_META = frozenset(
         "user_name", "user_handle", "user_email", "created_at", "updated_at", "messages", "conversations",
     }
 )
-KNOWN_MESSAGE_FIELDS = frozenset({"role", "role_tag", "text", "links", "sources"})
+KNOWN_MESSAGE_FIELDS = frozenset({"role", "role_tag", "text", "links", "sources", "name"})
 _MD_EXTRAS = "\x00md"  # what only the Markdown parser found (text outside messages, odd sys lines ...)
 KNOWN_SHAREGPT_FIELDS = frozenset({"from", "value"})
 
@@ -304,7 +314,11 @@ def conversation_from_export(
             text = raw.get("text")
             known = KNOWN_MESSAGE_FIELDS
         role_name = _text(raw.get("from") if sharegpt else raw.get("role")) or tag
-        role, kind = _role(role_name, report)
+        if tag and tag.strip().lower() in _INTERNAL_TAGS:
+            # chatetl's own exports with internals opted in tag them: read them back as what they are
+            role, kind = _INTERNAL_TAGS[tag.strip().lower()]
+        else:
+            role, kind = _role(role_name, report)
         text = _text(text) or ""
         if strip_block_newline and text.endswith("\n"):
             text = text[:-1]
@@ -319,7 +333,7 @@ def conversation_from_export(
                 "role": role,
                 "kind": kind,
                 "text": text,
-                "author_name": tag or (role_name if role_name else None),
+                "author_name": (None if sharegpt else _text(raw.get("name"))) or tag or (role_name if role_name else None),
                 "citations": [] if sharegpt else _citations(raw.get("sources")),
                 "extra": extra,
             })
