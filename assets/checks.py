@@ -15,12 +15,11 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
     AssetKey,
-    MetadataValue,
     asset_check,
     multi_asset_check,
 )
 
-from assets.common import NETWORK_RETRY, counts_table, partition_days
+from assets.common import NETWORK_RETRY, counts_table, md_list, partition_days
 from assets.graph import graph
 from assets.ingest import normalized
 from chatetl.quality import CheckReport, check_graph_partition, check_normalized_partition
@@ -51,7 +50,7 @@ def _result(report: CheckReport, days: list[str], check_name: str | None = None)
         description=("passed" if report.passed else f"{report.problem_count} problem(s)") + f" on {', '.join(days) or 'no partition (nothing materialized yet)'}",
         metadata={
             "problems": report.problem_count,
-            "problem_list": MetadataValue.md("\n".join(f"- {p}" for p in report.problems).replace("|", "\\|") or "_none_"),
+            "problem_list": md_list(report.problems),
             "counts": counts_table(report.counts),
             **{k: int(v) for k, v in report.counts.items()},
         },

@@ -28,18 +28,30 @@ def wants_reprocess(context: Any) -> bool:
     return str(context.run.tags.get(REPROCESS_TAG, "")).lower() in ("1", "true", "yes")
 
 
-def key_list(keys: list[str], limit: int = 50) -> MetadataValue:
-    shown = keys[:limit]
-    more = f"\n... and {len(keys) - limit} more" if len(keys) > limit else ""
-    return MetadataValue.md("\n".join(f"- `{k}`" for k in shown) + more if shown else "_none_")
-
-
-def md_cell(value: Any) -> str:
-    """A value safe inside a Markdown table cell (pipes, newlines, backticks and HTML escaped)."""
+def md_text(value: Any) -> str:
+    """Text from an upload (a key, a title, an error) made inert in Markdown metadata: HTML,
+    table pipes, code-span backticks and link brackets escaped, one line."""
     text = "" if value is None else str(value)
-    for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "'"), ("\r", " "), ("\n", " ")):
+    for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"),
+                 ("[", "\\["), ("]", "\\]"), ("\r", " "), ("\n", " ")):
         text = text.replace(a, b)
-    return text[:120]
+    return text
+
+
+def md_cell(value: Any, limit: int = 120) -> str:
+    """A value safe inside a Markdown table cell, cut to `limit` characters."""
+    text = "" if value is None else str(value)
+    return md_text(text[:limit] + ("…" if len(text) > limit else ""))
+
+
+def md_list(items: list[Any], limit: int = 100) -> MetadataValue:
+    shown = items[:limit]
+    more = f"\n- ... and {len(items) - limit} more" if len(items) > limit else ""
+    return MetadataValue.md("\n".join(f"- {md_text(i)}" for i in shown) + more if shown else "_none_")
+
+
+def key_list(keys: list[str], limit: int = 50) -> MetadataValue:
+    return md_list(keys, limit)
 
 
 def md_table(headers: Iterable[str], rows: Iterable[Iterable[Any]]) -> MetadataValue:

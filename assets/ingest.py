@@ -10,7 +10,7 @@ import json
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
 
-from assets.common import NETWORK_RETRY, counts_table, key_list, md_table, partition_days, wants_reprocess
+from assets.common import NETWORK_RETRY, counts_table, key_list, md_list, md_table, partition_days, wants_reprocess
 from assets.partitions import daily_partitions, range_backfill_policy
 from chatetl import pipeline, uploads
 from chatetl.ledger import ledger_key, parser_fingerprint
@@ -118,7 +118,7 @@ def normalized_metadata(store, r: PartitionIngest, days: list[str], per_day: lis
             ["platform", "title", "turns", "updated", "upload"],
             [(p["platform"], p["title"], p["message_count"], p["updated_at"], p["upload"]) for p in r.preview],
         ),
-        "error_list": MetadataValue.md("\n".join(f"- {e}" for e in r.errors[:100]).replace("|", "\\|") or "_none_"),
+        "error_list": md_list(r.errors),
         "error_reasons": counts_table(r.error_reasons, "reason"),
         "unreadable_uploads": key_list(r.failed_uploads),
         "quarantined": key_list(r.quarantined),

@@ -81,6 +81,8 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
         max_keys=int(_limit("CHATETL_SENSOR_MAX_KEYS", 5000)),
         max_seconds=_limit("CHATETL_SENSOR_MAX_SECONDS", 15),
     )
+    for key in found.ignored[:20]:
+        context.log.warning(f"ignored {key!r}: not a usable upload key (.., backslash, ...); rename it to have it read")
     batches = []
     for batch in uploads.batches_by_day(found.changes):
         if not daily_partitions.has_partition_key(batch.day):

@@ -17,7 +17,6 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow.parquet as pq

@@ -32,10 +32,10 @@ import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Callable, Iterable
 
-from chatetl.storage import ObjectInfo, ObjectStore
+from chatetl.storage import ObjectInfo, ObjectStore, UnsafeKeyError, check_key
 
 RAW_PREFIX = "raw/"
 INDEX_PREFIX = "state/uploads/"
@@ -55,8 +55,15 @@ def partition_of(info: ObjectInfo) -> str:
 
 
 def is_upload(key: str) -> bool:
-    """Keys under raw/ that are uploads (not the folder markers some S3 clients create)."""
-    return key.startswith(RAW_PREFIX) and not key.endswith("/")
+    """Keys under raw/ that are uploads: not the folder markers some S3 clients create, nor
+    keys no stage may use (`..`, backslashes, ...: chatetl.storage.check_key)."""
+    if not key.startswith(RAW_PREFIX) or key.endswith("/"):
+        return False
+    try:
+        check_key(key)
+    except UnsafeKeyError:
+        return False
+    return True
 
 
 def fingerprint(info: ObjectInfo) -> str:
@@ -126,6 +133,7 @@ class Discovery:
     cycle_completed: bool = False
     coverage: float | None = None  # set when a cycle completed: every version modified before it is found
     stopped_by: str = ""  # "keys" or "seconds" when a cap ended the step early
+    ignored: list[str] = field(default_factory=list)  # new keys under raw/ that cannot be uploads
 
 
 def discover(
@@ -165,6 +173,8 @@ def discover(
         c.high = info.key
         if is_upload(info.key):
             consider(info)
+        elif not info.key.endswith("/"):
+            found.ignored.append(info.key)
         if clock() > deadline:
             found.stopped_by = "seconds"
             break

@@ -192,3 +192,14 @@ def test_a_failing_blocking_check_stops_the_graph(tmp_path, monkeypatch, service
     assert evaluations == {"columns_match_contract": True, "unique_message_ids": False, "gapless_active_branch_seq": True}
     assert run.get_asset_materialization_events() == []  # the graph never loaded the bad table
     assert clean_graph.execute_query("MATCH (c:Conversation) RETURN count(c) AS n").records[0]["n"] == 0
+
+
+def test_text_from_uploads_is_inert_in_markdown_metadata():
+    from assets.common import md_list, md_table
+
+    hostile = "raw/<img src=x onerror=alert(1)>|`x`[link](javascript:y)\nnext"
+    rendered = md_list([hostile]).value
+    assert "<img" not in rendered and "&lt;img" in rendered and "\n" not in rendered.removeprefix("- ")
+    assert "\\|" in rendered and "\\`" in rendered and "\\[link\\]" in rendered
+    table = md_table(["upload", "why"], [(hostile, "x")]).value
+    assert table.splitlines()[2].count(" | ") == 1  # the pipe in the key did not open a column

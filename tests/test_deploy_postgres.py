@@ -32,7 +32,11 @@ from chatetl import pipeline
 from chatetl.samples import chatgpt_export
 from chatetl.storage import S3ObjectStore, s3_client
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    # dagster_graphql's client still uses an older gql call style
+    pytest.mark.filterwarnings("ignore:Using variable_values and operation_name:DeprecationWarning"),
+]
 
 REPO = Path(__file__).resolve().parent.parent
 DEPLOY = REPO / "deploy"

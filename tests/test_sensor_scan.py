@@ -141,10 +141,12 @@ def test_cursor_round_trips_and_garbage_restarts():
     assert uploads.ScanCursor.from_json('{"v": 99}') == uploads.ScanCursor()
 
 
-def test_folder_markers_are_not_uploads(store):
+def test_folder_markers_and_unsafe_keys_are_not_uploads(store):
     assert not uploads.is_upload("raw/folder/")
     assert uploads.is_upload("raw/folder/x.zip")
     assert not uploads.is_upload("normalized/x")
+    # keys no stage may use (AWS accepts them; SeaweedFS normalizes them away) never block a day
+    assert not uploads.is_upload("raw/../secrets.zip") and not uploads.is_upload("raw/win\\path.zip")
 
 
 def test_batches_group_by_day_with_honest_run_keys(store):
@@ -223,3 +225,20 @@ def test_a_lost_index_restarts_the_scan(store):
     cursor, reset = uploads.check_cursor(store, found.cursor)
     assert reset and cursor == uploads.ScanCursor()
     assert [c.key for c in uploads.discover(store, cursor, now=NOW + 30, max_keys=100).changes] == ["raw/a"]
+
+
+def test_unusable_keys_are_reported_not_requested(store):
+    """An S3 server may hold keys LocalObjectStore refuses (AWS accepts `raw/a\\b`): the scan
+    reports them and goes on."""
+    put(store, "raw/good.json", b"[]", NOW - 10)
+    real_list = store.list
+
+    def listing_with_a_windows_key(prefix="", start_after=None, limit=None):
+        weird = uploads.ObjectInfo(key="raw/goo\\d.json", etag="e", size=1, last_modified=datetime.fromtimestamp(NOW - 5, tz=timezone.utc))
+        items = sorted([*real_list(prefix), weird] if prefix == "raw/" else list(real_list(prefix)), key=lambda i: i.key)
+        items = [i for i in items if start_after is None or i.key > start_after]
+        return iter(items[:limit] if limit is not None else items)
+
+    store.list = listing_with_a_windows_key
+    found = uploads.discover(store, uploads.ScanCursor(), now=NOW, max_keys=100)
+    assert [c.key for c in found.changes] == ["raw/good.json"] and found.ignored == ["raw/goo\\d.json"]

@@ -108,7 +108,7 @@ UNWIND $convs AS conv
 MATCH (c:Conversation {key: conv.key})
 UNWIND conv.messages AS props
 MERGE (m:Message {key: props.key})
-SET m += props
+SET m = props
 MERGE (c)-[:HAS_MESSAGE]->(m)
 """
 
@@ -220,8 +220,12 @@ CALL (s) {
 
 
 def _message_rows(conv: Conversation) -> list[dict[str, Any]]:
+    """The messages' properties without the empty ones (`SET m = props` leaves them unset): less to send."""
     nexts = next_ids(conv)
-    return [message_props(conv, m, nexts.get(m.message_id)) for m in conv.messages]
+    return [
+        {k: v for k, v in message_props(conv, m, nexts.get(m.message_id)).items() if v is not None}
+        for m in conv.messages
+    ]
 
 
 def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = False) -> LoadSummary:
