@@ -157,6 +157,7 @@ def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layo
         return None, None
     if "\x00" in sample:
         return None, None
+    sample = sample.replace("\r\n", "\n")  # files saved with Windows line ends
     if sample.startswith("```md") or "\n```md\n" in sample[:4096]:
         return Format.CHAT_EXPORT_MD, Layout.TEXT
     lines = sample.splitlines()[:200]

@@ -115,3 +115,12 @@ def test_missing_input_path(tmp_path):
     report = ReadReport()
     assert list(read_path(tmp_path / "nope.json", report)) == []
     assert report.errors[0].reason == "no such file or folder"
+
+
+def test_markdown_with_windows_line_ends_and_a_preamble_is_detected():
+    from chatetl.samples import chat_export_markdown
+
+    data = ("Exported by the extension\r\n\r\n" + chat_export_markdown().decode().replace("\n", "\r\n")).encode()
+    convs, report = _read("chat.md", data)
+    assert report.errors == []
+    assert [m.text for m in convs[0].visible_turns][-1] == "The median is **5**."
