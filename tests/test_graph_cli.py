@@ -55,6 +55,7 @@ def test_load_every_source_with_documents_and_report_a_bad_input(clean_graph, tm
     assert {k: v for k, v in summary.items() if k.startswith(("messages_", "trace", "documents_"))} == {
         "messages_written": 0, "messages_removed": 0, "traces_written": 0, "trace_steps_written": 0, "traces_removed": 0,
         "documents_written": 0}
+    assert summary["chunks_written"] == 0
     [row] = q(clean_graph, "MATCH (t:DecisionTrace) RETURN count(t) AS n")
     assert row["n"] == WITH_TOOLS
 
@@ -64,6 +65,11 @@ def test_load_from_the_bucket(clean_graph, s3_store, s3_bucket):
     result, summary = run(f"s3://{s3_bucket}/raw/")
     assert result.exit_code == 0, result.stderr
     assert summary["files"] == 2 and summary["conversations_created"] == 3 and summary["documents_written"] == 3
+    assert summary["chunks_written"] >= 3
+    # the chunks are searchable through the full-text index, as after the Dagster documents asset
+    hits = q(clean_graph, "CALL db.index.fulltext.queryNodes('chunk_text', 'legroom') YIELD node "
+                          "MATCH (d:Document)-[:HAS_CHUNK]->(node) RETURN d.title AS title")
+    assert [h["title"] for h in hits] == ["ChatGPT: Planning a rail trip"]
 
 
 def test_an_unreachable_graph_fails_clearly_without_leaking_the_password(tmp_path):

@@ -8,11 +8,13 @@ import sys
 import click
 
 from chatetl.cli.normalize import iter_inputs
-from chatetl.documents import document_for, load_documents
+from chatetl.chunks import ChunkOptions, load_embedder
 from chatetl.graph.connection import deep_mode_from_env, neo4j_settings, open_driver
 from chatetl.graph.load import DEFAULT_BATCH_MESSAGES, load_conversations
 from chatetl.model import Conversation
+from chatetl.rag import DocumentsResult, process_documents
 from chatetl.readers import ReadReport
+from chatetl.selection import ContentOptions
 
 
 @click.command()
@@ -30,13 +32,14 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
     database = conf["database"] or None
     deep = deep_mode_from_env() if deep is None else deep
     report = ReadReport()
-    docs_written = 0
+    docs = DocumentsResult()
+    content, chunking, embedder = ContentOptions.from_env("RAG"), ChunkOptions.from_env(), load_embedder()
     driver = open_driver()
 
     def load_batch_documents(batch: list[Conversation]) -> None:
-        nonlocal docs_written
+        # the same Documents and chunks (full-text index) as the Dagster documents asset
         if documents:
-            docs_written += load_documents(driver, [document_for(c) for c in batch], database=database)
+            process_documents(driver, batch, docs, database=database, content=content, chunking=chunking, embedder=embedder)
 
     try:
         summary = load_conversations(
@@ -53,7 +56,8 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
         "files": report.files,
         "conversations_read": report.conversations,
         **summary.to_dict(),
-        "documents_written": docs_written,
+        "documents_written": docs.documents_in_graph,
+        "chunks_written": docs.chunks_in_graph.chunks,
         "deep": deep,
         "errors": len(report.errors),
     }
