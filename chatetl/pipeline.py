@@ -26,7 +26,7 @@ from typing import Any, Iterator
 from chatetl.chunks import ChunkOptions, Embedder
 from chatetl.exports.filenames import slug
 from chatetl.exports.partition import ExportPlan, ExportsResult, write_partition_exports
-from chatetl.rag import RAG_CHUNKS_PREFIX, DocumentsResult, write_partition_documents
+from chatetl.rag import DocumentsResult, write_partition_documents
 from chatetl.selection import VISIBLE, ContentOptions
 from chatetl.graph.load import LoadSummary, load_conversations
 from chatetl.model import Conversation

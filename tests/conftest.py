@@ -77,3 +77,25 @@ def s3_store(s3_bucket, services):
     from chatetl.storage import S3ObjectStore, s3_client
 
     return S3ObjectStore(s3_client(services["CHATETL_S3_ENDPOINT_URL"]), s3_bucket)
+
+
+@pytest.fixture
+def s3_definitions(s3_bucket, services, monkeypatch):
+    """A factory: the project's Definitions on the real S3 server's test bucket, extra settings as env."""
+
+    def build(**env: str):
+        monkeypatch.setenv("CHATETL_STORE", "s3")
+        monkeypatch.setenv("CHATETL_S3_BUCKET", s3_bucket)
+        monkeypatch.setenv("CHATETL_S3_PREFIX", "")
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        import chatetl.definitions
+
+        return chatetl.definitions.build_definitions()
+
+    return build
+
+
+@pytest.fixture
+def definitions(s3_definitions):
+    return s3_definitions()

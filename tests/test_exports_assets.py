@@ -23,14 +23,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def definitions(s3_bucket, services, monkeypatch):
-    monkeypatch.setenv("CHATETL_STORE", "s3")
-    monkeypatch.setenv("CHATETL_S3_BUCKET", s3_bucket)
-    monkeypatch.setenv("CHATETL_S3_PREFIX", "")
-    monkeypatch.setenv("CHATETL_EXPORT_ZIP_FORMATS", "md,yaml,sharegpt-jsonl")
-    import chatetl.definitions as definitions
-
-    return definitions.build_definitions()
+def definitions(s3_definitions):
+    return s3_definitions(CHATETL_EXPORT_ZIP_FORMATS="md,yaml,sharegpt-jsonl")
 
 
 GROK = {

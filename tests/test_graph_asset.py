@@ -12,14 +12,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def definitions(s3_bucket, services, monkeypatch):
-    monkeypatch.setenv("CHATETL_STORE", "s3")
-    monkeypatch.setenv("CHATETL_S3_BUCKET", s3_bucket)
-    monkeypatch.setenv("CHATETL_S3_PREFIX", "")
-    monkeypatch.setenv("CHATETL_GRAPH_DEEP", "1")
-    import chatetl.definitions as definitions
-
-    return definitions.build_definitions()
+def definitions(s3_definitions):
+    return s3_definitions(CHATETL_GRAPH_DEEP="1")
 
 
 def test_graph_asset_reports_the_load_and_runs_in_the_neo4j_pool(definitions, clean_graph):

@@ -18,14 +18,6 @@ from resources.object_store import S3ObjectStoreResource
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def definitions(s3_bucket, services, monkeypatch):
-    monkeypatch.setenv("CHATETL_STORE", "s3")
-    monkeypatch.setenv("CHATETL_S3_BUCKET", s3_bucket)
-    monkeypatch.setenv("CHATETL_S3_PREFIX", "")
-    import chatetl.definitions
-
-    return chatetl.definitions.build_definitions()
 
 
 @pytest.fixture

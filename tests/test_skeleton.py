@@ -6,7 +6,6 @@ Documents and Markdown exports; a second run changes no graph counts and no outp
 
 from __future__ import annotations
 
-import io
 import os
 
 import pyarrow.dataset as ds
@@ -20,14 +19,6 @@ from chatetl.samples import chatgpt_export
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def definitions(s3_bucket, services, monkeypatch):
-    monkeypatch.setenv("CHATETL_STORE", "s3")
-    monkeypatch.setenv("CHATETL_S3_BUCKET", s3_bucket)
-    monkeypatch.setenv("CHATETL_S3_PREFIX", "")
-    import chatetl.definitions as definitions
-
-    return definitions.build_definitions()
 
 
 def _graph_counts(driver) -> dict[str, int]:

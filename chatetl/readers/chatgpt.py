@@ -7,7 +7,6 @@ Message (hidden and tool ones too, marked by kind). The active branch is
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Iterator
 
@@ -345,8 +344,3 @@ def _attachments_from_metadata(metadata: dict) -> list[Attachment]:
             )
         )
     return out
-
-
-def tool_input_json(value: Any) -> str:
-    """Structured tool input as stable JSON text."""
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)

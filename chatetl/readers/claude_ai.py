@@ -14,14 +14,13 @@ counted as drift and never shown as text.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator
 from urllib.parse import urlparse
 
 from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
-from chatetl.readers.jsonstream import convert_records, iter_records
+from chatetl.readers.jsonstream import convert_records, iter_records, json_text, raw_bytes
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 
@@ -90,7 +89,7 @@ def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = ""
     place = f"{where} (conversation {conv_id})" if where else f"conversation {conv_id}"
     for index, raw in enumerate(raw_messages):
         if not isinstance(raw, dict):
-            report.error(file, f"{place} message {index}", f"message is not an object (got {type(raw).__name__})", raw=_dump(raw))
+            report.error(file, f"{place} message {index}", f"message is not an object (got {type(raw).__name__})", raw=raw_bytes(raw))
             continue
         messages.append(message_from_claude_ai(raw, report, fallback_id=f"{conv_id}:{index}"))
 
@@ -220,31 +219,13 @@ def message_from_claude_ai(raw: dict, report: ReadReport, fallback_id: str) -> M
     )
 
 
-def _json_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        return str(value)
-
-
-def _dump(value: Any) -> bytes | None:
-    try:
-        return json.dumps(value, default=str).encode()
-    except (TypeError, ValueError, RecursionError):
-        return None
-
-
 def _tool_call(block: dict) -> ToolCall:
     call_id = block.get("id")
     name = block.get("name")
     return ToolCall(
         id=call_id if isinstance(call_id, str) and call_id else None,
         name=name if isinstance(name, str) and name else None,
-        input=_json_text(block.get("input")),  # artifacts keep input.title / input.content here
+        input=json_text(block.get("input")),  # artifacts keep input.title / input.content here
     )
 
 
@@ -281,10 +262,10 @@ def _tool_result(block: dict) -> tuple[ToolResult, list[Citation]]:
             elif isinstance(item.get("text"), str):
                 parts.append(item["text"])
             else:
-                parts.append(_json_text(item))
+                parts.append(json_text(item))
         output = "\n\n".join(p for p in parts if p)
     else:
-        output = _json_text(content)
+        output = json_text(content)
     tool_use_id = block.get("tool_use_id")
     name = block.get("name")
     result = ToolResult(

@@ -14,7 +14,6 @@ reported with its line number; the rest of the session still comes out.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from datetime import datetime, timezone
@@ -24,7 +23,7 @@ from typing import Any, Iterator
 from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
-from chatetl.readers.jsonstream import convert_records, iter_records
+from chatetl.readers.jsonstream import convert_records, iter_records, json_text, raw_bytes
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 
@@ -103,7 +102,7 @@ def conversation_from_session(entry: Entry, lines: Iterator[tuple[str, Any]], re
     for where, rec in lines:
         lineno = int(where.split()[-1]) if where.startswith("line ") else 0
         if not isinstance(rec, dict):
-            report.error(entry.name, where, f"line is not a JSON object (got {type(rec).__name__})", raw=_dump(rec))
+            report.error(entry.name, where, f"line is not a JSON object (got {type(rec).__name__})", raw=raw_bytes(rec))
             continue
         _add_line(s, rec, lineno, report)
     s.messages = list(s.by_id.values())
@@ -269,7 +268,7 @@ def _chat_message(rec: dict, ltype: str, s: _Session, report: ReadReport) -> Mes
             name = block.get("name") if isinstance(block.get("name"), str) else None
             if call_id and name:
                 s.tool_names[call_id] = name
-            tool_calls.append(ToolCall(id=call_id, name=name, input=_json_text(block.get("input"))))
+            tool_calls.append(ToolCall(id=call_id, name=name, input=json_text(block.get("input"))))
         elif btype == "tool_result" or (isinstance(btype, str) and btype.endswith("_tool_result")):
             output, images = _result_output(block.get("content"))
             attachments.extend(images)
@@ -346,7 +345,7 @@ def _result_output(content: Any) -> tuple[str, list[Attachment]]:
     if isinstance(content, str):
         return content, []
     if not isinstance(content, list):
-        return _json_text(content), []
+        return json_text(content), []
     parts: list[str] = []
     images: list[Attachment] = []
     for item in content:
@@ -361,7 +360,7 @@ def _result_output(content: Any) -> tuple[str, list[Attachment]]:
             media = source.get("media_type") if isinstance(source.get("media_type"), str) else None
             images.append(Attachment(kind="image", mime_type=media))
         elif item is not None:
-            parts.append(_json_text(item))
+            parts.append(json_text(item))
     return "\n\n".join(p for p in parts if p), images
 
 
@@ -403,21 +402,3 @@ def _title(s: _Session) -> str | None:
         if m.role is Role.USER and m.kind is MessageKind.TURN and not m.extra.get("is_sidechain") and m.text.strip():
             return " ".join(m.text.split())[:80]
     return None
-
-
-def _json_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        return str(value)
-
-
-def _dump(value: Any) -> bytes | None:
-    try:
-        return json.dumps(value, default=str).encode()
-    except (TypeError, ValueError, RecursionError):
-        return None

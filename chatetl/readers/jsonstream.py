@@ -68,10 +68,10 @@ def convert_records(
         try:
             conv = convert(record, where)
         except RecursionError:
-            report.error(entry.name, where, "record nested too deeply", raw=_raw(record))
+            report.error(entry.name, where, "record nested too deeply", raw=raw_bytes(record))
             continue
         except Exception as exc:  # a bad record must never stop the rest of the file
-            report.error(entry.name, _place(where, record), f"{type(exc).__name__}: {_short(exc)}", raw=_raw(record))
+            report.error(entry.name, _place(where, record), f"{type(exc).__name__}: {_short(exc)}", raw=raw_bytes(record))
             continue
         if conv is None:
             continue
@@ -93,11 +93,24 @@ def _place(where: str, record: Any) -> str:
     return where
 
 
-def _raw(record: Any) -> bytes | None:
+def raw_bytes(record: Any) -> bytes | None:
+    """A record as JSON bytes, to keep a bad part for quarantine (None when it cannot be encoded)."""
     try:
         return json.dumps(record, default=str).encode()
     except (TypeError, ValueError, RecursionError):
         return None
+
+
+def json_text(value: Any) -> str:
+    """A structured value (tool input, tool output) as text: strings as they are, the rest as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:
