@@ -17,6 +17,17 @@ from typing import Any
 BASE_TIME = 1767225600.0  # 2026-01-01T00:00:00Z
 
 
+def _zip(files: dict[str, bytes | str]) -> bytes:
+    """A zip whose bytes depend only on its files (fixed member times), so re-uploading it is a no-op."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    return buf.getvalue()
+
+
 def _id(*parts: Any) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "chatetl-sample:" + "/".join(map(str, parts))))
 
@@ -152,18 +163,14 @@ def chatgpt_conversations() -> list[dict[str, Any]]:
 def chatgpt_export(shards: int = 2) -> bytes:
     """The conversations as a 2026-style ChatGPT export zip (sharded, with a manifest)."""
     convs = chatgpt_conversations()
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        files = []
-        for i in range(shards):
-            name = f"conversations-{i:03d}.json"
-            data = json.dumps(convs[i::shards], indent=1).encode()
-            zf.writestr(name, data)
-            files.append({"path": name, "size_bytes": len(data)})
-        manifest = {"version": 1, "export_files": files, "logical_files": {"conversations.json": {"files": [f["path"] for f in files], "sharded": True}}}
-        zf.writestr("export_manifest.json", json.dumps(manifest))
-        zf.writestr("user.json", json.dumps({"id": "user-sample", "email": "sample@example.org"}))
-    return buf.getvalue()
+    members: dict[str, bytes | str] = {}
+    for i in range(shards):
+        members[f"conversations-{i:03d}.json"] = json.dumps(convs[i::shards], indent=1).encode()
+    shard_files = [{"path": name, "size_bytes": len(data)} for name, data in members.items()]
+    manifest = {"version": 1, "export_files": shard_files, "logical_files": {"conversations.json": {"files": list(members), "sharded": True}}}
+    members["export_manifest.json"] = json.dumps(manifest)
+    members["user.json"] = json.dumps({"id": "user-sample", "email": "sample@example.org"})
+    return _zip(members)
 
 
 def _iso(seconds: float) -> str:
@@ -208,13 +215,12 @@ def claude_export() -> bytes:
             msg(a3, q2, "assistant", [{"type": "text", "text": "Try 1:1:1 starter, flour and water by weight."}], 260),
         ],
     }
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("conversations.json", json.dumps([conversation], indent=1))
-        zf.writestr("users.json", json.dumps([{"uuid": _id("claude", "account"), "full_name": "Sample User", "email_address": "sample@example.org"}]))
-        zf.writestr("projects.json", json.dumps([{"uuid": _id("claude", "project"), "name": "Baking", "is_private": True, "docs": []}]))
-        zf.writestr("memories.json", json.dumps({"conversations_memory": "", "project_memories": {}}))
-    return buf.getvalue()
+    return _zip({
+        "conversations.json": json.dumps([conversation], indent=1),
+        "users.json": json.dumps([{"uuid": _id("claude", "account"), "full_name": "Sample User", "email_address": "sample@example.org"}]),
+        "projects.json": json.dumps([{"uuid": _id("claude", "project"), "name": "Baking", "is_private": True, "docs": []}]),
+        "memories.json": json.dumps({"conversations_memory": "", "project_memories": {}}),
+    })
 
 
 def chat_export_markdown() -> bytes:
