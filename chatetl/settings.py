@@ -23,7 +23,13 @@ LOCAL_DEFAULTS = {
 
 
 def apply_defaults() -> None:
-    """Fill unset variables with the local defaults (the real environment always wins)."""
+    """Fill unset variables with the local defaults (the real environment always wins).
+
+    Not in production (`CHATETL_ENV=production`, as deploy/ sets it): there a missing setting
+    must fail loudly (Dagster's EnvVar) instead of quietly pointing at a laptop's services.
+    """
+    if os.environ.get("CHATETL_ENV") == "production":
+        return
     for key, value in LOCAL_DEFAULTS.items():
         os.environ.setdefault(key, value)
 

@@ -50,3 +50,16 @@ def test_only_the_definitions_module_imports_dagster():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
     assert importlib.import_module("chatetl.definitions").defs is not None
+
+
+def test_production_gets_no_laptop_defaults(monkeypatch):
+    from chatetl import settings
+
+    for key in settings.LOCAL_DEFAULTS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("CHATETL_ENV", "production")
+    settings.apply_defaults()
+    assert "NEO4J_PASSWORD" not in os.environ and "NEO4J_URI" not in os.environ
+    monkeypatch.delenv("CHATETL_ENV")
+    settings.apply_defaults()
+    assert os.environ["NEO4J_URI"] == settings.LOCAL_DEFAULTS["NEO4J_URI"]
