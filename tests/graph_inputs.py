@@ -109,6 +109,18 @@ def sharegpt_dataset() -> bytes:
     }]).encode()
 
 
+def _sharegpt_conversation_id() -> str:
+    """The dataset's id as the reader keys it (dataset ids are not platform ids: a content digest is added)."""
+    from chatetl.readers import Entry, ReadReport, read_entry
+
+    [conv] = read_entry(Entry.from_bytes("dataset.json", sharegpt_dataset()), ReadReport())
+    assert conv.meta["dataset_id"] == SHAREGPT_ID
+    return conv.conversation_id
+
+
+SHAREGPT_CONV_ID = _sharegpt_conversation_id()
+
+
 # ----------------------------------------------------------------------------- REX (a ChatGPT chat)
 
 
@@ -231,7 +243,7 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
         ]},
     ],
     "sharegpt": [
-        {"platform": "unknown", "id": SHAREGPT_ID, "name": f"conv-{SHAREGPT_ID}", "search": "kilometre log", "tools": ["convert"], "turns": [
+        {"platform": "unknown", "id": SHAREGPT_CONV_ID, "name": f"conv-{SHAREGPT_CONV_ID}", "search": "kilometre log", "tools": ["convert"], "turns": [
             ("user", "Convert 5 km to miles for my kilometre log."),
             ("assistant", "5 km is about 3.11 miles."),
             ("user", "And 10 km?"),

@@ -12,7 +12,7 @@ from chatetl.graph.load import load_conversations
 from chatetl.graph.traces import trace_for
 from chatetl.model import Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.tree import resolve_branches
-from graph_inputs import EXPECTED, T0, conversation, graph_dump, read, wipe, write_inputs
+from graph_inputs import EXPECTED, SHAREGPT_CONV_ID, T0, conversation, graph_dump, read, wipe, write_inputs
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +21,7 @@ WITH_TOOLS = [c for source in sorted(EXPECTED) for c in EXPECTED[source] if c.ge
 ACTIONS = {
     "Mean of a list": ["tool_use:python", "tool_result:python"],
     "Weather in Oslo": ["tool_use:web_search", "tool_result:web_search", "tool_use:repl", "tool_result:repl"],
-    "conv-sg-units-1": ["tool_use:convert", "tool_result:convert"] * 2,
+    f"conv-{SHAREGPT_CONV_ID}": ["tool_use:convert", "tool_result:convert"] * 2,
     "Check that pyproject.toml pins pytest": ["tool_use:Read", "tool_result:Read", "tool_use:Bash", "tool_result:Bash"],
 }
 

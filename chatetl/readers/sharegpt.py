@@ -94,13 +94,21 @@ def conversation_from_sharegpt(record: Any, report: ReadReport, *, file: str = "
         raw_id = str(raw_id)
     platform = _platform(record)
     system = record.get("system")
-    if isinstance(raw_id, str) and raw_id.strip():
-        conv_id = raw_id.strip()
+    content = json.dumps({"system": system, "conversations": turns}, ensure_ascii=False, sort_keys=True, default=str)
+    meta: dict[str, Any] = {}
+    platform_said = isinstance(record.get("platform"), str) and bool(record["platform"].strip())
+    if isinstance(raw_id, str) and raw_id.strip() and platform_said:
+        conv_id = raw_id.strip()  # a record that names its platform carries that platform's id
+    elif isinstance(raw_id, str) and raw_id.strip():
+        # a dataset's ids ("identity_0") are its own, not a platform's: two datasets reuse them, so
+        # the id keeps a digest of the content and one chat never swallows another in the graph
+        suffix = "~" + derived_id(platform, content)[:8]
+        ident = raw_id.strip().removesuffix(suffix)  # chatetl's own training files carry it already
+        conv_id = ident + suffix
+        meta["dataset_id"] = ident
     else:
-        content = json.dumps({"system": system, "conversations": turns}, ensure_ascii=False, sort_keys=True, default=str)
         conv_id = derived_id(platform, content)
 
-    meta: dict[str, Any] = {}
     if record.get("tools") is not None:
         meta["tools"] = record["tools"]
     for key in sorted(record.keys() - KNOWN_RECORD_FIELDS):

@@ -80,7 +80,7 @@ def test_one_malformed_line_among_good_ones():
     lines = [json.dumps({"id": f"c{i}", "conversations": [{"from": "human", "value": f"hi {i}"}, {"from": "gpt", "value": "hello"}]}) for i in range(4)]
     lines[2] = lines[2][:25]
     convs, report = _read("dataset.jsonl", ("\n".join(lines) + "\n").encode())
-    assert [c.conversation_id for c in convs] == ["c0", "c1", "c3"]
+    assert [c.meta["dataset_id"] for c in convs] == ["c0", "c1", "c3"]
     (err,) = report.errors
     assert (err.file, err.where) == ("dataset.jsonl", "line 3") and err.raw is not None
 

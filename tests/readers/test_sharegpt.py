@@ -32,15 +32,16 @@ def test_real_fastchat_sample():
     assert report.errors == [] and report.drift == {} and report.formats == {"sharegpt": 1}
     assert len(convs) == len(records) == 500
     assert report.messages == sum(len(r["conversations"]) for r in records) == 2000
-    assert [c.conversation_id for c in convs] == [r["id"] for r in records]
+    assert [c.meta["dataset_id"] for c in convs] == [r["id"] for r in records]
     for conv, rec in zip(convs, records):
         assert conv.source is Source.SHAREGPT and conv.platform == "unknown"
         assert [m.text for m in conv.messages] == [t["value"] for t in rec["conversations"]]
         assert [m.role for m in conv.messages] == [Role.USER if t["from"] == "human" else Role.ASSISTANT for t in rec["conversations"]]
         assert conv.message_count == len(rec["conversations"])  # every turn visible, one linear branch
     first = convs[0]
-    assert first.conversation_id == "identity_0" and first.messages[0].text == "Who are you?"
-    assert first.messages[1].parent_id == "identity_0:0" and first.current_node == "identity_0:3"
+    assert first.meta["dataset_id"] == "identity_0" and first.conversation_id.startswith("identity_0~") and first.messages[0].text == "Who are you?"
+    cid = first.conversation_id
+    assert first.messages[1].parent_id == f"{cid}:0" and first.current_node == f"{cid}:3"
 
 
 RECORD = {
@@ -65,7 +66,7 @@ RECORD = {
 def test_roles_system_tools_and_tool_calls(tmp_path):
     [c], report = read_all(write(tmp_path, "data.json", [RECORD]))
     assert report.errors == [] and report.drift == {}
-    assert c.conversation_id == "tool_demo_1"
+    assert c.meta["dataset_id"] == "tool_demo_1"
     assert c.meta["tools"] == RECORD["tools"]
     got = [(m.role, m.kind) for m in c.messages]
     assert got == [
@@ -87,7 +88,7 @@ def test_roles_system_tools_and_tool_calls(tmp_path):
     assert tc.name == "get_weather" and tc.input == RECORD["conversations"][1]["value"] and tc.id is None
     [tr] = result.tool_results
     assert tr.output == '{"temp_c": 4}' and tr.tool_call_id is None  # no ids in ShareGPT: never paired by position
-    assert [m.message_id for m in c.messages[:3]] == ["tool_demo_1:0", "tool_demo_1:1", "tool_demo_1:2"]
+    assert [m.message_id for m in c.messages[:3]] == [f"{c.conversation_id}:{i}" for i in range(3)]
     assert all(m.parent_id == prev.message_id for prev, m in zip(c.messages, c.messages[1:]))
     assert c.message_count == 7
 
@@ -131,7 +132,7 @@ def test_missing_id_gets_a_content_uuid5(tmp_path):
 def test_numeric_id_and_unknown_record_and_turn_fields(tmp_path):
     rec = {"id": 7, "lang": "en", "conversations": [{"from": "human", "value": "x", "weight": 0}, {"from": "gpt", "value": ["not", "text"]}]}
     [c], report = read_all(write(tmp_path, "d.json", [rec]))
-    assert c.conversation_id == "7" and c.meta["lang"] == "en"
+    assert c.meta["dataset_id"] == "7" and c.meta["lang"] == "en"
     assert c.messages[0].extra == {"weight": 0}
     assert c.messages[1].text == '["not", "text"]'
     assert report.drift == {"sharegpt.field:lang": 1, "sharegpt.turn_field:weight": 1}
@@ -152,7 +153,7 @@ def test_jsonl_with_one_malformed_line(tmp_path):
     ]
     p = write(tmp_path, "d.jsonl", "\n".join(lines) + "\n")
     convs, report = read_all(p)
-    assert [c.conversation_id for c in convs] == ["l1", "l3"]
+    assert [c.meta["dataset_id"] for c in convs] == ["l1", "l3"]
     [err] = report.errors
     assert err.file == str(p) and err.where == "line 2" and "invalid JSON" in err.reason
     assert report.formats == {"sharegpt": 1}
@@ -163,7 +164,7 @@ def test_truncated_array_keeps_the_records_before_the_cut(tmp_path):
     text = json.dumps(recs)
     p = write(tmp_path, "d.json", text[: text.index('"t3"') + 10])
     convs, report = read_all(p)
-    assert [c.conversation_id for c in convs] == ["t0", "t1", "t2"]
+    assert [c.meta["dataset_id"] for c in convs] == ["t0", "t1", "t2"]
     [err] = report.errors
     assert "truncated" in err.reason and err.where == "after record 2"
 
@@ -177,7 +178,7 @@ def test_wrong_shapes_are_reported_per_record(tmp_path):
     ]
     p = write(tmp_path, "d.json", recs)
     convs, report = read_all(p)
-    assert [c.conversation_id for c in convs] == ["ok1", "ok2"]
+    assert [c.meta["dataset_id"] for c in convs] == ["ok1", "ok2"]
     assert [m.text for m in convs[1].messages] == ["b", "c"]
     reasons = [(e.where, e.reason) for e in report.errors]
     assert reasons[0][0] == "record 1 (conversation bad1)" and "`conversations` is str" in reasons[0][1]
@@ -193,3 +194,15 @@ def test_detection_and_direct_call():
     report = ReadReport()
     convs = list(read(Entry.from_bytes("b.jsonl", jsonl), Layout.JSONL, report))
     assert len(convs) == 2 and report.conversations == 2 and convs[0].source_file == "b.jsonl"
+
+
+def test_two_datasets_reusing_an_id_stay_two_conversations(tmp_path):
+    a = tmp_path / "a.jsonl"
+    b = tmp_path / "b.jsonl"
+    a.write_text(json.dumps({"id": "identity_0", "conversations": [{"from": "human", "value": "Who are you?"}, {"from": "gpt", "value": "A"}]}) + "\n")
+    b.write_text(json.dumps({"id": "identity_0", "conversations": [{"from": "human", "value": "Who are you?"}, {"from": "gpt", "value": "B"}]}) + "\n")
+    report = ReadReport()
+    convs = list(read_path(a, report)) + list(read_path(b, report)) + list(read_path(a, report))
+    assert [c.meta["dataset_id"] for c in convs] == ["identity_0"] * 3
+    assert convs[0].key != convs[1].key  # different chats: never merged into one node
+    assert convs[0].key == convs[2].key  # the same chat read again: the same key
