@@ -44,6 +44,18 @@ def md_cell(value: Any, limit: int = 120) -> str:
     return md_text(text[:limit] + ("…" if len(text) > limit else ""))
 
 
+def md_fenced(text: str, limit: int = 1500) -> str:
+    """Text from an upload shown verbatim (never rendered) in Markdown metadata: cut to
+    `limit` characters, in a code fence longer than any run of backticks inside it."""
+    body = text[:limit] + ("\n…" if len(text) > limit else "")
+    longest = run = 0
+    for ch in body:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}text\n{body}\n{ticks}"
+
+
 def md_list(items: list[Any], limit: int = 100) -> MetadataValue:
     shown = items[:limit]
     more = f"\n- ... and {len(items) - limit} more" if len(items) > limit else ""

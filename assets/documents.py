@@ -3,7 +3,7 @@
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from assets.common import NEO4J_POOL, NETWORK_RETRY, counts_table, key_list, partition_days
+from assets.common import NEO4J_POOL, NETWORK_RETRY, counts_table, key_list, md_fenced, md_text, partition_days
 from assets.graph import graph
 from assets.partitions import daily_partitions, range_backfill_policy
 from chatetl import pipeline
@@ -12,21 +12,6 @@ from chatetl.rag import RAG_CHUNKS_PREFIX, RAG_DOCUMENTS_PREFIX, DocumentsResult
 from chatetl.selection import ContentOptions
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
-
-
-def _fenced(text: str, limit: int = 1500) -> str:
-    """Text shown verbatim in Markdown metadata, in a fence longer than any inside it."""
-    body = text[:limit] + ("\n…" if len(text) > limit else "")
-    ticks = "`" * max(3, _longest_backticks(body) + 1)
-    return f"{ticks}text\n{body}\n{ticks}"
-
-
-def _longest_backticks(text: str) -> int:
-    longest = run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    return longest
 
 
 @asset(
@@ -65,7 +50,7 @@ def documents(context: AssetExecutionContext, object_store: ObjectStoreResource,
     preview = "_no conversations_"
     if total.first_document:
         doc = total.first_document
-        preview = f"**{doc['title'].replace('*', '')}** ({doc['content_length']} characters, {doc['chunk_count']} chunks)\n\n" + _fenced(doc["content"])
+        preview = f"**{md_text(doc['title']).replace('*', '')}** ({doc['content_length']} characters, {doc['chunk_count']} chunks)\n\n" + md_fenced(doc["content"])
     return MaterializeResult(
         metadata={
             "documents": total.documents,

@@ -3,7 +3,7 @@
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from assets.common import NETWORK_RETRY, counts_table, key_list, partition_days
+from assets.common import NETWORK_RETRY, counts_table, key_list, md_fenced, partition_days
 from assets.ingest import normalized
 from assets.partitions import daily_partitions, range_backfill_policy
 from chatetl import pipeline
@@ -32,7 +32,8 @@ def exports(context: AssetExecutionContext, object_store: ObjectStoreResource) -
     unchanged = [k for r in results for k in r.unchanged]
     deleted = [k for r in results for k in r.deleted]
     preview_key = next((r.preview_key for r in results if r.preview_key), None)
-    preview = store.get_bytes(preview_key).decode("utf-8", "replace")[:3000] if preview_key else "_no conversations_"
+    # the exported Markdown is upload text: shown as its source, never rendered (links, images, HTML)
+    preview = md_fenced(store.get_bytes(preview_key).decode("utf-8", "replace"), 3000) if preview_key else "_no conversations_"
     metadata = {
         "conversations": sum(r.conversations for r in results),
         "conversations_without_turns": sum(r.empty for r in results),

@@ -5,8 +5,9 @@ keys listed and CHATETL_SENSOR_MAX_SECONDS seconds; the position rides in the cu
 backlog drains over several ticks): new keys after the greatest key seen, then the rolling
 re-scan that finds replaced objects. The changes of one day found in one tick become one
 run request, recorded in the upload index (state/uploads/date=D/). Run keys come from
-key + ETag (a batch: its day and the digest of its key@ETag list), and each upload version
-is in exactly one batch: the same upload never runs twice, a replaced one runs again.
+key + ETag (a batch: its day and the digest of its key@ETag list; the same bytes uploaded
+again on a later day: key@ETag@date=D), and each upload version is in exactly one batch:
+the same upload never runs twice, a replaced one runs again.
 When a run the sensor requested for that day is still queued, the new uploads join it
 instead (it reads the day's index when it starts, after this tick wrote it): a burst of
 uploads, or a backlog drained over several ticks, gives one waiting run per day, not one
@@ -63,6 +64,26 @@ def queued_run_for(context: SensorEvaluationContext, day: str) -> str | None:
     return None
 
 
+def run_key_for(context: SensorEvaluationContext, batch: uploads.UploadBatch) -> str:
+    """The batch's run key, unless that `key@etag` already ran for another day: identical bytes
+    uploaded again on a later day move the upload there, and Dagster skips a run key it has
+    seen, so that version gets `key@etag@date=D` (still one run key per upload version)."""
+    key = batch.run_key
+    if len(batch.uploads) != 1:
+        return key  # a batch's run key already names its day
+    try:
+        instance = context.instance
+    except DagsterInvariantViolationError:  # evaluated without an instance (e.g. a unit test)
+        return key
+    records = instance.get_run_records(
+        filters=RunsFilter(tags={"dagster/sensor_name": context.sensor_name or "upload_sensor", "dagster/run_key": key}),
+        limit=1,
+    )
+    if records and records[0].dagster_run.tags.get("dagster/partition") != batch.day:
+        return f"{key}@date={batch.day}"
+    return key
+
+
 @sensor(
     job=ingest_job,
     minimum_interval_seconds=TICK_SECONDS,
@@ -78,8 +99,8 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
         store,
         cursor,
         now=time.time(),
-        max_keys=int(_limit("CHATETL_SENSOR_MAX_KEYS", 5000)),
-        max_seconds=_limit("CHATETL_SENSOR_MAX_SECONDS", 15),
+        max_keys=max(1, int(_limit("CHATETL_SENSOR_MAX_KEYS", 5000))),  # 0 would never move the scan
+        max_seconds=max(0.0, _limit("CHATETL_SENSOR_MAX_SECONDS", 15)),
     )
     for key in found.ignored[:20]:
         context.log.warning(f"ignored {key!r}: not a usable upload key (.., backslash, ...); rename it to have it read")
@@ -101,7 +122,7 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
             continue
         requests.append(
             RunRequest(
-                run_key=batch.run_key,
+                run_key=run_key_for(context, batch),
                 partition_key=batch.day,
                 tags={
                     "chatetl/trigger": "upload_sensor",

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from chatetl.graph.properties import state_hash
 from chatetl.model import Conversation, MessageKind, Role
 from chatetl.normalize import state_version
 from chatetl.readers.timeutil import iso
@@ -141,6 +142,7 @@ def build_document(conv: Conversation, options: ContentOptions = VISIBLE) -> Doc
         "content_length": len(content),
         "content_sha256": hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest(),
         "state_version": state_version(conv),
+        "state_hash": state_hash(conv),  # the Conversation's state this text comes from
     }
     return Document(props, spans)
 
@@ -160,14 +162,15 @@ def documents_jsonl(docs: Iterable[dict[str, Any]]) -> Iterable[bytes]:
 
 
 # A Document follows its Conversation: it is written when it comes from the state that won
-# in the graph (same state version, same format); without a Conversation, the newest wins.
+# in the graph (same state hash: two states tied on time and format never both write it, so
+# the load order does not matter); without a Conversation, the newest wins.
 # `written` counts the Documents whose properties changed.
 _UPSERT_DOCUMENTS = """
 UNWIND $rows AS row
 OPTIONAL MATCH (c:Conversation {key: row.key})
 WITH row, c
 WHERE c IS NULL OR c.state_version IS NULL
-   OR (c.state_version = row.state_version AND c.state_source = row.arrived_via)
+   OR (c.state_version = row.state_version AND c.state_source = row.arrived_via AND c.state_hash = row.state_hash)
 MERGE (d:Document {key: row.key})
 WITH d, row, c
 WHERE c IS NOT NULL OR d.state_version IS NULL OR row.state_version >= d.state_version

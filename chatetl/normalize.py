@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -176,16 +176,6 @@ class TableWriter:
         self.close()
 
 
-def dedupe_newest(conversations: Iterable[Conversation]) -> list[Conversation]:
-    """Keep one state per conversation key: the newest by update time (later input wins ties)."""
-    best: dict[str, Conversation] = {}
-    for conv in conversations:
-        old = best.get(conv.key)
-        if old is None or state_version(conv) >= state_version(old):
-            best[conv.key] = conv
-    return list(best.values())
-
-
 def state_version(conv: Conversation) -> float:
     """How new a conversation's state is, by the source's own clock: its update time, else its newest message."""
     if conv.updated_at is not None:
@@ -249,16 +239,19 @@ def iter_conversations(conversations_file: BinaryIOLike, messages_file: BinaryIO
 
     Both files list conversations in the same order and messages are contiguous per
     conversation (as TableWriter writes them), so this holds one conversation at a time.
+    Each conversation takes its own `total_messages` rows: two states of one chat in a row
+    (the same chat exported twice) keep their own messages.
     """
     conv_rows = _iter_rows(conversations_file)
     msg_rows = _iter_rows(messages_file)
-    pending: dict[str, Any] | None = next(msg_rows, None)
     for crow in conv_rows:
         conv = _conversation_from_row(crow)
         messages = []
-        while pending is not None and pending["conversation_key"] == crow["conversation_key"]:
-            messages.append(_message_from_row(pending))
-            pending = next(msg_rows, None)
+        for _ in range(crow["total_messages"] or 0):
+            mrow = next(msg_rows, None)
+            if mrow is None or mrow["conversation_key"] != crow["conversation_key"]:
+                raise ValueError(f"messages table out of step with conversations at {crow['conversation_key']}")
+            messages.append(_message_from_row(mrow))
         conv.messages = messages
         yield conv, crow["upload_key"]
 

@@ -19,7 +19,6 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -52,13 +51,6 @@ def upload_id(key: str) -> str:
 def partition_of(info: ObjectInfo) -> str:
     """Uploads belong to the day (UTC) their current version arrived in the bucket."""
     return uploads.partition_of(info)
-
-
-def uploads_for_partition(store: ObjectStore, day: str) -> list[ObjectInfo]:
-    """The day's uploads, from the upload index the sensor keeps (raw/ is listed only when
-    the index does not cover the day yet): see chatetl.uploads."""
-    found, _note = uploads.find_uploads(store, [day])
-    return found[day].uploads
 
 
 def table_key(table: str, day: str, uid: str) -> str:
@@ -188,14 +180,6 @@ def load_graph_partition(store: ObjectStore, driver: Any, day: str, database: st
     return total
 
 
-@dataclass
-class StageResult:
-    written: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    items: int = 0
-    graph_written: int = 0
-
-
 def write_documents_partition(
     store: ObjectStore,
     driver: Any | None,
@@ -215,11 +199,3 @@ def write_documents_partition(
 def write_exports_partition(store: ObjectStore, day: str, plan: ExportPlan | None = None, content: ContentOptions = VISIBLE) -> ExportsResult:
     """Every conversation of the partition in every chosen format, the training file and the zip (see chatetl.exports.partition)."""
     return write_partition_exports(store, day, iter_partition(store, day), plan, content)
-
-
-def today() -> str:
-    return date.today().isoformat()
-
-
-def parse_day(value: str) -> str:
-    return datetime.strptime(value, "%Y-%m-%d").date().isoformat()

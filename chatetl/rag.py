@@ -56,12 +56,19 @@ def document_keys(day: str, upload_id: str) -> tuple[str, str]:
 
 
 def _batches(items: Iterable[Conversation], size: int) -> Iterator[list[Conversation]]:
+    """Batches of at most `size`; two states of one conversation (a resync) never share one, so each
+    state's Document is decided in the graph before its chunks are (the one that won keeps its chunks)."""
     batch: list[Conversation] = []
+    keys: set[str] = set()
     for item in items:
+        if item.key in keys:
+            yield batch
+            batch, keys = [], set()
         batch.append(item)
+        keys.add(item.key)
         if len(batch) >= size:
             yield batch
-            batch = []
+            batch, keys = [], set()
     if batch:
         yield batch
 
@@ -84,7 +91,6 @@ def process_documents(
     for batch in _batches(conversations, BATCH):
         docs = [build_document(c, content) for c in batch]
         chunks_by_doc: dict[str, list[Chunk]] = {}
-        versions: dict[str, float] = {}
         digests: dict[str, str] = {}
         for doc in docs:
             chunks = chunk_document(doc, chunking)
@@ -101,11 +107,8 @@ def process_documents(
             result.empty_documents += not chunks
             if result.first_document is None:
                 result.first_document = doc.props
-            # the same conversation twice in a batch (a resync): the newest state's chunks
-            if doc.key not in versions or doc.props["state_version"] >= versions[doc.key]:
-                versions[doc.key] = doc.props["state_version"]
-                digests[doc.key] = doc.props["content_sha256"]
-                chunks_by_doc[doc.key] = chunks
+            digests[doc.key] = doc.props["content_sha256"]
+            chunks_by_doc[doc.key] = chunks
         if driver is not None:
             result.documents_in_graph += load_documents(driver, [d.props for d in docs], database=database)
             result.chunks_in_graph.add(load_chunks(driver, chunks_by_doc, digests, database=database))

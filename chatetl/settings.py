@@ -35,6 +35,9 @@ def apply_defaults() -> None:
 
 
 def get(key: str) -> str:
+    """A setting; outside production an unset one falls back to the local default."""
+    if os.environ.get("CHATETL_ENV") == "production":
+        return os.environ.get(key, "")
     return os.environ.get(key) or LOCAL_DEFAULTS.get(key, "")
 
 

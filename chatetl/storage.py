@@ -124,13 +124,20 @@ class LocalObjectStore(ObjectStore):
                 if name.startswith(".chatetl-tmp-"):
                     continue
                 key = Path(dirpath, name).relative_to(self.root).as_posix()
-                if key.startswith(prefix) and (start_after is None or key > start_after):
+                if key.startswith(prefix) and (start_after is None or key > start_after) and self._inside(key):
                     keys.append(key)
         keys.sort()
         for i, key in enumerate(keys):
             if limit is not None and i >= limit:
                 return
             yield self._info(key, self.root / key)
+
+    def _inside(self, key: str) -> bool:
+        """A listed file that is really in the store: a symlink out of it (or a dangling one) is not an object."""
+        try:
+            return self._path(key).is_file()
+        except (UnsafeKeyError, OSError):
+            return False
 
     def head(self, key: str) -> ObjectInfo | None:
         path = self._path(key)

@@ -58,7 +58,6 @@ def main() -> int:
             shown = {k: v.value for k, v in mat.metadata.items() if isinstance(v.value, (int, float)) or k in ("neo4j",)}
             print(f"  {mat.asset_key.to_user_string()}: {json.dumps(shown, default=str)}")
 
-    neo4j = defs.resources["neo4j"]
     from neo4j import GraphDatabase
 
     driver = GraphDatabase.driver(os.environ["NEO4J_URI"], auth=(os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]))
@@ -78,7 +77,6 @@ def main() -> int:
     print(f"  S3 endpoint:        {os.environ.get('CHATETL_S3_ENDPOINT_URL')} (keys in deploy/local.env)")
     print("  Dagster UI:         make ui   (then open http://127.0.0.1:3000)")
     print(f"  Run at:             {datetime.now(timezone.utc).isoformat(timespec='seconds')}")
-    del neo4j
     return 0
 
 

@@ -20,10 +20,15 @@ class Neo4jResource(ConfigurableResource):
     def setup_for_execution(self, context: InitResourceContext) -> None:
         from neo4j import GraphDatabase
 
-        self._driver = GraphDatabase.driver(
+        driver = GraphDatabase.driver(
             self.uri, auth=(self.user, self.password), max_connection_pool_size=self.max_connection_pool_size
         )
-        self._driver.verify_connectivity()
+        try:
+            driver.verify_connectivity()
+        except BaseException:
+            driver.close()  # Dagster does not tear down a resource whose setup failed
+            raise
+        self._driver = driver
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._driver is not None:
@@ -35,7 +40,3 @@ class Neo4jResource(ConfigurableResource):
         if self._driver is None:  # used outside a step (e.g. a test or a sensor)
             self.setup_for_execution(None)  # type: ignore[arg-type]
         return self._driver
-
-    def count(self, cypher: str, **params: Any) -> int:
-        records, _, _ = self.driver.execute_query(cypher, params, database_=self.database)
-        return int(records[0][0]) if records else 0

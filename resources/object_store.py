@@ -24,9 +24,6 @@ class ObjectStoreResource(ConfigurableResource):
             self._store = self.make_store()
         return self._store
 
-    def describe(self) -> str:
-        return self.store.uri("")
-
 
 class LocalObjectStoreResource(ObjectStoreResource):
     """A folder standing in for the bucket: the embedded default, no server needed."""

@@ -92,14 +92,15 @@ def export(inputs: tuple[str, ...], out: Path, formats: tuple[str, ...], zip_for
             written[conv.key] = (version, paths)
             collector.add(conv, files, lines)
         records = 0
-        training_target = _inside(out, f"{TRAINING}/sharegpt.jsonl")
+        # a training file wanted only for the zip is written beside the collector, never into OUT
+        training_target = _inside(out, f"{TRAINING}/sharegpt.jsonl") if TRAINING in chosen else collector.workdir / "sharegpt.jsonl"
         if want_training:
             training_target.parent.mkdir(parents=True, exist_ok=True)
             records = collector.write_training(training_target)
         if bundle:
             extra = [(f"{TRAINING}/sharegpt.jsonl", training_target)] if TRAINING in bundle and records else []
             collector.write_zip(_inside(out, "chats.zip"), extra)
-        if want_training and (TRAINING not in chosen or not records):  # written only for the zip, or empty
+        if TRAINING in chosen and not records:  # nothing to train on: no (stale) training file
             training_target.unlink(missing_ok=True)
             if not any(training_target.parent.iterdir()):
                 training_target.parent.rmdir()

@@ -1,7 +1,10 @@
 """Open what an upload is made of: zips (nested too), folders and single files, into leaf entries.
 
 Zip members are read where they lie (never extracted by name), so a member named
-`../../x.json` cannot write anywhere; such names are refused and reported.
+`../../x.json` cannot write anywhere; such names are refused and reported. A member
+whose declared size passes `MAX_MEMBER_BYTES` (a zip bomb) is refused unread: zipfile
+never inflates a member past its declared size, so the cap bounds the bytes read (and
+the temp copy of a nested zip).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import shutil
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import Iterator
 
@@ -20,7 +24,10 @@ from chatetl.readers.entry import Entry
 from chatetl.readers.report import ReadReport
 
 MAX_ZIP_DEPTH = 3
+MAX_MEMBER_BYTES = 8 * 1024**3  # 8 GiB unpacked: far past any real export file, far below a bomb
 _JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
+# what reading a damaged zip member raises (bad CRC, corrupt deflate stream, cut short)
+DAMAGED_MEMBER = (zipfile.BadZipFile, zlib.error, EOFError)
 
 
 def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: int = 0) -> Iterator[tuple[Entry, Format, Layout | None]]:
@@ -92,10 +99,16 @@ def _expand_zip(entry: Entry, report: ReadReport, depth: int) -> Iterator[tuple[
                 if _unsafe(info.filename):
                     report.error(member_name, "", "unsafe member name (absolute or with '..'): not read")
                     continue
+                if info.file_size > MAX_MEMBER_BYTES:
+                    report.error(
+                        member_name, "",
+                        f"member unpacks to {info.file_size} bytes, more than the {MAX_MEMBER_BYTES} allowed: not read",
+                    )
+                    continue
                 member = Entry(name=member_name, opener=lambda info=info: zf.open(info), size=info.file_size)
                 try:
                     yield from expand(member, report, top_level=False, depth=depth + 1)
-                except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                except (*DAMAGED_MEMBER, OSError) as exc:
                     report.error(member_name, "", f"damaged zip member: {exc}")
 
 

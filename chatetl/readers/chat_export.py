@@ -641,15 +641,34 @@ def read_markdown(entry: Entry, layout: Layout | None, report: ReadReport) -> It
 # ---------------------------------------------------------------------------------------------
 # YAML
 
+# A YAML export is one chat, parsed whole (PyYAML does not stream): bigger is not such a file.
+MAX_YAML_BYTES = 64 * 1024 * 1024
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader refusing `*alias` references: exports never write them, and a few nested
+    aliases (a "billion laughs") unfold into billions of values when the tree is walked."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"alias *{event.anchor} (YAML aliases are not allowed)", event.start_mark)
+        return super().compose_node(parent, index)
+
 
 def read_yaml(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
     """A YAML export: meta keys and a `messages:` list (block scalars for bodies)."""
 
     def records() -> Iterator[tuple[str, Any]]:
         with entry.open() as raw:
-            text = raw.read().decode("utf-8-sig", errors="replace")
+            data_bytes = raw.read(MAX_YAML_BYTES + 1)
+        if len(data_bytes) > MAX_YAML_BYTES:
+            report.error(entry.name, "", f"YAML file larger than {MAX_YAML_BYTES} bytes: not read")
+            return
+        text = data_bytes.decode("utf-8-sig", errors="replace")
+        del data_bytes
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -695,7 +714,7 @@ def _restore_scalar_text(data: dict, text: str) -> None:
     format is text, so take typed scalars back to exactly what the file says (from the node tree,
     which `yaml.compose` builds without constructing any object)."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_NoAliasLoader)
     except (yaml.YAMLError, RecursionError):
         return
     stack: list[tuple[Any, Any]] = [(data, root)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from enum import StrEnum
 
 import ijson
@@ -35,6 +36,11 @@ class Format(StrEnum):
 
 
 SIDECARS = frozenset({Format.CHATGPT_SIDECAR, Format.CLAUDE_AI_SIDECAR})
+
+
+# a ```md fence whose first line is a chat-export label (sys, sources, user:, assistant:, grok: ...):
+# a Markdown note that merely shows a ```md code block is no chat export
+_MD_LABELLED_FENCE = re.compile(r"^`{3,}md[ \t]*\n(?:sys|sources|[A-Za-z][A-Za-z0-9 _.\-]*:)[ \t]*$", re.MULTILINE)
 
 
 class Layout(StrEnum):
@@ -158,7 +164,7 @@ def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layo
     if "\x00" in sample:
         return None, None
     sample = sample.replace("\r\n", "\n")  # files saved with Windows line ends
-    if sample.startswith("```md") or "\n```md\n" in sample[:4096]:
+    if _MD_LABELLED_FENCE.search(sample):
         return Format.CHAT_EXPORT_MD, Layout.TEXT
     lines = sample.splitlines()[:200]
     has_messages = any(line.startswith("messages:") for line in lines)

@@ -14,6 +14,12 @@ from chatetl.readers.entry import Entry
 from chatetl.readers.report import ReadReport
 from chatetl.readers.tree import resolve_branches
 
+# A JSON Lines line is one record held whole in memory: real ones reach tens of MB (one
+# conversation per line); a longer line is reported and skipped unread, so a file without
+# line breaks cannot take the memory.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+
 def iter_records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[tuple[str, Any]]:
     """Yield (where, record) for each top-level record; report damage and keep going where possible."""
     if layout is Layout.JSONL:
@@ -37,8 +43,17 @@ def iter_records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[t
 
 
 def _iter_jsonl(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    limit = MAX_LINE_BYTES
     with entry.open() as f:
-        for lineno, raw in enumerate(f, start=1):
+        lineno = 0
+        while raw := f.readline(limit + 1):
+            lineno += 1
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                raw = b""  # let the line go before skipping the rest of it
+                while (rest := f.readline(1024 * 1024)) and not rest.endswith(b"\n"):
+                    pass
+                report.error(entry.name, f"line {lineno}", f"line longer than {limit} bytes: skipped")
+                continue
             line = raw.strip()
             if not line:
                 continue

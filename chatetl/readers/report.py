@@ -6,6 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+# Bad parts kept for quarantine are held until the upload is read: past this many bytes the
+# rest are reported without their bytes, so a file of bad lines cannot take the memory.
+MAX_RAW_BYTES = 64 * 1024 * 1024
+
 
 @dataclass
 class ReadError:
@@ -31,8 +35,16 @@ class ReadReport:
     skipped: Counter[str] = field(default_factory=Counter)  # reason -> count (non-chat files, other record types)
     drift: Counter[str] = field(default_factory=Counter)  # "chatgpt.content_type:foo" -> count
     formats: Counter[str] = field(default_factory=Counter)  # detected format -> files
+    raw_bytes: int = 0  # bytes of bad parts kept (see MAX_RAW_BYTES)
+    raw_dropped: int = 0  # bad parts reported without their bytes, past MAX_RAW_BYTES
 
     def error(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
+        if raw is not None:
+            if self.raw_bytes + len(raw) > MAX_RAW_BYTES:
+                raw = None
+                self.raw_dropped += 1
+            else:
+                self.raw_bytes += len(raw)
         err = ReadError(file=file, where=where, reason=reason, raw=raw)
         self.errors.append(err)
         return err
