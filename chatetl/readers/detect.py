@@ -120,6 +120,35 @@ def _decode_head(data: bytes) -> str | None:
     return None
 
 
+MAX_FIRST_LINE_BYTES = 256 * 1024 * 1024
+
+
+def _long_first_line_jsonl(entry: Entry) -> tuple[Format | None, Layout] | None:
+    """JSON Lines whose first line is longer than the head (a big Claude conversation): read that
+    one line (bounded) and look past it; (format, JSONL) when more records follow, else None."""
+    try:
+        with entry.open() as f:
+            first = b""
+            for _ in range(1000):  # skip leading blank lines, boundedly
+                first = f.readline(MAX_FIRST_LINE_BYTES)
+                if first.strip() or not first:
+                    break
+            if not first.endswith(b"\n"):
+                return None  # one line to the end (or longer than the cap): a single object
+            following = f.read(65536).strip()
+    except OSError:
+        return None
+    if not following.startswith(b"{"):
+        return None
+    try:
+        obj = json.loads(first)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    return _classify_keys(set(obj), obj), Layout.JSONL
+
+
 def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layout | None]:
     """Return (format, layout) of an entry, or (None, None) when it is no chat format known."""
     if head is None:
@@ -156,6 +185,10 @@ def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layo
                     if fmt is not None:
                         return fmt, Layout.JSONL
             return None, Layout.JSONL
+        if b"\n" not in text.strip():
+            jsonl = _long_first_line_jsonl(entry)
+            if jsonl is not None:
+                return jsonl
         keys, scalars = _first_record_keys(text, array=False)
         return _classify_keys(keys, scalars), Layout.OBJECT
     sample = _decode_head(text)

@@ -124,3 +124,21 @@ def test_markdown_with_windows_line_ends_and_a_preamble_is_detected():
     convs, report = _read("chat.md", data)
     assert report.errors == []
     assert [m.text for m in convs[0].visible_turns][-1] == "The median is **5**."
+
+
+def test_jsonl_whose_first_line_is_longer_than_the_detection_head_reads_line_by_line():
+    """A big Claude conversation as the first JSONL line: still JSONL, so a bad line costs only itself."""
+    def conv(i: int, words: int) -> str:
+        return json.dumps({
+            "uuid": f"c{i}", "name": f"chat {i}", "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "chat_messages": [
+                {"uuid": f"m{i}a", "sender": "human", "text": "word " * words, "created_at": "2026-01-01T00:00:00Z"},
+                {"uuid": f"m{i}b", "sender": "assistant", "text": "ok", "created_at": "2026-01-01T00:00:01Z"},
+            ],
+        })
+
+    lines = [conv(0, 40_000), conv(1, 3), "{not json", conv(3, 3)]
+    convs, report = _read("conversations.jsonl", ("\n".join(lines) + "\n").encode())
+    assert [c.conversation_id for c in convs] == ["c0", "c1", "c3"]
+    (err,) = report.errors
+    assert err.where == "line 3"
