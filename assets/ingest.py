@@ -160,12 +160,19 @@ def normalized(context: AssetExecutionContext, object_store: ObjectStoreResource
         per_day.append(result)
         total.add(result)
     metadata = normalized_metadata(store, total, days, per_day)
+    with_uploads = [d.day for d in per_day if d.uploads]
     empty = [d.day for d in per_day if d.uploads and not d.useful]
-    if empty:
+    if empty and len(empty) == len(with_uploads):
         # a run that read nothing useful must not look like a success (and retrying cannot help)
         raise Failure(
             description=f"no conversation could be read from the uploads of {', '.join(empty)}: see error_list",
             metadata=metadata,
             allow_retries=False,
         )
+    if empty:
+        # a backfill range: one unreadable day must not hold back the days that read fine,
+        # but it is named loudly (log, summary, metadata) for whoever reads the run
+        context.log.error(f"no conversation could be read from the uploads of {', '.join(empty)}: see error_list")
+        metadata["days_with_nothing_readable"] = MetadataValue.md("\n".join(f"- **{day}**" for day in empty))
+        metadata["summary"] = MetadataValue.text(f"NOTHING READABLE on {', '.join(empty)}; " + str(metadata["summary"].value))
     return MaterializeResult(metadata=metadata)

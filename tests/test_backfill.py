@@ -171,3 +171,25 @@ def test_one_run_covers_a_range_of_days(definitions):
     assert [c[:2] for c in checks([result])] == [
         ("columns_match_contract", True), ("unique_message_ids", True), ("gapless_active_branch_seq", True)
     ]
+
+
+def test_an_unreadable_day_does_not_hold_back_the_rest_of_a_backfill_range(definitions, clean_graph):
+    store = definitions.resources["object_store"].store
+    trip, stats, tram = chatgpt_conversations()
+    put(store, "raw/r/first.json", json.dumps([trip]).encode(), DAYS[0])
+    put(store, "raw/r/garbage.bin", bytes(range(256)) * 8, DAYS[1])
+    put(store, "raw/r/third.json", json.dumps([tram]).encode(), DAYS[2])
+    job = definitions.resolve_job_def("ingest_job")
+    result = job.execute_in_process(instance=DagsterInstance.ephemeral(), tags={RANGE_START: DAYS[0], RANGE_END: DAYS[2]})
+    assert result.success
+    mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
+    normalized = mats["normalized"]
+    assert normalized["conversations"].value == 2 and normalized["errors"].value == 1
+    assert DAYS[1] in normalized["days_with_nothing_readable"].value
+    assert normalized["summary"].value.startswith(f"NOTHING READABLE on {DAYS[1]}")
+    assert graph_state(clean_graph, f"chatgpt:{trip['id']}") is not None and graph_state(clean_graph, f"chatgpt:{tram['id']}") is not None
+    # a range in which nothing at all is readable still fails loudly
+    put(store, "raw/r/first.json", b"\x00garbage", DAYS[0])
+    put(store, "raw/r/third.json", b"\x00garbage", DAYS[2])
+    failed = job.execute_in_process(instance=DagsterInstance.ephemeral(), tags={RANGE_START: DAYS[0], RANGE_END: DAYS[2]}, raise_on_error=False)
+    assert not failed.success
