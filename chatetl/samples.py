@@ -160,6 +160,30 @@ def chatgpt_conversations() -> list[dict[str, Any]]:
     return convs
 
 
+def continued(conv: dict[str, Any], prefix: str = "later") -> dict[str, Any]:
+    """The same ChatGPT chat exported again later, with two more turns after its current node
+    (ids `{prefix}-0`, `{prefix}-1`): a newer state of one conversation, for resync tests."""
+    import copy
+
+    new = copy.deepcopy(conv)
+    tail = new["current_node"]
+    for i, (role, text) in enumerate((("user", "And the price?"), ("assistant", "About 40 euros."))):
+        mid = f"{prefix}-{i}"
+        new["mapping"][mid] = {
+            "id": mid,
+            "message": {"id": mid, "author": {"role": role, "name": None, "metadata": {}}, "create_time": new["update_time"] + 50 + i,
+                        "update_time": None, "content": {"content_type": "text", "parts": [text]}, "status": "finished_successfully",
+                        "end_turn": True, "weight": 1.0, "metadata": {}, "recipient": "all", "channel": None},
+            "parent": tail,
+            "children": [],
+        }
+        new["mapping"][tail]["children"].append(mid)
+        tail = mid
+    new["current_node"] = tail
+    new["update_time"] += 100
+    return new
+
+
 def chatgpt_export(shards: int = 2) -> bytes:
     """The conversations as a 2026-style ChatGPT export zip (sharded, with a manifest)."""
     convs = chatgpt_conversations()

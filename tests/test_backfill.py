@@ -6,7 +6,6 @@ re-running the whole range skips every upload."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from datetime import datetime, timezone
@@ -18,7 +17,7 @@ from dagster import DagsterInstance
 from assets.common import REPROCESS_TAG
 from chatetl.ledger import ledger_key
 from chatetl.pipeline import table_key, upload_id
-from chatetl.samples import chatgpt_conversations, claude_export
+from chatetl.samples import chatgpt_conversations, claude_export, continued
 
 pytestmark = pytest.mark.integration
 
@@ -29,27 +28,6 @@ RANGE_END = "dagster/asset_partition_range_end"
 
 def at(day: str, hour: int = 10) -> float:
     return datetime.fromisoformat(day).replace(hour=hour, tzinfo=timezone.utc).timestamp()
-
-
-def continued(conv: dict) -> dict:
-    """The same chat exported again later, with two more turns."""
-    new = copy.deepcopy(conv)
-    tail = new["current_node"]
-    for i, (role, text) in enumerate((("user", "And the price?"), ("assistant", "About 40 euros."))):
-        mid = f"later-{i}"
-        new["mapping"][mid] = {
-            "id": mid,
-            "message": {"id": mid, "author": {"role": role, "name": None, "metadata": {}}, "create_time": new["update_time"] + 50 + i,
-                        "update_time": None, "content": {"content_type": "text", "parts": [text]}, "status": "finished_successfully",
-                        "end_turn": True, "weight": 1.0, "metadata": {}, "recipient": "all", "channel": None},
-            "parent": tail,
-            "children": [],
-        }
-        new["mapping"][tail]["children"].append(mid)
-        tail = mid
-    new["current_node"] = tail
-    new["update_time"] += 100
-    return new
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ rewriting good ones; a failing check stops the graph of the same run."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from datetime import datetime, timezone
@@ -18,7 +17,7 @@ from chatetl import pipeline
 from chatetl.partition_ingest import ingest_partition
 from chatetl.quality import check_graph_partition, check_normalized_partition, schema_problems
 from chatetl.normalize import MESSAGES_SCHEMA
-from chatetl.samples import chatgpt_conversations
+from chatetl.samples import chatgpt_conversations, continued
 from chatetl.storage import LocalObjectStore
 
 DAY1 = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc).timestamp()
@@ -121,23 +120,7 @@ def test_schema_problems_lists_extra_columns():
 def _two_states():
     """One conversation as exported on day 1, and its continued state exported on day 2."""
     old = chatgpt_conversations()[0]
-    new = copy.deepcopy(old)
-    tail = next(k for k, v in new["mapping"].items() if v["message"] and v["message"]["content"].get("parts") == ["The train: more legroom, a dining car and you can walk around."])
-    for i, (role, text) in enumerate((("user", "And the price?"), ("assistant", "About 40 euros."))):
-        mid = f"late-{i}"
-        new["mapping"][mid] = {
-            "id": mid,
-            "message": {"id": mid, "author": {"role": role, "name": None, "metadata": {}}, "create_time": new["update_time"] + 100 + i,
-                        "update_time": None, "content": {"content_type": "text", "parts": [text]}, "status": "finished_successfully",
-                        "end_turn": True, "weight": 1.0, "metadata": {}, "recipient": "all", "channel": None},
-            "parent": tail,
-            "children": [],
-        }
-        new["mapping"][tail]["children"].append(mid)
-        tail = mid
-    new["current_node"] = tail
-    new["update_time"] += 200
-    return old, new
+    return old, continued(old, prefix="late")
 
 
 @pytest.mark.integration
