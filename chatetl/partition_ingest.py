@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow.parquet as pq
@@ -97,12 +98,8 @@ class PartitionIngest:
 
 def _read_states(store: ObjectStore, key: str) -> list[dict[str, Any]]:
     """The conversation rows (a few columns) of one normalized conversations file."""
-    with tempfile.NamedTemporaryFile(suffix=".parquet") as tmp:
-        with store.open(key) as src:
-            while chunk := src.read(1024 * 1024):
-                tmp.write(chunk)
-        tmp.flush()
-        pf = pq.ParquetFile(tmp.name)
+    with tempfile.TemporaryDirectory() as tmp:
+        pf = pq.ParquetFile(store.download(key, Path(tmp, "conversations.parquet")))
         columns = [c for c in STATE_COLUMNS if c in pf.schema_arrow.names]
         return pf.read(columns=columns).to_pylist()
 

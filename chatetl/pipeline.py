@@ -135,12 +135,8 @@ def quarantine(store: ObjectStore, info: ObjectInfo, day: str, uid: str, report:
             keys.append(key)
     if report.conversations == 0:
         key = f"{prefix}upload"
-        with tempfile.NamedTemporaryFile() as tmp:
-            with store.open(info.key) as src:
-                while chunk := src.read(1024 * 1024):
-                    tmp.write(chunk)
-            tmp.flush()
-            put_if_changed(store, key, tmp.name)
+        with tempfile.TemporaryDirectory() as tmp:
+            put_if_changed(store, key, store.download(info.key, Path(tmp, "upload")))
         keys.append(key)
     errors = {"upload": info.key, "etag": info.etag, "errors": [e.to_dict() for e in report.errors]}
     key = f"{prefix}errors.json"
@@ -165,11 +161,8 @@ def iter_partition(store: ObjectStore, day: str) -> Iterator[tuple[str, Iterator
     for conv_key, msg_key in partition_table_pairs(store, day):
         uid = conv_key.rsplit("/", 1)[-1].removesuffix(".parquet")
         with tempfile.TemporaryDirectory() as tmp:
-            c_path, m_path = Path(tmp, "c.parquet"), Path(tmp, "m.parquet")
-            for key, path in ((conv_key, c_path), (msg_key, m_path)):
-                with store.open(key) as src, open(path, "wb") as out:
-                    while chunk := src.read(1024 * 1024):
-                        out.write(chunk)
+            c_path = store.download(conv_key, Path(tmp, "c.parquet"))
+            m_path = store.download(msg_key, Path(tmp, "m.parquet"))
             yield uid, iter_conversations(c_path, m_path)
 
 

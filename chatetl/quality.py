@@ -61,11 +61,7 @@ def schema_problems(actual: pa.Schema, expected: pa.Schema) -> list[str]:
 
 
 def _download(store: ObjectStore, key: str, folder: str) -> Path:
-    path = Path(folder, key.rsplit("/", 1)[-1] + f".{abs(hash(key))}")
-    with store.open(key) as src, open(path, "wb") as out:
-        while chunk := src.read(1024 * 1024):
-            out.write(chunk)
-    return path
+    return store.download(key, Path(folder, key.rsplit("/", 1)[-1] + f".{abs(hash(key))}"))
 
 
 def _rows(path: Path, columns: list[str]) -> Iterator[dict[str, Any]]:

@@ -80,6 +80,13 @@ class ObjectStore(ABC):
         finally:
             os.unlink(tmp)
 
+    def download(self, key: str, path: str | Path) -> Path:
+        """Stream the object into a local file (Parquet and zip readers need one); returns the path."""
+        with self.open(key) as src, open(path, "wb") as out:
+            while chunk := src.read(1024 * 1024):
+                out.write(chunk)
+        return Path(path)
+
     def get_bytes(self, key: str) -> bytes:
         with self.open(key) as f:
             return f.read()
