@@ -22,7 +22,8 @@ from dagster import (
 from assets.common import NETWORK_RETRY, counts_table, md_list, partition_days
 from assets.graph import graph
 from assets.ingest import normalized
-from chatetl.quality import CheckReport, check_graph_partition, check_normalized_partition
+from chatetl.graph.checks import check_graph_partition
+from chatetl.ingest.checks import CheckReport, check_normalized_partition
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 

@@ -6,9 +6,11 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from assets.common import NEO4J_POOL, NETWORK_RETRY, counts_table, key_list, md_fenced, md_text, partition_days
 from assets.graph import graph
 from assets.partitions import daily_partitions, range_backfill_policy
-from chatetl import pipeline
-from chatetl.chunks import FULLTEXT_INDEX, ChunkOptions, load_embedder
-from chatetl.rag import RAG_CHUNKS_PREFIX, RAG_DOCUMENTS_PREFIX, DocumentsResult
+from chatetl.graph.chunks import FULLTEXT_INDEX
+from chatetl.layout import RAG_CHUNKS_PREFIX, RAG_DOCUMENTS_PREFIX
+from chatetl.rag.chunking import ChunkOptions
+from chatetl.rag.embeddings import load_embedder
+from chatetl.rag.partition import DocumentsResult, write_partition_documents
 from chatetl.selection import ContentOptions
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
@@ -35,7 +37,7 @@ def documents(context: AssetExecutionContext, object_store: ObjectStoreResource,
     embedder = load_embedder()
     total = DocumentsResult()
     for day in partition_days(context):
-        r = pipeline.write_documents_partition(store, neo4j.driver, day, neo4j.database, content=content, chunking=chunking, embedder=embedder)
+        r = write_partition_documents(store, neo4j.driver, day, database=neo4j.database, content=content, chunking=chunking, embedder=embedder)
         total.documents += r.documents
         total.chunks += r.chunks
         total.empty_documents += r.empty_documents

@@ -6,9 +6,8 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from assets.common import NETWORK_RETRY, counts_table, key_list, md_fenced, partition_days
 from assets.ingest import normalized
 from assets.partitions import daily_partitions, range_backfill_policy
-from chatetl import pipeline
-from chatetl.exports.bucket import EXPORTS_PREFIX
-from chatetl.exports.partition import ExportPlan, ExportsResult
+from chatetl.exports.partition import ExportPlan, ExportsResult, write_partition_exports
+from chatetl.layout import EXPORTS_PREFIX
 from chatetl.selection import ContentOptions
 from resources.object_store import ObjectStoreResource
 
@@ -23,7 +22,7 @@ def exports(context: AssetExecutionContext, object_store: ObjectStoreResource) -
     store = object_store.store
     plan = ExportPlan.from_env()
     content = ContentOptions.from_env("EXPORT")
-    results: list[ExportsResult] = [pipeline.write_exports_partition(store, day, plan, content) for day in partition_days(context)]
+    results: list[ExportsResult] = [write_partition_exports(store, day, plan=plan, content=content) for day in partition_days(context)]
     files: dict[str, int] = {}
     for r in results:
         for fmt, n in r.files.items():

@@ -6,8 +6,8 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from assets.common import NEO4J_POOL, NETWORK_RETRY, counts_table, partition_days
 from assets.ingest import normalized
 from assets.partitions import daily_partitions, range_backfill_policy
-from chatetl import pipeline
 from chatetl.graph.connection import DEEP_ENV, deep_mode_from_env
+from chatetl.graph.load import LoadSummary, load_graph_partition
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
@@ -25,9 +25,9 @@ def graph(context: AssetExecutionContext, object_store: ObjectStoreResource, neo
     """Conversation, Message, HAS_MESSAGE, NEXT (active branch), REPLIES_TO (every branch); newest state wins.
     Deep mode (`CHATETL_GRAPH_DEEP=1`) adds a DecisionTrace with its TraceSteps per conversation with tool use."""
     deep = deep_mode_from_env()
-    summary = pipeline.LoadSummary()
+    summary = LoadSummary()
     for day in partition_days(context):
-        summary.add(pipeline.load_graph_partition(object_store.store, neo4j.driver, day, neo4j.database, deep=deep))
+        summary.add(load_graph_partition(object_store.store, neo4j.driver, day, neo4j.database, deep=deep))
     context.log.info(f"graph load: {summary.to_dict()}")
     return MaterializeResult(
         metadata={

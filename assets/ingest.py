@@ -1,8 +1,8 @@
 """raw_uploads and normalized: which uploads belong to a day, and their normalized tables.
 
 Both handle a range of days per run (backfills run up to a week per run); every day is
-processed on its own: its uploads from the upload index (chatetl.uploads), its ledger
-(chatetl.ledger) skipping what is unchanged (chatetl.partition_ingest).
+processed on its own: its uploads from the upload index (chatetl.ingest.index), its ledger
+(chatetl.ingest.ledger) skipping what is unchanged (chatetl.ingest.partition).
 """
 
 
@@ -12,9 +12,11 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 
 from assets.common import NETWORK_RETRY, counts_table, key_list, md_list, md_table, partition_days, wants_reprocess
 from assets.partitions import daily_partitions, range_backfill_policy
-from chatetl import pipeline, uploads
-from chatetl.ledger import ledger_key, parser_fingerprint
-from chatetl.partition_ingest import PartitionIngest, ingest_partition
+from chatetl.ingest.index import find_uploads, info_from_dict, info_to_dict
+from chatetl.ingest.ledger import parser_fingerprint
+from chatetl.ingest.partition import PartitionIngest, ingest_partition
+from chatetl.layout import NORMALIZED_PREFIX, QUARANTINE_PREFIX, index_prefix, ledger_key
+from chatetl.storage import put_bytes_if_changed
 from resources.object_store import ObjectStoreResource
 
 MANIFEST_PREFIX = "manifests/raw_uploads/"
@@ -37,7 +39,7 @@ def raw_uploads(context: AssetExecutionContext, object_store: ObjectStoreResourc
     listing of raw/ when the index does not cover the day yet. Written to a manifest."""
     store = object_store.store
     days = partition_days(context)
-    found, note = uploads.find_uploads(store, days)
+    found, note = find_uploads(store, days)
     context.log.info(note)
     rows = []
     all_keys: list[str] = []
@@ -46,11 +48,11 @@ def raw_uploads(context: AssetExecutionContext, object_store: ObjectStoreResourc
         manifest = {
             "day": day,
             "found_by": d.how,
-            "uploads": [uploads.info_to_dict(u) for u in d.uploads],
+            "uploads": [info_to_dict(u) for u in d.uploads],
             "moved_to_other_days": d.moved,
             "gone": d.gone,
         }
-        pipeline.put_bytes_if_changed(store, manifest_key(day), json.dumps(manifest, indent=1, sort_keys=True).encode(), "application/json")
+        put_bytes_if_changed(store, manifest_key(day), json.dumps(manifest, indent=1, sort_keys=True).encode(), "application/json")
         rows.append((day, len(d.uploads), sum(u.size for u in d.uploads), d.how, len(d.moved), len(d.gone)))
         all_keys += [u.key for u in d.uploads]
     total = sum(r[1] for r in rows)
@@ -64,15 +66,15 @@ def raw_uploads(context: AssetExecutionContext, object_store: ObjectStoreResourc
             "days": md_table(["day", "uploads", "bytes", "found by", "replaced since (now on another day)", "deleted since"], rows),
             "keys": key_list(all_keys),
             "manifest": MetadataValue.path(store.uri(manifest_key(days[-1]))),
-            "upload_index": MetadataValue.path(store.uri(uploads.index_prefix(days[-1]))),
+            "upload_index": MetadataValue.path(store.uri(index_prefix(days[-1]))),
         }
     )
 
 
 def _manifest_uploads(store, day: str) -> list:
     if store.head(manifest_key(day)) is None:  # normalized run alone: find them now
-        return uploads.find_uploads(store, [day])[0][day].uploads
-    return [uploads.info_from_dict(d) for d in json.loads(store.get_bytes(manifest_key(day)))["uploads"]]
+        return find_uploads(store, [day])[0][day].uploads
+    return [info_from_dict(d) for d in json.loads(store.get_bytes(manifest_key(day)))["uploads"]]
 
 
 def _summary(r: PartitionIngest, days: list[str]) -> str:
@@ -128,8 +130,8 @@ def normalized_metadata(store, r: PartitionIngest, days: list[str], per_day: lis
         "retracted": md_table(["upload", "why"], sorted(r.retracted.items())),
         "written": key_list(r.written),
         "unchanged": key_list(r.unchanged),
-        "tables": MetadataValue.path(store.uri(pipeline.NORMALIZED_PREFIX)),
-        "quarantine": MetadataValue.path(store.uri(pipeline.QUARANTINE_PREFIX)),
+        "tables": MetadataValue.path(store.uri(NORMALIZED_PREFIX)),
+        "quarantine": MetadataValue.path(store.uri(QUARANTINE_PREFIX)),
         "ledger": MetadataValue.path(store.uri(ledger_key(days[-1]))),
         "parser": MetadataValue.text(parser_fingerprint()),
         "seconds": round(r.seconds, 2),

@@ -12,7 +12,7 @@ from dagster import DefaultScheduleStatus, RunRequest, ScheduleEvaluationContext
 
 from assets.jobs import ingest_job
 from assets.partitions import daily_partitions
-from chatetl import uploads
+from chatetl.ingest.index import day_is_covered, indexed_uploads, read_coverage
 from resources.object_store import ObjectStoreResource
 
 
@@ -34,6 +34,6 @@ def daily_schedule(context: ScheduleEvaluationContext, object_store: ObjectStore
     if not daily_partitions.has_partition_key(day):
         return SkipReason(f"{day} is before the first partition")
     store = object_store.store
-    if uploads.day_is_covered(day, uploads.read_coverage(store)) and not uploads.indexed_uploads(store, day, compact=False):
+    if day_is_covered(day, read_coverage(store)) and not indexed_uploads(store, day, compact=False):
         return SkipReason(f"no uploads on {day} (the upload index covers that day)")
     return RunRequest(run_key=f"daily:{day}", partition_key=day, tags={"chatetl/trigger": "daily_ingest_schedule"})

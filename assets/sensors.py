@@ -1,6 +1,6 @@
 """The upload sensor: a new or replaced object under raw/ starts a run for its day's partition.
 
-Each tick is one bounded step of chatetl.uploads.discover (at most CHATETL_SENSOR_MAX_KEYS
+Each tick is one bounded step of chatetl.ingest.scan.discover (at most CHATETL_SENSOR_MAX_KEYS
 keys listed and CHATETL_SENSOR_MAX_SECONDS seconds; the position rides in the cursor, so a
 backlog drains over several ticks): new keys after the greatest key seen, then the rolling
 re-scan that finds replaced objects. The changes of one day found in one tick become one
@@ -31,7 +31,8 @@ from dagster import (
 
 from assets.jobs import ingest_job
 from assets.partitions import daily_partitions
-from chatetl import uploads
+from chatetl.ingest.index import UploadBatch, batches_by_day, publish_coverage, record_batches
+from chatetl.ingest.scan import ScanCursor, check_cursor, discover
 from resources.object_store import ObjectStoreResource
 
 TICK_SECONDS = 30
@@ -64,7 +65,7 @@ def queued_run_for(context: SensorEvaluationContext, day: str) -> str | None:
     return None
 
 
-def run_key_for(context: SensorEvaluationContext, batch: uploads.UploadBatch) -> str:
+def run_key_for(context: SensorEvaluationContext, batch: UploadBatch) -> str:
     """The batch's run key, unless that `key@etag` already ran for another day: identical bytes
     uploaded again on a later day move the upload there, and Dagster skips a run key it has
     seen, so that version gets `key@etag@date=D` (still one run key per upload version)."""
@@ -92,10 +93,10 @@ def run_key_for(context: SensorEvaluationContext, batch: uploads.UploadBatch) ->
 )
 def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreResource) -> SensorResult:
     store = object_store.store
-    cursor, reset = uploads.check_cursor(store, uploads.ScanCursor.from_json(context.cursor))
+    cursor, reset = check_cursor(store, ScanCursor.from_json(context.cursor))
     if reset:
         context.log.warning("the upload index is gone (state/ deleted?): scanning raw/ from the start to rebuild it")
-    found = uploads.discover(
+    found = discover(
         store,
         cursor,
         now=time.time(),
@@ -105,14 +106,14 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
     for key in found.ignored[:20]:
         context.log.warning(f"ignored {key!r}: not a usable upload key (.., backslash, ...); rename it to have it read")
     batches = []
-    for batch in uploads.batches_by_day(found.changes):
+    for batch in batches_by_day(found.changes):
         if not daily_partitions.has_partition_key(batch.day):
             context.log.warning(f"{len(batch.uploads)} upload(s) of {batch.day} are outside the partitions (CHATETL_PARTITIONS_START?)")
             continue
         batches.append(batch)
-    uploads.record_batches(store, batches)
+    record_batches(store, batches)
     if found.coverage is not None:
-        uploads.publish_coverage(store, found.coverage)
+        publish_coverage(store, found.coverage)
     requests = []
     joined = []
     for batch in batches:

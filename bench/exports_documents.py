@@ -34,12 +34,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chatgpt_shaped import conversation as chatgpt_conversation  # noqa: E402
 
-from chatetl.chunks import ChunkOptions, chunk_document, load_chunks  # noqa: E402
-from chatetl.documents import build_document, load_documents  # noqa: E402
 from chatetl.exports.files import conversation_files, temporary_collector, training_lines  # noqa: E402
 from chatetl.exports.formats import PER_CONVERSATION  # noqa: E402
 from chatetl.exports.markdown import _render, markdown_equivalent  # noqa: E402
 from chatetl.exports.meta import export_views  # noqa: E402
+from chatetl.graph.chunks import load_chunks  # noqa: E402
+from chatetl.graph.documents import load_documents  # noqa: E402
+from chatetl.rag.chunking import ChunkOptions, chunk_document  # noqa: E402
+from chatetl.rag.documents import build_document  # noqa: E402
 from chatetl.readers import ReadReport, read_path  # noqa: E402
 
 

@@ -12,12 +12,10 @@ Each runs in its own process so peak RSS is its own.
 from __future__ import annotations
 
 import argparse
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -24,10 +24,14 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from chatetl.ingest.index import UploadBatch, current_state, indexed_uploads, record_batches
+from chatetl.ingest.scan import ScanCursor, discover
+from chatetl.layout import RAW_PREFIX
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from chatetl import settings, uploads  # noqa: E402
+from chatetl import settings
 from chatetl.storage import S3ObjectStore, s3_client  # noqa: E402
 
 
@@ -55,12 +59,12 @@ def main() -> int:
         print(f"{args.uploads} uploads in s3://{bucket} ({endpoint}), filled in {t_fill:.1f} s")
 
         # drain the backlog as the sensor would, then index it in simulated days
-        cursor = uploads.ScanCursor()
+        cursor = ScanCursor()
         ticks = 0
         t0 = time.perf_counter()
         found = []
         while True:
-            step = uploads.discover(store, cursor, now=time.time(), max_keys=args.cap)
+            step = discover(store, cursor, now=time.time(), max_keys=args.cap)
             cursor, ticks = step.cursor, ticks + 1
             found += step.changes
             if step.fast_path_drained:
@@ -72,36 +76,36 @@ def main() -> int:
             per_day.setdefault(f"2026-01-{1 + i % args.days:02d}", []).append(info)
         for day, infos in per_day.items():
             for j in range(0, len(infos), 50):  # ~ one batch file per tick that found uploads
-                uploads.record_batches(store, [uploads.UploadBatch(day, tuple(infos[j : j + 50]))])
+                record_batches(store, [UploadBatch(day, tuple(infos[j : j + 50]))])
 
         # steady state: nothing new
-        _, t_tick = timed(lambda: uploads.discover(store, cursor, now=time.time(), max_keys=args.cap))
-        _, t_full = timed(lambda: sum(1 for _ in store.list(uploads.RAW_PREFIX)))
+        _, t_tick = timed(lambda: discover(store, cursor, now=time.time(), max_keys=args.cap))
+        _, t_full = timed(lambda: sum(1 for _ in store.list(RAW_PREFIX)))
         print(f"steady tick (fast path + {args.cap}-key re-scan step): {t_tick:.2f} s   baseline full listing of raw/: {t_full:.2f} s")
 
         store.put_bytes("raw/zzz-newest.json", b"[]")
-        step, t_new = timed(lambda: uploads.discover(store, cursor, now=time.time(), max_keys=args.cap))
+        step, t_new = timed(lambda: discover(store, cursor, now=time.time(), max_keys=args.cap))
         print(f"tick finding a new last-sorting key: {t_new:.2f} s, found {[c.key for c in step.changes]}")
 
         cyc_cursor, cyc_ticks = step.cursor, 0
         t0 = time.perf_counter()
         while True:
-            s = uploads.discover(store, cyc_cursor, now=time.time(), max_keys=args.cap)
+            s = discover(store, cyc_cursor, now=time.time(), max_keys=args.cap)
             cyc_cursor, cyc_ticks = s.cursor, cyc_ticks + 1
             if s.cycle_completed:
                 break
         print(f"full re-scan cycle (finds replaced uploads): {cyc_ticks} ticks, {time.perf_counter() - t0:.1f} s of work in all")
 
         day = "2026-01-07"
-        idx, t_idx = timed(lambda: uploads.indexed_uploads(store, day, compact=False))
-        _, t_head = timed(lambda: uploads.current_state(store, [u.key for u in idx]))
-        _, t_list = timed(lambda: [o for o in store.list(uploads.RAW_PREFIX) if o.key in {u.key for u in idx}])
+        idx, t_idx = timed(lambda: indexed_uploads(store, day, compact=False))
+        _, t_head = timed(lambda: current_state(store, [u.key for u in idx]))
+        _, t_list = timed(lambda: [o for o in store.list(RAW_PREFIX) if o.key in {u.key for u in idx}])
         print(
             f"partition run, {len(idx)} uploads of {day}: index {t_idx:.2f} s + HEAD each {t_head:.2f} s = {t_idx + t_head:.2f} s"
             f"   baseline full listing of raw/: {t_list:.2f} s"
         )
-        idx2, t_comp = timed(lambda: uploads.indexed_uploads(store, day))
-        _, t_after = timed(lambda: uploads.indexed_uploads(store, day))
+        idx2, t_comp = timed(lambda: indexed_uploads(store, day))
+        _, t_after = timed(lambda: indexed_uploads(store, day))
         print(f"index read with compaction: {t_comp:.2f} s once, then {t_after:.2f} s ({len(idx2)} uploads)")
     finally:
         keys = [o.key for o in store.list("")]

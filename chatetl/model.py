@@ -3,13 +3,19 @@
 One `Conversation` holds the whole message tree of one chat as it was in one
 source file. Readers yield conversations one at a time; nothing here holds a
 whole export.
+
+The same chat can arrive many times (a newer export, a one-chat file of it, a replayed
+old upload). The state rules at the end of this module decide which state is newest:
+every stage (graph, Documents, exports) applies them, so an older state never replaces
+a newer one, whatever order the uploads are processed in.
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timezone
 from enum import StrEnum
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -160,3 +166,57 @@ class Conversation(_Model):
     def key(self) -> str:
         """Stable identity across sources: the platform and its own conversation id."""
         return f"{self.platform}:{self.conversation_id}"
+
+
+# ---- the state rules: which of two states of one conversation is newest ----
+
+
+def state_version(conv: Conversation) -> float:
+    """How new a conversation's state is, by the source's own clock: its update time, else its newest message."""
+    if conv.updated_at is not None:
+        return conv.updated_at.timestamp()
+    times = [m.created_at.timestamp() for m in conv.messages if m.created_at is not None]
+    if times:
+        return max(times)
+    return conv.created_at.timestamp() if conv.created_at else 0.0
+
+
+# How much of a conversation a format carries. Only used to break a tie between two states
+# with the same update time from different formats: the richer one wins (account exports
+# and session logs hold the whole tree with ids and tool calls; REX the upstream messages;
+# chat-export files and ShareGPT datasets only the visible turns).
+SOURCE_FIDELITY: dict[str, int] = {
+    Source.CHATGPT.value: 3,
+    Source.CLAUDE_AI.value: 3,
+    Source.CLAUDE_CODE.value: 3,
+    Source.REX.value: 2,
+    Source.CHAT_EXPORT.value: 1,
+    Source.SHAREGPT.value: 1,
+}
+
+
+def state_hash(conv: Conversation) -> str:
+    """A fingerprint of a conversation's state (everything but the file it was read from)."""
+    return hashlib.sha256(conv.model_dump_json(exclude={"source_file"}).encode()).hexdigest()[:32]
+
+
+def state_batches(conversations: Iterable[Conversation], max_items: int, weight=lambda conv: 1) -> Iterator[list[Conversation]]:
+    """Batches of conversations whose `weight`s add up to at most about `max_items` (one
+    conversation is never split), in which two states of one conversation never meet: the
+    second starts a new batch, so the first is decided (written, or refused by the rules)
+    before the second is compared with it."""
+    batch: list[Conversation] = []
+    keys: set[str] = set()
+    size = 0
+    for conv in conversations:
+        if conv.key in keys:
+            yield batch
+            batch, keys, size = [], set(), 0
+        batch.append(conv)
+        keys.add(conv.key)
+        size += weight(conv)
+        if size >= max_items:
+            yield batch
+            batch, keys, size = [], set(), 0
+    if batch:
+        yield batch

@@ -99,12 +99,32 @@ class ObjectStore(ABC):
         return n
 
 
-def _md5_file(path: Path) -> str:
+def file_md5(path: str | Path) -> str:
+    """The MD5 hex digest of a file: what an unencrypted S3 single-part ETag is."""
     h = hashlib.md5(usedforsecurity=False)
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1024 * 1024), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def put_if_changed(store: ObjectStore, key: str, path: str | Path, content_type: str | None = None) -> bool:
+    """Write unless the object already holds exactly these bytes (size and ETag); True when
+    written. A rerun that produces the same bytes leaves the object, and its ETag, alone."""
+    old = store.head(key)
+    if old is not None and old.size == os.path.getsize(path) and old.etag == file_md5(path):
+        return False
+    store.put_file(key, path, content_type)
+    return True
+
+
+def put_bytes_if_changed(store: ObjectStore, key: str, data: bytes, content_type: str | None = None) -> bool:
+    """`put_if_changed` for bytes in memory."""
+    old = store.head(key)
+    if old is not None and old.size == len(data) and old.etag == hashlib.md5(data, usedforsecurity=False).hexdigest():
+        return False
+    store.put_bytes(key, data, content_type)
+    return True
 
 
 class LocalObjectStore(ObjectStore):
@@ -122,7 +142,7 @@ class LocalObjectStore(ObjectStore):
 
     def _info(self, key: str, path: Path) -> ObjectInfo:
         st = path.stat()
-        return ObjectInfo(key=key, etag=_md5_file(path), size=st.st_size, last_modified=datetime.fromtimestamp(st.st_mtime, tz=timezone.utc))
+        return ObjectInfo(key=key, etag=file_md5(path), size=st.st_size, last_modified=datetime.fromtimestamp(st.st_mtime, tz=timezone.utc))
 
     def list(self, prefix: str = "", start_after: str | None = None, limit: int | None = None) -> Iterator[ObjectInfo]:
         keys = []

@@ -13,6 +13,10 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from chatetl.ingest.index import partition_of
+from chatetl.layout import EXPORTS_PREFIX, NORMALIZED_PREFIX, QUARANTINE_PREFIX, RAG_DOCUMENTS_PREFIX, RAW_PREFIX
+from chatetl.storage import put_bytes_if_changed
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -30,7 +34,6 @@ ensure_dagster_home(os.environ["DAGSTER_HOME"])  # dagster.yaml with the run and
 def main() -> int:
     from dagster import DagsterInstance
 
-    from chatetl import pipeline
     from chatetl.definitions import defs
     from chatetl.samples import sample_uploads
 
@@ -41,10 +44,10 @@ def main() -> int:
         if store.bucket not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:  # type: ignore[attr-defined]
             client.create_bucket(Bucket=store.bucket)  # type: ignore[attr-defined]
     for key, data in sample_uploads().items():
-        state = "uploaded" if pipeline.put_bytes_if_changed(store, key, data) else "already there"
+        state = "uploaded" if put_bytes_if_changed(store, key, data) else "already there"
         print(f"sample {store.uri(key)}: {state}")
 
-    days = sorted({pipeline.partition_of(info) for info in store.list(pipeline.RAW_PREFIX)})
+    days = sorted({partition_of(info) for info in store.list(RAW_PREFIX)})
     instance = DagsterInstance.get()
     job = defs.resolve_job_def("ingest_job")
     for day in days:
@@ -71,7 +74,7 @@ def main() -> int:
     for r in records:
         print(f"  Neo4j: {r['conversations']} {r['source']} conversations, {r['total_messages']} visible messages")
     print(f"  Neo4j Bolt:         {os.environ['NEO4J_URI']} (user {os.environ['NEO4J_USER']}, password in deploy/local.env)")
-    for prefix in (pipeline.RAW_PREFIX, pipeline.NORMALIZED_PREFIX, pipeline.RAG_PREFIX, pipeline.EXPORTS_PREFIX, pipeline.QUARANTINE_PREFIX):
+    for prefix in (RAW_PREFIX, NORMALIZED_PREFIX, RAG_DOCUMENTS_PREFIX, EXPORTS_PREFIX, QUARANTINE_PREFIX):
         n = sum(1 for _ in store.list(prefix))
         print(f"  {prefix:<14} {store.uri(prefix)}  ({n} objects)")
     print(f"  S3 endpoint:        {os.environ.get('CHATETL_S3_ENDPOINT_URL')} (keys in deploy/local.env)")

@@ -15,8 +15,7 @@ import pytest
 from dagster import DagsterInstance
 
 from assets.common import REPROCESS_TAG
-from chatetl.ledger import ledger_key
-from chatetl.pipeline import table_key, upload_id
+from chatetl.layout import ledger_key, table_key, upload_id
 from chatetl.samples import chatgpt_conversations, claude_export, continued
 
 pytestmark = pytest.mark.integration

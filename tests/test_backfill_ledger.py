@@ -1,4 +1,4 @@
-"""The ledger that makes reruns and backfills cheap and safe (chatetl.partition_ingest), on a
+"""The ledger that makes reruns and backfills cheap and safe (chatetl.ingest.partition), on a
 local folder store: an unchanged upload is skipped, a replaced one, a parser change or a
 missing output makes it run again; a replaced upload that moved to a later day leaves the
 earlier one; a deleted upload's outputs are retracted."""
@@ -12,10 +12,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from chatetl import ledger as ledger_module
-from chatetl import partition_ingest, pipeline
-from chatetl.ledger import Ledger, read_location
-from chatetl.partition_ingest import ingest_partition
+from chatetl.ingest import ledger as ledger_module
+from chatetl.ingest import partition as partition_ingest
+from chatetl.ingest.index import partition_of
+from chatetl.ingest.ledger import Ledger, read_location
+from chatetl.ingest.partition import ingest_partition
+from chatetl.layout import table_key, upload_id
 from chatetl.samples import ChatGPTBuilder, chatgpt_conversations
 from chatetl.storage import LocalObjectStore
 
@@ -79,10 +81,10 @@ def test_parser_change_missing_output_or_reprocess_tag_run_it_again(store, monke
     assert ingest_partition(store, "2026-03-01", [info]).skipped == [info.key]
     assert ingest_partition(store, "2026-03-01", [info], reprocess=True).processed == [info.key]
 
-    store.delete(pipeline.table_key("messages", "2026-03-01", pipeline.upload_id(info.key)))
+    store.delete(table_key("messages", "2026-03-01", upload_id(info.key)))
     again = ingest_partition(store, "2026-03-01", [info])
     assert again.processed == [info.key]
-    assert store.head(pipeline.table_key("messages", "2026-03-01", pipeline.upload_id(info.key))) is not None
+    assert store.head(table_key("messages", "2026-03-01", upload_id(info.key))) is not None
 
     monkeypatch.setattr(ledger_module, "parser_fingerprint", lambda: "a-newer-parser")
     monkeypatch.setattr(partition_ingest, "parser_fingerprint", lambda: "a-newer-parser")
@@ -92,23 +94,23 @@ def test_parser_change_missing_output_or_reprocess_tag_run_it_again(store, monke
 
 
 def test_an_upload_replaced_on_a_later_day_moves_there(store):
-    uid = pipeline.upload_id("raw/a/conversations.json")
+    uid = upload_id("raw/a/conversations.json")
     old = put(store, "raw/a/conversations.json", chatgpt_conversations(), DAY1)
     ingest_partition(store, "2026-03-01", [old])
-    assert store.head(pipeline.table_key("conversations", "2026-03-01", uid)) is not None
+    assert store.head(table_key("conversations", "2026-03-01", uid)) is not None
 
     new = put(store, "raw/a/conversations.json", chatgpt_conversations()[:2], DAY2)
     day2 = ingest_partition(store, "2026-03-02", [new])
     assert day2.processed == [new.key] and "moved here from partition 2026-03-01" in day2.retracted[new.key]
-    assert store.head(pipeline.table_key("conversations", "2026-03-01", uid)) is None
-    assert store.head(pipeline.table_key("conversations", "2026-03-02", uid)) is not None
+    assert store.head(table_key("conversations", "2026-03-01", uid)) is None
+    assert store.head(table_key("conversations", "2026-03-02", uid)) is not None
     assert read_location(store, uid)["day"] == "2026-03-02"
 
     # the earlier day's rerun drops the upload from its ledger (its manifest no longer lists it)
     day1 = ingest_partition(store, "2026-03-01", [])
     assert day1.uploads == 0 and "now in partition 2026-03-02" in day1.retracted[new.key]
     assert new.key not in Ledger.load(store, "2026-03-01").entries
-    assert store.head(pipeline.table_key("conversations", "2026-03-02", uid)) is not None
+    assert store.head(table_key("conversations", "2026-03-02", uid)) is not None
 
 
 def test_a_deleted_upload_is_retracted_from_its_day(store):
@@ -118,7 +120,7 @@ def test_a_deleted_upload_is_retracted_from_its_day(store):
     store.delete(gone.key)
     result = ingest_partition(store, "2026-03-01", [keep])
     assert result.retracted == {gone.key: "deleted from raw/"}
-    assert [o.key for o in store.list("normalized/conversations/")] == [pipeline.table_key("conversations", "2026-03-01", pipeline.upload_id(keep.key))]
+    assert [o.key for o in store.list("normalized/conversations/")] == [table_key("conversations", "2026-03-01", upload_id(keep.key))]
 
 
 def test_an_upload_the_manifest_missed_is_still_processed(store):
@@ -133,7 +135,7 @@ def test_an_upload_the_manifest_missed_is_still_processed(store):
 
 def test_a_day_of_nothing_readable_is_not_useful(store):
     info = store.put_bytes("raw/empty.json", b"")
-    result = ingest_partition(store, pipeline.partition_of(info), [info])
+    result = ingest_partition(store, partition_of(info), [info])
     assert not result.useful and result.failed_uploads == [info.key]
     # and a rerun, although it skips the upload, is still not useful
-    assert not ingest_partition(store, pipeline.partition_of(info), [info]).useful
+    assert not ingest_partition(store, partition_of(info), [info]).useful

@@ -13,12 +13,15 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import AssetCheckKey, DagsterInstance
 
-from chatetl import pipeline
-from chatetl.partition_ingest import ingest_partition
-from chatetl.quality import check_graph_partition, check_normalized_partition, schema_problems
-from chatetl.normalize import MESSAGES_SCHEMA
+from chatetl.graph.checks import check_graph_partition
+from chatetl.graph.load import load_graph_partition
+from chatetl.ingest.checks import check_normalized_partition, schema_problems
+from chatetl.ingest.index import partition_of
+from chatetl.ingest.partition import ingest_partition
+from chatetl.layout import table_key, upload_id
 from chatetl.samples import chatgpt_conversations, continued
 from chatetl.storage import LocalObjectStore
+from chatetl.tables import MESSAGES_SCHEMA
 
 DAY1 = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc).timestamp()
 DAY2 = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc).timestamp()
@@ -33,13 +36,13 @@ def upload(store, key, convs, when):
     store.put_bytes(key, json.dumps(convs).encode())
     os.utime(store.root / key, (when, when))
     info = store.head(key)
-    day = pipeline.partition_of(info)
+    day = partition_of(info)
     ingest_partition(store, day, [info])
     return info, day
 
 
 def rewrite_messages(store, info, day, change, schema=MESSAGES_SCHEMA):
-    path = store.root / pipeline.table_key("messages", day, pipeline.upload_id(info.key))
+    path = store.root / table_key("messages", day, upload_id(info.key))
     rows = pq.read_table(path).to_pylist()
     rows = change(rows)
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
@@ -130,8 +133,8 @@ def test_the_graph_check_follows_newest_wins(store, clean_graph):
     _, day1 = upload(store, "raw/day1.json", [old], DAY1)
     _, day2 = upload(store, "raw/day2.json", [new], DAY2)
     # the newer day first, then a re-run of the older one: the graph keeps the newer state
-    pipeline.load_graph_partition(store, clean_graph, day2, database)
-    pipeline.load_graph_partition(store, clean_graph, day1, database)
+    load_graph_partition(store, clean_graph, day2, database)
+    load_graph_partition(store, clean_graph, day1, database)
     second = check_graph_partition(store, clean_graph, day2, database)
     first = check_graph_partition(store, clean_graph, day1, database)
     assert second.passed and second.counts["matched"] == 1
@@ -157,7 +160,7 @@ def test_a_failing_blocking_check_stops_the_graph(tmp_path, monkeypatch, service
     defs = chatetl.definitions.build_definitions()
     store = defs.resources["object_store"].store
     info = store.put_bytes("raw/a.json", json.dumps(chatgpt_conversations()).encode())
-    day = pipeline.partition_of(info)
+    day = partition_of(info)
     everything = defs.resolve_implicit_global_asset_job_def()
     assert everything.get_subset(asset_selection={raw_uploads.key, normalized.key}).execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral()).success
 

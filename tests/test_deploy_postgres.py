@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chatetl import pipeline
+from chatetl.ingest.index import partition_of
+from chatetl.layout import NORMALIZED_PREFIX
 from chatetl.samples import chatgpt_export
 from chatetl.storage import S3ObjectStore, s3_client
 
@@ -318,7 +319,7 @@ def test_queued_runs_succeed_on_postgres_storage(deployment, clean_graph, servic
     processes = deployment["processes"]
     store = S3ObjectStore(s3_client(services["CHATETL_S3_ENDPOINT_URL"]), deployment["bucket"])
     info = store.put_bytes("raw/deploy-test/chatgpt-export.zip", chatgpt_export())
-    day = pipeline.partition_of(info)
+    day = partition_of(info)
     day_before = (date.fromisoformat(day) - timedelta(days=1)).isoformat()  # no uploads: an empty partition
 
     client = DagsterGraphQLClient("127.0.0.1", port_number=deployment["web_port"], timeout=60)
@@ -394,8 +395,8 @@ def test_queued_runs_succeed_on_postgres_storage(deployment, clean_graph, servic
         instance.dispose()
 
     # the data went where the production resources say: the bucket and the graph
-    normalized = [o.key for o in store.list(pipeline.NORMALIZED_PREFIX)]
-    assert any(k.startswith(f"{pipeline.NORMALIZED_PREFIX}messages/date={day}/") for k in normalized), normalized
+    normalized = [o.key for o in store.list(NORMALIZED_PREFIX)]
+    assert any(k.startswith(f"{NORMALIZED_PREFIX}messages/date={day}/") for k in normalized), normalized
     records, _, _ = clean_graph.execute_query(
         "MATCH (c:Conversation) RETURN count(c) AS n", database_=services["NEO4J_DATABASE"])
     assert records[0]["n"] == 3  # the same day twice: no duplicates

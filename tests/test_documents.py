@@ -10,11 +10,14 @@ import pytest
 from export_inputs import chat, sample_conversations
 from pydantic import ValidationError
 
-from chatetl.chunks import ChunkOptions, chunk_document, chunk_spans, chunks_jsonl, load_embedder, lucene_escape
-from chatetl.documents import Span, build_document, document_for, platform_label
+from chatetl.graph.chunks import lucene_escape
+from chatetl.labels import platform_label
 from chatetl.model import Source
-from chatetl.rag import DocumentsResult, write_upload_documents
-from chatetl.readers.chat_export import _PLATFORM_ALIASES
+from chatetl.rag.chunking import ChunkOptions, chunk_document, chunk_spans, chunks_jsonl
+from chatetl.rag.documents import Span, build_document, document_for
+from chatetl.rag.embeddings import load_embedder
+from chatetl.rag.partition import DocumentsResult, write_upload_documents
+from chatetl.readers.platforms import PLATFORM_ALIASES
 from chatetl.selection import ContentOptions
 from chatetl.storage import LocalObjectStore
 
@@ -37,7 +40,7 @@ def test_document_has_the_seed_properties():
 
 
 def test_every_platform_has_a_label():
-    for platform in {*_PLATFORM_ALIASES.values(), "chatgpt", "claude-ai", "claude-code", "rex", "unknown"}:
+    for platform in {*PLATFORM_ALIASES.values(), "chatgpt", "claude-ai", "claude-code", "rex", "unknown"}:
         label = platform_label(platform)
         assert label and label != platform and "-" not in label, platform
     assert platform_label("le-chat-pro") == "Le Chat Pro" and platform_label("") == "Chat"

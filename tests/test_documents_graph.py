@@ -12,9 +12,10 @@ from datetime import timedelta
 import pytest
 from export_inputs import T0, chat, sample_conversations
 
-from chatetl.chunks import FULLTEXT_INDEX, VECTOR_INDEX, ChunkOptions, search_chunks, similar_chunks
+from chatetl.graph.chunks import FULLTEXT_INDEX, VECTOR_INDEX, search_chunks, similar_chunks
 from chatetl.graph.load import load_conversations
-from chatetl.rag import DocumentsResult, write_upload_documents
+from chatetl.rag.chunking import ChunkOptions
+from chatetl.rag.partition import DocumentsResult, write_upload_documents
 from chatetl.storage import LocalObjectStore
 
 pytestmark = pytest.mark.integration

@@ -17,11 +17,11 @@ from click.testing import CliRunner
 from export_inputs import T0, chat, sample_conversations, visible
 
 from chatetl.cli import main
-from chatetl.exports.bucket import manifest_key
-from chatetl.exports.filenames import RESERVED, conversation_basename, export_basename, slug
 from chatetl.exports.files import conversation_files, training_lines
 from chatetl.exports.formats import ALL_FORMATS, PER_CONVERSATION, parse_formats
-from chatetl.exports.partition import ExportPlan, bundle_key, training_key, write_partition_exports
+from chatetl.exports.partition import ExportPlan, write_partition_exports
+from chatetl.filenames import RESERVED, conversation_basename, export_basename, slug
+from chatetl.layout import bundle_key, export_manifest_key, training_key
 from chatetl.model import Citation
 from chatetl.readers import ReadReport, read_path
 from chatetl.samples import chatgpt_export
@@ -282,7 +282,7 @@ def test_a_newer_state_replaces_the_files_and_an_older_one_never_regresses(tmp_p
     assert sorted(result.deleted) == old_keys  # the renamed conversation leaves no stale file
     (md_key,) = _keys(store, "exports/md/")
     assert "Renamed" in md_key and "new answer" in store.get_bytes(md_key).decode()
-    manifest = json.loads(store.get_bytes(manifest_key(new.key)))
+    manifest = json.loads(store.get_bytes(export_manifest_key(new.key)))
     assert manifest["files"] == {"html": _keys(store, "exports/html/"), "md": [md_key]}
 
     late = write_partition_exports(store, "2026-03-14", _upload(old), plan)  # a backfill of the older day

@@ -13,10 +13,10 @@ import pytest
 from dagster import DagsterInstance
 from export_inputs import T0, chat
 
-from chatetl import pipeline
-from chatetl.chunks import search_chunks
 from chatetl.exports.formats import PER_CONVERSATION
 from chatetl.exports.partition import ExportPlan, write_partition_exports
+from chatetl.graph.chunks import search_chunks
+from chatetl.ingest.index import partition_of
 from chatetl.samples import chatgpt_export
 
 pytestmark = pytest.mark.integration
@@ -42,7 +42,7 @@ def test_assets_produce_documents_chunks_and_every_format_for_every_upload(defin
     store = definitions.resources["object_store"].store
     store.put_bytes("raw/alice/chatgpt-export.zip", chatgpt_export())
     info = store.put_bytes("raw/bob/grok-tides.json", json.dumps(GROK).encode())
-    day = pipeline.partition_of(info)
+    day = partition_of(info)
     job = definitions.resolve_job_def("ingest_job")
     instance = DagsterInstance.ephemeral()
     run = job.execute_in_process(partition_key=day, instance=instance)

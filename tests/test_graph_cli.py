@@ -7,10 +7,10 @@ import os
 
 import pytest
 from click.testing import CliRunner
+from graph_inputs import EXPECTED, write_inputs
 
 from chatetl.cli import main
 from chatetl.samples import chatgpt_export
-from graph_inputs import EXPECTED, write_inputs
 
 pytestmark = pytest.mark.integration
 

@@ -16,12 +16,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from graph_inputs import T0, conversation, generated, graph_dump, read, rex_record, wipe, write_inputs
 
-from chatetl.documents import document_for, load_documents
+from chatetl.graph.documents import load_documents
 from chatetl.graph.load import load_conversations
 from chatetl.model import Source
+from chatetl.rag.documents import document_for
 from chatetl.samples import ChatGPTBuilder
-from graph_inputs import T0, conversation, generated, graph_dump, read, rex_record, wipe, write_inputs
 
 pytestmark = pytest.mark.integration
 

@@ -12,13 +12,15 @@ import os
 import re
 
 import pytest
+from graph_inputs import EXPECTED, LONG_PASTE, read, wipe, write_inputs
 
-from chatetl.documents import document_for, load_documents, platform_label
+from chatetl.graph.documents import load_documents
 from chatetl.graph.load import load_conversations
 from chatetl.graph.properties import CONTENT_LIMIT
 from chatetl.graph.schema import CONSTRAINTS, INDEXES, ensure_schema
+from chatetl.labels import platform_label
+from chatetl.rag.documents import document_for
 from chatetl.readers.timeutil import iso
-from graph_inputs import EXPECTED, LONG_PASTE, read, wipe, write_inputs
 
 pytestmark = pytest.mark.integration
 

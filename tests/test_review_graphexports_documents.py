@@ -7,10 +7,11 @@ import os
 from datetime import timedelta
 
 import pytest
-
-from chatetl.documents import document_for, load_documents
-from chatetl.graph.load import load_conversations
 from graph_inputs import T0, conversation
+
+from chatetl.graph.documents import load_documents
+from chatetl.graph.load import load_conversations
+from chatetl.rag.documents import document_for
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +48,7 @@ def test_tied_states_document_matches_the_graph_whatever_the_order(clean_graph, 
 
 @pytest.mark.parametrize("order", [(0, 1), (1, 0)])
 def test_tied_states_in_one_documents_batch_leave_the_winners_chunks(clean_graph, order):
-    from chatetl.rag import DocumentsResult, process_documents
+    from chatetl.rag.partition import DocumentsResult, process_documents
 
     when = T0 + timedelta(days=1)
     states = [

@@ -17,7 +17,7 @@ from dagster import DagsterInstance, DagsterRunStatus, build_sensor_context, ins
 
 from assets.common import md_fenced
 from assets.sensors import upload_sensor
-from chatetl import pipeline, uploads
+from chatetl.ingest.index import partition_of
 from chatetl.samples import chatgpt_export
 
 pytestmark = pytest.mark.integration
@@ -37,7 +37,7 @@ def test_same_bytes_uploaded_again_on_a_later_day_get_a_run_key_of_their_own(def
 
     store = definitions.resources["object_store"].store
     info = store.put_bytes("raw/carol/chatgpt-export.zip", chatgpt_export())
-    today = uploads.partition_of(info)
+    today = partition_of(info)
     yesterday = (info.last_modified - timedelta(days=1)).date().isoformat()
     plain = f"{info.key}@{info.etag}"
     with instance_for_test() as instance:
@@ -67,7 +67,7 @@ def test_previews_show_upload_text_inert(definitions, clean_graph):
     store = definitions.resources["object_store"].store
     info = store.put_bytes("raw/mallory/grok.json", json.dumps(HOSTILE).encode())
     run = definitions.resolve_job_def("ingest_job").execute_in_process(
-        partition_key=pipeline.partition_of(info), instance=DagsterInstance.ephemeral()
+        partition_key=partition_of(info), instance=DagsterInstance.ephemeral()
     )
     assert run.success
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in run.get_asset_materialization_events()}

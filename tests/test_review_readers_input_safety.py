@@ -16,10 +16,10 @@ import zipfile
 
 import pytest
 
-from chatetl import normalize as normalize_mod
+from chatetl import tables as normalize_mod
 from chatetl.model import Conversation, Message, Role, Source
-from chatetl.readers import Entry, ReadReport, read_entry, read_path
-from chatetl.readers import archive, jsonstream, report as report_mod
+from chatetl.readers import Entry, ReadReport, archive, jsonstream, read_entry, read_path
+from chatetl.readers import report as report_mod
 from chatetl.storage import LocalObjectStore
 
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from dagster import build_schedule_context
 
 from assets.schedules import daily_schedule
-from chatetl import uploads
+from chatetl.ingest.index import batches_by_day, publish_coverage, record_batches
 from resources.object_store import LocalObjectStoreResource
 
 
@@ -35,14 +35,14 @@ def test_a_day_the_index_shows_empty_is_skipped_a_day_with_uploads_runs(tmp_path
     store = resource.store
     when = datetime(2026, 3, 2, 1, 0, tzinfo=timezone.utc)
     # the index covers 2026-03-01 entirely and holds nothing for it
-    uploads.publish_coverage(store, datetime(2026, 3, 2, 0, 30, tzinfo=timezone.utc).timestamp())
+    publish_coverage(store, datetime(2026, 3, 2, 0, 30, tzinfo=timezone.utc).timestamp())
     data = evaluate(resource, when)
     assert data.run_requests == [] and "no uploads on 2026-03-01" in data.skip_message
 
     info = store.put_bytes("raw/x.json", b"[]")
     t = datetime(2026, 3, 1, 15, 0, tzinfo=timezone.utc).timestamp()
     os.utime(store.root / "raw/x.json", (t, t))
-    uploads.record_batches(store, uploads.batches_by_day([store.head(info.key)]))
+    record_batches(store, batches_by_day([store.head(info.key)]))
     assert [r.partition_key for r in evaluate(resource, when).run_requests] == ["2026-03-01"]
 
 

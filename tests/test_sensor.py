@@ -11,7 +11,7 @@ import pytest
 from dagster import build_sensor_context
 
 from assets.sensors import upload_sensor
-from chatetl import uploads
+from chatetl.ingest.index import indexed_uploads, partition_of, read_coverage
 from chatetl.samples import chatgpt_export
 from resources.object_store import S3ObjectStoreResource
 
@@ -43,7 +43,7 @@ def test_new_same_and_replaced_upload(resource):
     store = resource.store
     data = chatgpt_export()
     info = store.put_bytes("raw/alice/chatgpt-export.zip", data)
-    today = uploads.partition_of(info)
+    today = partition_of(info)
     assert today == datetime.now(timezone.utc).date().isoformat()
 
     requests, cursor, _ = tick(resource, None)
@@ -55,7 +55,7 @@ def test_new_same_and_replaced_upload(resource):
     # the run will find its upload in the index, without listing raw/
     batch = json.loads(store.get_bytes(request.tags["chatetl/index_batch"]))
     assert [u["key"] for u in batch["uploads"]] == [info.key]
-    assert [u.key for u in uploads.indexed_uploads(store, today)] == [info.key]
+    assert [u.key for u in indexed_uploads(store, today)] == [info.key]
 
     # the same upload on the next tick: nothing to run
     requests, cursor2, skip = tick(resource, cursor)
@@ -103,14 +103,14 @@ def test_a_backlog_drains_over_several_ticks(resource, monkeypatch):
     assert requested == keys  # every upload exactly once, in key order
     # then the re-scan walks the 25 keys, 10 per tick, finding nothing new, and completes a cycle
     quiet_ticks = 0
-    while uploads.read_coverage(store) is None:
+    while read_coverage(store) is None:
         requests, cursor, skip = tick(resource, cursor)
         assert requests == [] and "no new or replaced" in skip
         quiet_ticks += 1
         assert quiet_ticks <= 4
     assert quiet_ticks >= 2  # bounded: one tick could not re-scan 25 keys under a cap of 10
     assert json.loads(cursor)["cycles"] >= 1
-    assert [u.key for u in uploads.indexed_uploads(store, uploads.partition_of(store.head(keys[0])))] == keys
+    assert [u.key for u in indexed_uploads(store, partition_of(store.head(keys[0])))] == keys
 
 
 def test_uploads_join_a_run_still_waiting_in_the_queue(resource):
@@ -120,7 +120,7 @@ def test_uploads_join_a_run_still_waiting_in_the_queue(resource):
     store = resource.store
     with instance_for_test() as instance:
         first = store.put_bytes("raw/burst/001.json", b"[1]")
-        day = uploads.partition_of(first)
+        day = partition_of(first)
         requests, cursor, _ = tick(resource, None, instance)
         assert len(requests) == 1
         # the daemon turned it into a run that has not started yet (NOT_STARTED here; QUEUED,
@@ -135,7 +135,7 @@ def test_uploads_join_a_run_still_waiting_in_the_queue(resource):
         requests, cursor, skip = tick(resource, cursor, instance)
         assert requests == [] and f"1 upload(s) of {day} joined queued run {queued.run_id}" in skip
         # the waiting run will find both in the index when it starts
-        assert [u.key for u in uploads.indexed_uploads(store, day)] == ["raw/burst/001.json", "raw/burst/002.json"]
+        assert [u.key for u in indexed_uploads(store, day)] == ["raw/burst/001.json", "raw/burst/002.json"]
         # once it has left the queue, the next upload gets a run of its own
         instance.delete_run(queued.run_id)
         third = store.put_bytes("raw/burst/003.json", b"[3]")

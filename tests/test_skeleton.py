@@ -13,7 +13,7 @@ import pyarrow.fs
 import pytest
 from dagster import DagsterInstance
 
-from chatetl import pipeline
+from chatetl.ingest.index import partition_of
 from chatetl.samples import chatgpt_export
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ def _etags(store) -> dict[str, str]:
 def test_upload_flows_end_to_end_and_reruns_change_nothing(definitions, clean_graph):
     store = definitions.resources["object_store"].store
     info = store.put_bytes("raw/2026/alice/chatgpt-export.zip", chatgpt_export())
-    day = pipeline.partition_of(info)
+    day = partition_of(info)
     job = definitions.resolve_job_def("ingest_job")
     instance = DagsterInstance.ephemeral()
 
@@ -118,7 +118,7 @@ def test_unreadable_upload_is_quarantined_and_the_good_one_still_loads(definitio
     store = definitions.resources["object_store"].store
     store.put_bytes("raw/good.zip", chatgpt_export())
     info = store.put_bytes("raw/garbage.bin", bytes(range(256)) * 10)
-    day = pipeline.partition_of(info)
+    day = partition_of(info)
     result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral())
     assert result.success
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
@@ -135,7 +135,7 @@ def test_a_day_of_nothing_readable_fails_loudly(definitions, clean_graph):
     store = definitions.resources["object_store"].store
     info = store.put_bytes("raw/empty.json", b"")
     result = definitions.resolve_job_def("ingest_job").execute_in_process(
-        partition_key=pipeline.partition_of(info), instance=DagsterInstance.ephemeral(), raise_on_error=False
+        partition_key=partition_of(info), instance=DagsterInstance.ephemeral(), raise_on_error=False
     )
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")

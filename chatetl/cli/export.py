@@ -21,7 +21,7 @@ import click
 from chatetl.cli.normalize import iter_inputs
 from chatetl.exports.files import conversation_files, temporary_collector, training_lines
 from chatetl.exports.formats import ALL_FORMATS, PER_CONVERSATION, TRAINING, parse_formats
-from chatetl.normalize import state_version
+from chatetl.model import state_version
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
 

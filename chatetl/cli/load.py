@@ -8,11 +8,12 @@ import sys
 import click
 
 from chatetl.cli.normalize import iter_inputs
-from chatetl.chunks import ChunkOptions, load_embedder
 from chatetl.graph.connection import deep_mode_from_env, neo4j_settings, open_driver
 from chatetl.graph.load import DEFAULT_BATCH_MESSAGES, load_conversations
 from chatetl.model import Conversation
-from chatetl.rag import DocumentsResult, process_documents
+from chatetl.rag.chunking import ChunkOptions
+from chatetl.rag.embeddings import load_embedder
+from chatetl.rag.partition import DocumentsResult, process_documents
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
 
@@ -26,7 +27,7 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
     """Load INPUTS (files, folders, zips, s3://bucket/prefix) into Neo4j (NEO4J_URI, NEO4J_USER,
     NEO4J_PASSWORD, NEO4J_DATABASE); print a one-line JSON summary. Exits 1 when an input had
     errors (the good ones are still loaded), 2 when the graph could not be written."""
-    from neo4j.exceptions import Neo4jError, DriverError
+    from neo4j.exceptions import DriverError, Neo4jError
 
     conf = neo4j_settings()
     database = conf["database"] or None

@@ -10,9 +10,9 @@ from typing import Iterator
 import click
 
 from chatetl.model import Conversation
-from chatetl.normalize import TableWriter
 from chatetl.readers import ReadReport, read_entries, read_path
 from chatetl.readers.entry import Entry
+from chatetl.tables import TableWriter
 
 
 def _s3_entries(uri: str, report: ReadReport) -> Iterator[Entry]:

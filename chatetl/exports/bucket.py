@@ -13,22 +13,14 @@ listing its state version and its files per format. Publishing a conversation:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from chatetl.exports.files import ExportFile
-from chatetl.model import Conversation
-from chatetl.normalize import state_version
-from chatetl.storage import ObjectStore
-
-EXPORTS_PREFIX = "exports/"
-MANIFEST_PREFIX = f"{EXPORTS_PREFIX}_conversations/"
-
-
-def manifest_key(conversation_key: str) -> str:
-    return f"{MANIFEST_PREFIX}{hashlib.sha256(conversation_key.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.json"
+from chatetl.layout import EXPORTS_PREFIX, export_manifest_key, export_prefix
+from chatetl.model import Conversation, state_version
+from chatetl.storage import ObjectStore, put_bytes_if_changed
 
 
 @dataclass
@@ -40,7 +32,7 @@ class PublishResult:
 
 
 def read_manifest(store: ObjectStore, conversation_key: str) -> dict[str, Any] | None:
-    key = manifest_key(conversation_key)
+    key = export_manifest_key(conversation_key)
     if store.head(key) is None:
         return None
     try:
@@ -51,8 +43,6 @@ def read_manifest(store: ObjectStore, conversation_key: str) -> dict[str, Any] |
 
 
 def publish_conversation(store: ObjectStore, conv: Conversation, files: list[ExportFile], formats: Iterable[str]) -> PublishResult:
-    from chatetl.pipeline import put_bytes_if_changed
-
     result = PublishResult()
     version = state_version(conv)
     old = read_manifest(store, conv.key)
@@ -68,12 +58,12 @@ def publish_conversation(store: ObjectStore, conv: Conversation, files: list[Exp
     old_files: dict[str, list[str]] = (old or {}).get("files") or {}
     for fmt in formats:
         for key in old_files.get(fmt, []):
-            if key not in new[fmt] and key.startswith(EXPORTS_PREFIX + fmt + "/"):
+            if key not in new[fmt] and key.startswith(export_prefix(fmt)):
                 store.delete(key)
                 result.deleted.append(key)
     merged = {fmt: sorted(keys) for fmt, keys in old_files.items() if fmt not in new}
     merged.update({fmt: sorted(keys) for fmt, keys in new.items() if keys})
     manifest = {"key": conv.key, "state_version": version, "files": dict(sorted(merged.items()))}
     data = (json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8", "replace")
-    put_bytes_if_changed(store, manifest_key(conv.key), data, "application/json")
+    put_bytes_if_changed(store, export_manifest_key(conv.key), data, "application/json")
     return result

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from chatetl.exports.filenames import conversation_basename
 from chatetl.exports.formats import PER_CONVERSATION
 from chatetl.exports.meta import ExportView, export_views
 from chatetl.exports.sharegpt import training_line
-from chatetl.model import Conversation
-from chatetl.normalize import state_version
+from chatetl.filenames import conversation_basename
+from chatetl.model import Conversation, state_version
 from chatetl.selection import VISIBLE, ContentOptions
 
 

@@ -23,8 +23,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from chatetl.documents import platform_label, turn_label
 from chatetl.exports.meta import ExportView, source_list
+from chatetl.labels import platform_label, turn_label
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _SAFE_SCHEMES = frozenset({"http", "https", "mailto"})

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from chatetl.exports.meta import ExportView, source_list
 from chatetl.model import MessageKind, Role
-from chatetl.readers.chat_export import parse_markdown_lines
+from chatetl.readers.chat_export.markdown import parse_markdown_lines
 from chatetl.readers.report import ReadReport
 from chatetl.selection import OutputTurn
 

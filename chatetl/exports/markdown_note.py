@@ -29,9 +29,9 @@ from typing import Any
 
 import yaml
 
-from chatetl.documents import platform_label, turn_label
 from chatetl.exports.meta import ExportView, source_list
 from chatetl.exports.yaml_export import _Dumper
+from chatetl.labels import platform_label, turn_label
 from chatetl.readers.timeutil import iso
 
 

@@ -20,12 +20,14 @@ from typing import Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict
 
-from chatetl.exports.bucket import EXPORTS_PREFIX, publish_conversation
+from chatetl.exports.bucket import publish_conversation
 from chatetl.exports.files import conversation_files, temporary_collector, training_lines
 from chatetl.exports.formats import ALL_FORMATS, PER_CONVERSATION, TRAINING, parse_formats
+from chatetl.layout import bundle_key, export_prefix, training_key
 from chatetl.model import Conversation
 from chatetl.selection import VISIBLE, ContentOptions
-from chatetl.storage import ObjectStore
+from chatetl.storage import ObjectStore, put_if_changed
+from chatetl.tables import iter_partition
 
 DEFAULT_BUNDLE = ("chat-export-json", "md", "html")
 
@@ -56,14 +58,6 @@ class ExportPlan(BaseModel):
         return tuple(f for f in PER_CONVERSATION if f in self.formats or f in self.bundle_formats)
 
 
-def training_key(day: str) -> str:
-    return f"{EXPORTS_PREFIX}{TRAINING}/sharegpt-{day}.jsonl"
-
-
-def bundle_key(day: str) -> str:
-    return f"{EXPORTS_PREFIX}zip/chats-{day}.zip"
-
-
 @dataclass
 class ExportsResult:
     conversations: int = 0
@@ -85,19 +79,21 @@ class ExportsResult:
 
 
 def _put(store: ObjectStore, key: str, path: Path, content_type: str, result: ExportsResult) -> None:
-    from chatetl.pipeline import put_if_changed
-
     (result.written if put_if_changed(store, key, path, content_type) else result.unchanged).append(key)
 
 
 def write_partition_exports(
     store: ObjectStore,
     day: str,
-    uploads: Iterable[tuple[str, Iterator[tuple[Conversation, str | None]]]],
+    uploads: Iterable[tuple[str, Iterator[tuple[Conversation, str | None]]]] | None = None,
     plan: ExportPlan | None = None,
     content: ContentOptions = VISIBLE,
 ) -> ExportsResult:
+    """Every conversation of the partition (`uploads`: its normalized uploads, read from the
+    bucket when not given) in every chosen format, the training file and the zip."""
     plan = plan or ExportPlan()
+    if uploads is None:
+        uploads = iter_partition(store, day)
     result = ExportsResult(files={f: 0 for f in plan.formats})
     want_training = TRAINING in plan.formats or TRAINING in plan.bundle_formats
     with temporary_collector(plan.bundle_formats) as collector:
@@ -119,13 +115,13 @@ def write_partition_exports(
                 result.unchanged += published.unchanged
                 result.deleted += published.deleted
                 if result.preview_key is None:
-                    result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(EXPORTS_PREFIX + "md/")), None)
+                    result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(export_prefix("md"))), None)
                 collector.add(conv, files, lines)
         with tempfile.TemporaryDirectory(prefix="chatetl-partition-") as tmp:
             training_path = Path(tmp, "sharegpt.jsonl")
             records = collector.write_training(training_path) if want_training else 0
             if TRAINING in plan.formats:
-                result.training_key = training_key(day)
+                result.training_key = training_key(day, TRAINING)
                 result.training_records = records
                 result.files[TRAINING] = 1 if records else 0
                 if records:

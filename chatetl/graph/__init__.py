@@ -2,7 +2,7 @@
 
     (:Conversation)-[:HAS_MESSAGE]->(:Message)-[:NEXT]->(:Message)      NEXT: visible turns of the active branch
     (:Message)-[:REPLIES_TO]->(:Message)                                every message to its parent (all branches)
-    (:Conversation)-[:HAS_DOCUMENT]->(:Document)                        the RAG text (chatetl.documents)
+    (:Conversation)-[:HAS_DOCUMENT]->(:Document)                        the RAG text (chatetl.rag.documents)
     (:Conversation)-[:HAS_TRACE]->(:DecisionTrace)-[:HAS_STEP]->(:TraceStep)-[:NEXT]->(:TraceStep)   deep mode
     (:TraceStep)-[:RESULT_OF]->(:TraceStep)   a tool result to its own call
     (:TraceStep)-[:FROM_MESSAGE]->(:Message)  the message holding the call or result

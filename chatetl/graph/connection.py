@@ -59,3 +59,15 @@ def deep_mode_from_env(default: bool = False) -> bool:
     if not value:
         return default
     return value in ("1", "true", "yes", "on")
+
+
+def run_write(driver: Any, database: str | None, cypher: str, **params: Any) -> list[dict[str, Any]]:
+    """One write transaction (retried on transient errors) in a session with chatetl's notification policy."""
+    with write_session(driver, database) as session:
+        return session.execute_write(lambda tx: tx.run(cypher, params).data())
+
+
+def run_read(driver: Any, database: str | None, cypher: str, **params: Any) -> list[dict[str, Any]]:
+    """One read transaction, same session policy."""
+    with write_session(driver, database) as session:
+        return session.execute_read(lambda tx: tx.run(cypher, params).data())

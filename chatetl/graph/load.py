@@ -34,10 +34,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from chatetl.graph.connection import write_session
-from chatetl.graph.properties import SOURCE_FIDELITY, conversation_row, message_key, message_props, next_ids
+from chatetl.graph.properties import conversation_graph_row, message_key, message_props, next_ids
 from chatetl.graph.schema import ensure_schema
 from chatetl.graph.traces import trace_for
-from chatetl.model import Conversation
+from chatetl.model import SOURCE_FIDELITY, Conversation, state_batches
+from chatetl.storage import ObjectStore
+from chatetl.tables import iter_partition
 
 DEFAULT_BATCH_MESSAGES = 5000
 
@@ -234,7 +236,7 @@ def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = Fa
     Messages of created conversations are CREATEd (no lookups); `safe` writes them like a
     replaced state's (MERGE), for the rare graph where nodes outlived their conversation."""
     summary = LoadSummary()
-    rows = sorted((conversation_row(c, deep) for c in convs), key=lambda r: r["key"])  # one lock order: fewer deadlocks
+    rows = sorted((conversation_graph_row(c, deep) for c in convs), key=lambda r: r["key"])  # one lock order: fewer deadlocks
     outcomes = {rec["key"]: rec["outcome"] for rec in tx.run(_UPSERT_CONVERSATIONS, rows=rows, fidelity=SOURCE_FIDELITY)}
     created: list[Conversation] = []
     updated: list[Conversation] = []
@@ -294,23 +296,8 @@ def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = Fa
 
 
 def batches(conversations: Iterable[Conversation], max_messages: int = DEFAULT_BATCH_MESSAGES) -> Iterator[list[Conversation]]:
-    """Batches bounded by message count; a conversation is never split, and two states of one
-    conversation never share a batch (the second is written after the first; the rules decide)."""
-    batch: list[Conversation] = []
-    keys: set[str] = set()
-    size = 0
-    for conv in conversations:
-        if conv.key in keys:
-            yield batch
-            batch, keys, size = [], set(), 0
-        batch.append(conv)
-        keys.add(conv.key)
-        size += len(conv.messages) + 1
-        if size >= max_messages:
-            yield batch
-            batch, keys, size = [], set(), 0
-    if batch:
-        yield batch
+    """Batches bounded by message count (see chatetl.model.state_batches)."""
+    return state_batches(conversations, max_messages, weight=lambda conv: len(conv.messages) + 1)
 
 
 def load_conversations(
@@ -339,4 +326,11 @@ def load_conversations(
                 total.add(session.execute_write(_write_batch, batch, deep, True))
             if on_batch is not None:
                 on_batch(batch)
+    return total
+
+
+def load_graph_partition(store: ObjectStore, driver: Any, day: str, database: str | None = None, deep: bool = False) -> LoadSummary:
+    total = LoadSummary()
+    for _uid, convs in iter_partition(store, day):
+        total.add(load_conversations(driver, (c for c, _ in convs), database=database, deep=deep))
     return total

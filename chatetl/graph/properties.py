@@ -9,27 +9,12 @@ file, REX record ...) is recorded beside it (`sources`, `state_source`). Where a
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-from chatetl.model import Conversation, Message, MessageKind, Source
-from chatetl.normalize import state_version
+from chatetl.model import SOURCE_FIDELITY, Conversation, Message, MessageKind, state_hash, state_version
 from chatetl.readers.timeutil import iso
 
 CONTENT_LIMIT = 2000  # the seed cuts Message.content at 2,000 characters
-
-# How much of a conversation a format carries. Only used to break a tie between two states
-# with the same update time from different formats: the richer one wins (account exports
-# and session logs hold the whole tree with ids and tool calls; REX the upstream messages;
-# chat-export files and ShareGPT datasets only the visible turns).
-SOURCE_FIDELITY: dict[str, int] = {
-    Source.CHATGPT.value: 3,
-    Source.CLAUDE_AI.value: 3,
-    Source.CLAUDE_CODE.value: 3,
-    Source.REX.value: 2,
-    Source.CHAT_EXPORT.value: 1,
-    Source.SHAREGPT.value: 1,
-}
 
 
 def cut(text: str | None, limit: int) -> tuple[str, bool, int]:
@@ -107,12 +92,7 @@ def next_ids(conv: Conversation) -> dict[str, str]:
     return {a.message_id: b.message_id for a, b in zip(turns, turns[1:])}
 
 
-def state_hash(conv: Conversation) -> str:
-    """A fingerprint of a conversation's state (everything but the file it was read from)."""
-    return hashlib.sha256(conv.model_dump_json(exclude={"source_file"}).encode()).hexdigest()[:32]
-
-
-def conversation_row(conv: Conversation, deep: bool) -> dict[str, Any]:
+def conversation_graph_row(conv: Conversation, deep: bool) -> dict[str, Any]:
     """What the conversation upsert needs: the state's properties and what decides whether it wins."""
     return {
         "key": conv.key,

@@ -18,10 +18,10 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from chatetl.model import Citation, Conversation, Message, MessageKind, Role, Source, ToolResult
-from chatetl.readers.chat_export import derived_id, normalize_platform
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.jsonstream import convert_records, iter_records
+from chatetl.readers.platforms import derived_id, normalize_platform
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import iso, parse_time
 

@@ -12,10 +12,10 @@ import json
 from typing import Any, Iterator
 
 from chatetl.model import Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
-from chatetl.readers.chat_export import derived_id, normalize_platform
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.jsonstream import convert_records, iter_records
+from chatetl.readers.platforms import derived_id, normalize_platform
 from chatetl.readers.report import ReadReport
 
 USER_FROM = frozenset({"human", "user"})

@@ -19,14 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
-from chatetl.chunks import Chunk, ChunkLoadSummary, ChunkOptions, Embedder, chunk_document, chunks_jsonl, embed_chunks, load_chunks
-from chatetl.documents import build_document, documents_jsonl, load_documents
-from chatetl.model import Conversation
+from chatetl.graph.chunks import ChunkLoadSummary, load_chunks
+from chatetl.graph.documents import load_documents
+from chatetl.layout import document_keys
+from chatetl.model import Conversation, state_batches
+from chatetl.rag.chunking import Chunk, ChunkOptions, chunk_document, chunks_jsonl
+from chatetl.rag.documents import build_document, documents_jsonl
+from chatetl.rag.embeddings import Embedder, embed_chunks
 from chatetl.selection import VISIBLE, ContentOptions
-from chatetl.storage import ObjectStore
+from chatetl.storage import ObjectStore, put_if_changed
+from chatetl.tables import iter_partition
 
-RAG_DOCUMENTS_PREFIX = "rag/documents/"
-RAG_CHUNKS_PREFIX = "rag/chunks/"
 BATCH = 250
 
 
@@ -51,28 +54,6 @@ class DocumentsResult:
         return self.documents_in_graph
 
 
-def document_keys(day: str, upload_id: str) -> tuple[str, str]:
-    return f"{RAG_DOCUMENTS_PREFIX}date={day}/{upload_id}.jsonl", f"{RAG_CHUNKS_PREFIX}date={day}/{upload_id}.jsonl"
-
-
-def _batches(items: Iterable[Conversation], size: int) -> Iterator[list[Conversation]]:
-    """Batches of at most `size`; two states of one conversation (a resync) never share one, so each
-    state's Document is decided in the graph before its chunks are (the one that won keeps its chunks)."""
-    batch: list[Conversation] = []
-    keys: set[str] = set()
-    for item in items:
-        if item.key in keys:
-            yield batch
-            batch, keys = [], set()
-        batch.append(item)
-        keys.add(item.key)
-        if len(batch) >= size:
-            yield batch
-            batch, keys = [], set()
-    if batch:
-        yield batch
-
-
 def process_documents(
     driver: Any | None,
     conversations: Iterable[Conversation],
@@ -88,7 +69,7 @@ def process_documents(
     """Documents and chunks of these conversations, batch by batch: JSONL lines to the open files given,
     and (with a driver) Document and Chunk nodes. The CLI's graph load and the asset share it."""
     chunking = chunking or ChunkOptions()
-    for batch in _batches(conversations, BATCH):
+    for batch in state_batches(conversations, BATCH):
         docs = [build_document(c, content) for c in batch]
         chunks_by_doc: dict[str, list[Chunk]] = {}
         digests: dict[str, str] = {}
@@ -129,8 +110,6 @@ def write_upload_documents(
     embedder: Embedder | None = None,
 ) -> None:
     """One upload's rag/documents/ and rag/chunks/ files (unchanged bytes are not rewritten), and the graph."""
-    from chatetl.pipeline import put_if_changed
-
     doc_key, chunk_key = document_keys(day, upload_id)
     with tempfile.TemporaryDirectory(prefix="chatetl-rag-") as tmp:
         doc_path, chunk_path = Path(tmp, "documents.jsonl"), Path(tmp, "chunks.jsonl")
@@ -145,14 +124,18 @@ def write_partition_documents(
     store: ObjectStore,
     driver: Any | None,
     day: str,
-    uploads: Iterable[tuple[str, Iterator[tuple[Conversation, str | None]]]],
+    uploads: Iterable[tuple[str, Iterator[tuple[Conversation, str | None]]]] | None = None,
     *,
     database: str | None = None,
     content: ContentOptions = VISIBLE,
     chunking: ChunkOptions | None = None,
     embedder: Embedder | None = None,
 ) -> DocumentsResult:
+    """Documents and chunks of every upload of the partition (`uploads`: its normalized uploads,
+    read from the bucket when not given): rag/documents/, rag/chunks/ and (with a driver) Neo4j."""
     result = DocumentsResult()
+    if uploads is None:
+        uploads = iter_partition(store, day)
     for uid, convs in uploads:
         write_upload_documents(
             store, driver, day, uid, (c for c, _ in convs), result,

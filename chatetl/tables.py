@@ -9,13 +9,18 @@ conversation are contiguous, so later stages can stream them back grouped.
 from __future__ import annotations
 
 import json
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.layout import table_key, table_prefix
+from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult, state_version
+from chatetl.storage import ObjectStore
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -176,16 +181,6 @@ class TableWriter:
         self.close()
 
 
-def state_version(conv: Conversation) -> float:
-    """How new a conversation's state is, by the source's own clock: its update time, else its newest message."""
-    if conv.updated_at is not None:
-        return conv.updated_at.timestamp()
-    times = [m.created_at.timestamp() for m in conv.messages if m.created_at is not None]
-    if times:
-        return max(times)
-    return conv.created_at.timestamp() if conv.created_at else 0.0
-
-
 # ---- reading the tables back into the model (for the stages after normalization) ----
 
 
@@ -242,8 +237,8 @@ def iter_conversations(conversations_file: BinaryIOLike, messages_file: BinaryIO
     Each conversation takes its own `total_messages` rows: two states of one chat in a row
     (the same chat exported twice) keep their own messages.
     """
-    conv_rows = _iter_rows(conversations_file)
-    msg_rows = _iter_rows(messages_file)
+    conv_rows = read_rows(conversations_file)
+    msg_rows = read_rows(messages_file)
     for crow in conv_rows:
         conv = _conversation_from_row(crow)
         messages = []
@@ -259,7 +254,65 @@ def iter_conversations(conversations_file: BinaryIOLike, messages_file: BinaryIO
 BinaryIOLike = Any
 
 
-def _iter_rows(source: BinaryIOLike) -> Iterator[dict[str, Any]]:
-    pf = pq.ParquetFile(source)
-    for batch in pf.iter_batches(batch_size=2048):
+def read_rows(source: BinaryIOLike, columns: list[str] | None = None, batch_size: int = 2048) -> Iterator[dict[str, Any]]:
+    """A normalized file's rows as dicts, streamed a batch at a time (only `columns`, if given)."""
+    for batch in pq.ParquetFile(source).iter_batches(batch_size=batch_size, columns=columns):
         yield from batch.to_pylist()
+
+
+def partition_table_pairs(store: ObjectStore, day: str) -> list[tuple[str, str]]:
+    """(conversations key, messages key) of every upload normalized into a partition."""
+    conv_prefix = table_prefix("conversations", day)
+    pairs = []
+    for info in store.list(conv_prefix):
+        uid = info.key[len(conv_prefix):].removesuffix(".parquet")
+        msg_key = table_key("messages", day, uid)
+        pairs.append((info.key, msg_key))
+    return pairs
+
+
+def iter_partition(store: ObjectStore, day: str) -> Iterator[tuple[str, Iterator[tuple[Conversation, str | None]]]]:
+    """For each upload of a partition: (upload id, stream of its normalized conversations)."""
+    for conv_key, msg_key in partition_table_pairs(store, day):
+        uid = conv_key.rsplit("/", 1)[-1].removesuffix(".parquet")
+        with tempfile.TemporaryDirectory() as tmp:
+            c_path = store.download(conv_key, Path(tmp, "c.parquet"))
+            m_path = store.download(msg_key, Path(tmp, "m.parquet"))
+            yield uid, iter_conversations(c_path, m_path)
+
+
+def download_table(store: ObjectStore, key: str, folder: str) -> Path:
+    """A normalized file fetched into `folder` (under a name no other key of the partition takes)."""
+    return store.download(key, Path(folder, key.rsplit("/", 1)[-1] + f".{abs(hash(key))}"))
+
+
+@dataclass
+class ConversationState:
+    key: str
+    version: float
+    messages: int
+    source: str
+
+
+def partition_states(store: ObjectStore, day: str) -> dict[str, ConversationState]:
+    """The newest state of each conversation in a day's normalized tables (later files win ties,
+    as they do when the graph loads them in the same order)."""
+    states: dict[str, ConversationState] = {}
+    for conv_key, msg_key in partition_table_pairs(store, day):
+        with tempfile.TemporaryDirectory() as tmp:
+            conv_path, msg_path = download_table(store, conv_key, tmp), download_table(store, msg_key, tmp)
+            messages = read_rows(msg_path, ["conversation_key", "created_at"])
+            for conv in read_rows(conv_path, ["conversation_key", "source", "created_at", "updated_at", "total_messages"]):
+                total = conv["total_messages"] or 0
+                times = [next(messages, {"created_at": None})["created_at"] for _ in range(total)]
+                version = state_version(
+                    SimpleNamespace(
+                        updated_at=conv["updated_at"],
+                        created_at=conv["created_at"],
+                        messages=[SimpleNamespace(created_at=t) for t in times if t is not None],
+                    )
+                )
+                old = states.get(conv["conversation_key"])
+                if old is None or version >= old.version:
+                    states[conv["conversation_key"]] = ConversationState(conv["conversation_key"], version, total, conv["source"])
+    return states

@@ -20,31 +20,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from chatetl.layout import ledger_key, location_key
 from chatetl.storage import ObjectStore
-
-LEDGER_PREFIX = "state/ledger/"
-LOCATION_PREFIX = "state/uploads/by-key/"
 
 
 @lru_cache(maxsize=1)
 def parser_fingerprint() -> str:
     """A digest of the code that turns an upload into normalized rows (readers, model,
     normalization): any change to it makes every upload eligible for reprocessing."""
-    root = Path(__file__).resolve().parent
-    files = sorted((root / "readers").rglob("*.py")) + [root / "model.py", root / "normalize.py"]
+    root = Path(__file__).resolve().parent.parent
+    files = sorted((root / "readers").rglob("*.py")) + [root / "model.py", root / "tables.py"]
     h = hashlib.sha256()
     for path in files:
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
-
-
-def ledger_key(day: str) -> str:
-    return f"{LEDGER_PREFIX}date={day}.json"
-
-
-def location_key(upload_id: str) -> str:
-    return f"{LOCATION_PREFIX}{upload_id}.json"
 
 
 @dataclass

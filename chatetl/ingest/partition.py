@@ -22,10 +22,11 @@ from typing import Any, Callable
 
 import pyarrow.parquet as pq
 
-from chatetl import pipeline
-from chatetl.ledger import Ledger, LedgerEntry, parser_fingerprint, read_location, write_location
+from chatetl.ingest.index import current_state, partition_of
+from chatetl.ingest.ledger import Ledger, LedgerEntry, parser_fingerprint, read_location, write_location
+from chatetl.ingest.upload import normalize_upload
+from chatetl.layout import NORMALIZED_PREFIX, QUARANTINE_PREFIX, TABLES, table_key, upload_id
 from chatetl.storage import ObjectInfo, ObjectStore
-from chatetl.uploads import current_state, partition_of
 
 log = logging.getLogger(__name__)
 
@@ -109,19 +110,19 @@ def _state(row: dict[str, Any]) -> tuple:
 
 
 def output_keys(day: str, uid: str) -> list[str]:
-    return [pipeline.table_key(t, day, uid) for t in pipeline.TABLES]
+    return [table_key(t, day, uid) for t in TABLES]
 
 
 def retract(store: ObjectStore, day: str, uid: str) -> list[str]:
     """Remove one upload's outputs from a day: its normalized rows, quarantine and RAG files."""
-    from chatetl.rag import document_keys
+    from chatetl.layout import document_keys
 
     removed = []
     for key in output_keys(day, uid) + list(document_keys(day, uid)):
         if store.head(key) is not None:
             store.delete(key)
             removed.append(key)
-    prefix = f"{pipeline.QUARANTINE_PREFIX}date={day}/{uid}/"
+    prefix = f"{QUARANTINE_PREFIX}date={day}/{uid}/"
     removed += [o.key for o in store.list(prefix)]
     store.delete_prefix(prefix)
     return removed
@@ -139,7 +140,7 @@ def ingest_partition(
     started = time.monotonic()
     out = PartitionIngest(day)
     ledger = Ledger.load(store, day)
-    outputs_now = {o.key: o.etag for t in pipeline.TABLES for o in store.list(f"{pipeline.NORMALIZED_PREFIX}{t}/date={day}/")}
+    outputs_now = {o.key: o.etag for t in TABLES for o in store.list(f"{NORMALIZED_PREFIX}{t}/date={day}/")}
 
     # the truth is the bucket now: HEAD the day's uploads and whatever the ledger remembers
     keys = sorted({u.key for u in uploads} | set(ledger.entries))
@@ -160,7 +161,7 @@ def ingest_partition(
 
     last_save = time.monotonic()
     for info in todo:
-        uid = pipeline.upload_id(info.key)
+        uid = upload_id(info.key)
         entry = ledger.entries.get(info.key)
         if not reprocess and ledger.is_current(info.key, info.etag, outputs_now):
             assert entry is not None
@@ -173,7 +174,7 @@ def ingest_partition(
                 out.sources[source].skipped += n
             continue
 
-        conv_key = pipeline.table_key("conversations", day, uid)
+        conv_key = table_key("conversations", day, uid)
         previous = {r["conversation_key"]: r for r in _read_states(store, conv_key)} if conv_key in outputs_now else {}
         where = read_location(store, uid)
         if where and where.get("day") not in (None, day) and where.get("key") == info.key:
@@ -181,7 +182,7 @@ def ingest_partition(
             retract(store, where["day"], uid)
             out.retracted[info.key] = f"replaced: moved here from partition {where['day']}"
 
-        result = pipeline.normalize_upload(store, info, day)
+        result = normalize_upload(store, info, day)
         report = result.report
         write_location(store, uid, info.key, day, info.etag)
         rows = _read_states(store, conv_key)
@@ -261,6 +262,6 @@ def _preview_from_skipped(store: ObjectStore, ledger: Ledger, out: PartitionInge
         if len(out.preview) >= PREVIEW_ROWS:
             return
         entry = ledger.entries[key]
-        conv_key = pipeline.table_key("conversations", out.day, entry.upload_id)
+        conv_key = table_key("conversations", out.day, entry.upload_id)
         for row in _read_states(store, conv_key)[: PREVIEW_ROWS - len(out.preview)]:
             out.preview.append({k: row.get(k) for k in ("platform", "title", "message_count", "updated_at")} | {"upload": key})
