@@ -27,7 +27,7 @@ from chatetl.samples import ChatGPTBuilder
 pytestmark = pytest.mark.integration
 
 DB = os.environ.get("NEO4J_DATABASE") or None
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # where graph_inputs.py is
 
 
 def q(driver, cypher: str, **params):

@@ -23,7 +23,7 @@ from chatetl.samples import chatgpt_export
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ASSETS = ("raw_uploads", "normalized", "graph", "documents")
 RUN_TIMEOUT = 300
 

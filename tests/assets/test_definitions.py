@@ -39,7 +39,7 @@ def test_only_the_definitions_module_imports_dagster():
     import subprocess
     import sys
 
-    root = pathlib.Path(__file__).resolve().parent.parent / "chatetl"
+    root = pathlib.Path(__file__).resolve().parents[2] / "chatetl"
     modules = sorted(
         "chatetl." + ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
         for p in root.rglob("*.py")

@@ -13,7 +13,7 @@ from chatetl.model import MessageKind, Role
 from chatetl.readers import Entry, ReadReport, read_entry, read_path
 from chatetl.samples import ChatGPTBuilder, chatgpt_conversations, chatgpt_export
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "samples" / "chatgpt" / "librechat-chatgpt-export.json"
+SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "chatgpt" / "librechat-chatgpt-export.json"
 
 
 def _read(data: bytes, name: str = "conversations.json"):
