@@ -36,10 +36,9 @@ down: setup
 
 ui: setup
 	$(PY) deploy/dagster_home.py $(CURDIR)/.dagster_home
-	@# deploy/local.env as defaults only: a variable already set in the environment wins
-	set -a; eval "$$(sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=\(.*\)$$/: "$${\1=\2}"/p' deploy/local.env)"; \
-	: "$${CHATETL_STORE=s3}"; : "$${DAGSTER_HOME=$(CURDIR)/.dagster_home}"; set +a; \
-	$(VENV)/bin/dagster dev -h 127.0.0.1 -p 3000
+	@# deploy/local.env and these as defaults only: a variable already set in the environment wins
+	$(PY) deploy/local_env.py CHATETL_STORE=s3 DAGSTER_HOME=$(CURDIR)/.dagster_home -- \
+		$(VENV)/bin/dagster dev -h 127.0.0.1 -p 3000
 
 clean: down
 	rm -rf .services .data .dagster_home

@@ -19,13 +19,16 @@ from dagster import (
     multi_asset_check,
 )
 
-from assets.common import NETWORK_RETRY, counts_table, md_list, partition_days
-from assets.graph import graph
 from assets.ingest import normalized
+from assets.metadata import counts_table, md_list
+from assets.partitions import partition_days
+from assets.policies import NETWORK_RETRY
 from chatetl.graph.checks import check_graph_partition
 from chatetl.ingest.checks import CheckReport, check_normalized_partition
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
+
+GRAPH = AssetKey("graph")  # built per deployment by assets.graph.graph_asset
 
 NORMALIZED_CHECKS = {
     "columns": ("columns_match_contract", "Every normalized Parquet file has exactly the contract's columns and types."),
@@ -67,20 +70,18 @@ def normalized_table_checks(context: AssetCheckExecutionContext, object_store: O
     totals = {name: CheckReport() for name in NORMALIZED_CHECKS}
     for day in days:
         for name, report in check_normalized_partition(object_store.store, day).items():
-            totals[name].merge(report)
+            totals[name].add(report)
     for name, (check_name, _desc) in NORMALIZED_CHECKS.items():
         yield _result(totals[name], days, check_name)
 
 
 @asset_check(
-    asset=graph,
+    asset=GRAPH,
     blocking=True,
     retry_policy=NETWORK_RETRY,
     description="The partition's conversations are in Neo4j with all their messages, unless a newer state replaced them (newest wins).",
 )
 def graph_matches_normalized(context: AssetCheckExecutionContext, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> AssetCheckResult:
-    days = check_days(context, graph.key)
-    total = CheckReport()
-    for day in days:
-        total.merge(check_graph_partition(object_store.store, neo4j.driver, day, neo4j.database))
+    days = check_days(context, GRAPH)
+    total = CheckReport.total(check_graph_partition(object_store.store, neo4j.driver, day, neo4j.database) for day in days)
     return _result(total, days)

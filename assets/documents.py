@@ -1,52 +1,32 @@
 """Documents and chunks for RAG: bucket JSONL, Document and Chunk nodes with a full-text index."""
 
 
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, AssetsDefinition, Failure, MaterializeResult, MetadataValue
 
-from assets.common import NEO4J_POOL, NETWORK_RETRY, counts_table, key_list, md_fenced, md_text, partition_days
-from assets.graph import graph
-from assets.partitions import daily_partitions, range_backfill_policy
+from assets.config import DocumentsConfig
+from assets.metadata import counts_table, key_list, md_fenced, md_text
+from assets.partitions import partition_days
+from assets.policies import NEO4J_POOL, daily_asset
 from chatetl.graph.chunks import FULLTEXT_INDEX
 from chatetl.layout import RAG_CHUNKS_PREFIX, RAG_DOCUMENTS_PREFIX
-from chatetl.rag.chunking import ChunkOptions
 from chatetl.rag.embeddings import load_embedder
 from chatetl.rag.partition import DocumentsResult, write_partition_documents
-from chatetl.selection import ContentOptions
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
 
-@asset(
-    partitions_def=daily_partitions,
-    group_name="rag",
-    deps=[graph],
-    retry_policy=NETWORK_RETRY,
-    pool=NEO4J_POOL,
-    kinds={"neo4j", "s3"},
-    backfill_policy=range_backfill_policy,  # a backfill run covers several days: each is written on its own
-)
-def documents(context: AssetExecutionContext, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
-    """One Document per conversation (the full visible text of the active branch, with role labels) and its
-    overlapping chunks (turn and paragraph boundaries, message ids, char offsets): rag/documents/, rag/chunks/,
-    Document and Chunk nodes (HAS_DOCUMENT, HAS_CHUNK, NEXT) and the `chunk_text` full-text index.
-    CHATETL_RAG_INCLUDE_* / CHATETL_INCLUDE_* let reasoning, tools, hidden context or branches in;
-    CHATETL_CHUNK_MAX_CHARS / CHATETL_CHUNK_OVERLAP_CHARS size the chunks; CHATETL_EMBEDDER adds embeddings."""
+def write_documents(context: AssetExecutionContext, config: DocumentsConfig, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
     store = object_store.store
-    content = ContentOptions.from_env("RAG")
-    chunking = ChunkOptions.from_env()
+    content = config.content()
+    try:
+        chunking = config.chunking()
+    except ValueError as exc:  # a run config whose sizes do not fit together: retrying cannot help
+        raise Failure(description=f"documents run config: {exc}", allow_retries=False) from exc
     embedder = load_embedder()
-    total = DocumentsResult()
-    for day in partition_days(context):
-        r = write_partition_documents(store, neo4j.driver, day, database=neo4j.database, content=content, chunking=chunking, embedder=embedder)
-        total.documents += r.documents
-        total.chunks += r.chunks
-        total.empty_documents += r.empty_documents
-        total.written += r.written
-        total.unchanged += r.unchanged
-        total.documents_in_graph += r.documents_in_graph
-        total.chunks_in_graph.add(r.chunks_in_graph)
-        total.embedded += r.embedded
-        total.first_document = total.first_document or r.first_document
+    total = DocumentsResult.total(
+        write_partition_documents(store, neo4j.driver, day, database=neo4j.database, content=content, chunking=chunking, embedder=embedder)
+        for day in partition_days(context)
+    )
     graph_chunks = total.chunks_in_graph
     context.log.info(f"documents: {total.documents}, chunks: {total.chunks}, in graph: {total.documents_in_graph} / {graph_chunks.chunks}")
     preview = "_no conversations_"
@@ -74,3 +54,19 @@ def documents(context: AssetExecutionContext, object_store: ObjectStoreResource,
             "preview": MetadataValue.md(preview),
         }
     )
+
+
+def documents_asset(config_class: type[DocumentsConfig] = DocumentsConfig) -> AssetsDefinition:
+    """The documents asset, its run config defaults those of `config_class` (DocumentsConfig.for_settings)."""
+
+    @daily_asset(group_name="rag", deps=["graph"], pool=NEO4J_POOL, kinds={"neo4j", "s3"})
+    def documents(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
+        """One Document per conversation (the full visible text of the active branch, with role labels) and its
+        overlapping chunks (turn and paragraph boundaries, message ids, char offsets): rag/documents/, rag/chunks/,
+        Document and Chunk nodes (HAS_DOCUMENT, HAS_CHUNK, NEXT) and the `chunk_text` full-text index.
+        The run config lets reasoning, tools, hidden context or branches in and sizes the chunks (defaults:
+        CHATETL_RAG_INCLUDE_* / CHATETL_INCLUDE_*, CHATETL_CHUNK_MAX_CHARS / CHATETL_CHUNK_OVERLAP_CHARS);
+        CHATETL_EMBEDDER adds embeddings."""
+        return write_documents(context, config, object_store, neo4j)
+
+    return documents

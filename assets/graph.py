@@ -1,40 +1,42 @@
 """The Neo4j graph, loaded from the partition's normalized tables."""
 
 
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, AssetsDefinition, MaterializeResult, MetadataValue
 
-from assets.common import NEO4J_POOL, NETWORK_RETRY, counts_table, partition_days
-from assets.ingest import normalized
-from assets.partitions import daily_partitions, range_backfill_policy
-from chatetl.graph.connection import DEEP_ENV, deep_mode_from_env
+from assets.config import GraphConfig
+from assets.metadata import counts_table
+from assets.partitions import partition_days
+from assets.policies import NEO4J_POOL, daily_asset
 from chatetl.graph.load import LoadSummary, load_graph_partition
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
 
-@asset(
-    partitions_def=daily_partitions,
-    group_name="graph",
-    deps=[normalized],
-    retry_policy=NETWORK_RETRY,
-    pool=NEO4J_POOL,  # graph writers queue on one pool, so two runs never write the same conversation at once
-    kinds={"neo4j"},
-    backfill_policy=range_backfill_policy,  # a backfill run covers several days, loaded one after the other
-)
-def graph(context: AssetExecutionContext, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
-    """Conversation, Message, HAS_MESSAGE, NEXT (active branch), REPLIES_TO (every branch); newest state wins.
-    Deep mode (`CHATETL_GRAPH_DEEP=1`) adds a DecisionTrace with its TraceSteps per conversation with tool use."""
-    deep = deep_mode_from_env()
-    summary = LoadSummary()
-    for day in partition_days(context):
-        summary.add(load_graph_partition(object_store.store, neo4j.driver, day, neo4j.database, deep=deep))
+def load_graph(context: AssetExecutionContext, config: GraphConfig, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
+    summary = LoadSummary.total(
+        load_graph_partition(object_store.store, neo4j.driver, day, neo4j.database, deep=config.deep) for day in partition_days(context)
+    )
     context.log.info(f"graph load: {summary.to_dict()}")
     return MaterializeResult(
         metadata={
             **summary.to_dict(),
             "summary": counts_table(summary.to_dict()),
-            "deep_mode": MetadataValue.bool(deep),
-            "deep_mode_setting": MetadataValue.text(DEEP_ENV),
+            "deep_mode": MetadataValue.bool(config.deep),
+            "deep_mode_setting": MetadataValue.text("run config `deep` (default: CHATETL_GRAPH_DEEP)"),
             "neo4j": MetadataValue.text(f"{neo4j.uri} (database {neo4j.database})"),
         }
     )
+
+
+def graph_asset(config_class: type[GraphConfig] = GraphConfig) -> AssetsDefinition:
+    """The graph asset, its run config defaults those of `config_class` (GraphConfig.for_settings)."""
+
+    # graph writers queue on one pool, so two runs never write the same conversation at once
+    @daily_asset(group_name="graph", deps=["normalized"], pool=NEO4J_POOL, kinds={"neo4j"})
+    def graph(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
+        """Conversation, Message, HAS_MESSAGE, NEXT (active branch), REPLIES_TO (every branch); newest state wins.
+        Deep mode (run config `deep`, default CHATETL_GRAPH_DEEP) adds a DecisionTrace with its TraceSteps per
+        conversation with tool use."""
+        return load_graph(context, config, object_store, neo4j)
+
+    return graph

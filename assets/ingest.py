@@ -8,10 +8,12 @@ processed on its own: its uploads from the upload index (chatetl.ingest.index), 
 
 import json
 
-from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue
 
-from assets.common import NETWORK_RETRY, counts_table, key_list, md_list, md_table, partition_days, wants_reprocess
-from assets.partitions import daily_partitions, range_backfill_policy
+from assets.config import NormalizedConfig
+from assets.metadata import counts_table, key_list, md_list, md_table
+from assets.partitions import partition_days
+from assets.policies import REPROCESS_TAG, daily_asset
 from chatetl.ingest.index import find_uploads, info_from_dict, info_to_dict
 from chatetl.ingest.ledger import parser_fingerprint
 from chatetl.ingest.partition import PartitionIngest, ingest_partition
@@ -26,13 +28,7 @@ def manifest_key(day: str) -> str:
     return f"{MANIFEST_PREFIX}date={day}.json"
 
 
-@asset(
-    partitions_def=daily_partitions,
-    backfill_policy=range_backfill_policy,
-    group_name="ingest",
-    retry_policy=NETWORK_RETRY,
-    kinds={"s3"},
-)
+@daily_asset(group_name="ingest", kinds={"s3"})
 def raw_uploads(context: AssetExecutionContext, object_store: ObjectStoreResource) -> MaterializeResult:
     """The uploads under raw/ whose current version arrived on the partition's day (UTC): key,
     ETag, size. Found in the upload index the sensor keeps (state/uploads/date=D/), or by one
@@ -93,6 +89,10 @@ def _summary(r: PartitionIngest, days: list[str]) -> str:
     return "; ".join(parts)
 
 
+def wants_reprocess(context: AssetExecutionContext, config: NormalizedConfig) -> bool:
+    return config.reprocess or str(context.run.tags.get(REPROCESS_TAG, "")).lower() in ("1", "true", "yes")
+
+
 def normalized_metadata(store, r: PartitionIngest, days: list[str], per_day: list[PartitionIngest]) -> dict:
     sources = sorted(r.sources.items())
     return {
@@ -138,29 +138,28 @@ def normalized_metadata(store, r: PartitionIngest, days: list[str], per_day: lis
     }
 
 
-@asset(
-    partitions_def=daily_partitions,
-    backfill_policy=range_backfill_policy,
+@daily_asset(
     group_name="ingest",
     deps=[raw_uploads],
-    retry_policy=NETWORK_RETRY,
     kinds={"parquet", "s3"},
+    code_version=parser_fingerprint(),  # the UI marks partitions read by an older parser as stale
 )
-def normalized(context: AssetExecutionContext, object_store: ObjectStoreResource) -> MaterializeResult:
+def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_store: ObjectStoreResource) -> MaterializeResult:
     """Every upload of the day read into the normalized tables, conversations and messages, as
     Parquet at normalized/<table>/date=D/<upload-id>.parquet (bad parts to quarantine/date=D/).
     Uploads already normalized from the same bytes by the same parser are skipped (the
-    ledger, state/ledger/date=D.json); tag a run `chatetl/reprocess=true` to redo them."""
+    ledger, state/ledger/date=D.json); `reprocess` (or the run tag `chatetl/reprocess=true`) redoes them.
+    The code version is the parser's fingerprint: after a reader change the UI shows every
+    partition as stale, and rematerializing one normalizes its uploads again."""
     store = object_store.store
     days = partition_days(context)
-    reprocess = wants_reprocess(context)
-    total = PartitionIngest(days[0])
+    reprocess = wants_reprocess(context, config)
     per_day = []
     for day in days:
         result = ingest_partition(store, day, _manifest_uploads(store, day), reprocess=reprocess, warn=context.log.warning)
         context.log.info(_summary(result, [day]))
         per_day.append(result)
-        total.add(result)
+    total = PartitionIngest.total(per_day, days[0])
     metadata = normalized_metadata(store, total, days, per_day)
     with_uploads = [d.day for d in per_day if d.uploads]
     empty = [d.day for d in per_day if d.uploads and not d.useful]

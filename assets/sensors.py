@@ -15,7 +15,6 @@ per tick.
 """
 
 
-import os
 import time
 
 from dagster import (
@@ -33,16 +32,10 @@ from assets.jobs import ingest_job
 from assets.partitions import daily_partitions
 from chatetl.ingest.index import UploadBatch, batches_by_day, publish_coverage, record_batches
 from chatetl.ingest.scan import ScanCursor, check_cursor, discover
+from chatetl.settings import Settings
 from resources.object_store import ObjectStoreResource
 
 TICK_SECONDS = 30
-
-
-def _limit(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
 
 
 def queued_run_for(context: SensorEvaluationContext, day: str) -> str | None:
@@ -93,6 +86,7 @@ def run_key_for(context: SensorEvaluationContext, batch: UploadBatch) -> str:
 )
 def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreResource) -> SensorResult:
     store = object_store.store
+    settings = Settings.from_env()  # the per-tick caps, CHATETL_SENSOR_MAX_KEYS and CHATETL_SENSOR_MAX_SECONDS
     cursor, reset = check_cursor(store, ScanCursor.from_json(context.cursor))
     if reset:
         context.log.warning("the upload index is gone (state/ deleted?): scanning raw/ from the start to rebuild it")
@@ -100,8 +94,8 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
         store,
         cursor,
         now=time.time(),
-        max_keys=max(1, int(_limit("CHATETL_SENSOR_MAX_KEYS", 5000))),  # 0 would never move the scan
-        max_seconds=max(0.0, _limit("CHATETL_SENSOR_MAX_SECONDS", 15)),
+        max_keys=settings.sensor_max_keys,  # at least 1: 0 would never move the scan
+        max_seconds=settings.sensor_max_seconds,
     )
     for key in found.ignored[:20]:
         context.log.warning(f"ignored {key!r}: not a usable upload key (.., backslash, ...); rename it to have it read")

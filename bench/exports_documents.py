@@ -138,12 +138,12 @@ def main() -> None:
 def bench_neo4j(docs, chunks) -> None:
     from neo4j import GraphDatabase
 
-    from chatetl import settings
+    from chatetl.graph.connection import neo4j_settings
+    from chatetl.settings import Settings, local_environment
 
-    settings.load_env_file(Path(__file__).resolve().parent.parent / "deploy" / "local.env")
-    settings.apply_defaults()
-    db = settings.get("NEO4J_DATABASE")
-    driver = GraphDatabase.driver(settings.get("NEO4J_URI"), auth=(settings.get("NEO4J_USER"), settings.get("NEO4J_PASSWORD")))
+    conf = neo4j_settings(Settings.from_env(local_environment()))  # deploy/local.env where the environment has nothing
+    db = conf["database"]
+    driver = GraphDatabase.driver(conf["uri"], auth=(conf["user"], conf["password"]))
 
     def wipe() -> None:
         driver.execute_query("MATCH (d:Document) WHERE d.source = 'bench-rag' OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c) DETACH DELETE d, c", database_=db)

@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "deploy"))
 
-from chatetl import settings  # noqa: E402
-from chatetl.graph.connection import open_driver, write_session  # noqa: E402
+from local_env import ensure_local_env  # noqa: E402
+
+from chatetl.graph.connection import neo4j_settings, open_driver, write_session  # noqa: E402
 from chatetl.graph.load import load_conversations  # noqa: E402
 from chatetl.graph.properties import conversation_props, message_props, next_ids  # noqa: E402
 from chatetl.graph.schema import ensure_schema  # noqa: E402
@@ -130,10 +132,11 @@ def main() -> None:
     parser.add_argument("--skip-deep", action="store_true")
     args = parser.parse_args()
 
-    settings.load_env_file(Path(__file__).resolve().parent.parent / "deploy" / "local.env")
-    database = settings.get("NEO4J_DATABASE") or None
+    ensure_local_env()  # deploy/local.env's settings where the environment has none (starts the script again)
+    conf = neo4j_settings()
+    database = conf["database"] or None
     driver = open_driver()
-    print(f"Neo4j {settings.get('NEO4J_URI')} (database {database}); {args.conversations} conversations × {args.turns} messages, "
+    print(f"Neo4j {conf['uri']} (database {database}); {args.conversations} conversations × {args.turns} messages, "
           f"batches of {args.batch_messages} messages")
     convs = [make_conversation(i, args.turns, PLATFORM) for i in range(args.conversations)]
     total = sum(len(c.messages) for c in convs)

@@ -30,8 +30,11 @@ from chatetl.layout import RAW_PREFIX
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "deploy"))
 
-from chatetl import settings
+from local_env import ensure_local_env  # noqa: E402
+
+from chatetl.settings import Settings  # noqa: E402
 from chatetl.storage import S3ObjectStore, s3_client  # noqa: E402
 
 
@@ -47,8 +50,8 @@ def main() -> int:
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--cap", type=int, default=5000)
     args = ap.parse_args()
-    settings.load_env_file(REPO / "deploy" / "local.env")
-    endpoint = settings.get("CHATETL_S3_ENDPOINT_URL")
+    ensure_local_env()  # deploy/local.env's settings (and S3 keys) where the environment has none: starts the script again
+    endpoint = Settings.from_env().s3_endpoint_url
     client = s3_client(endpoint)
     bucket = f"chatetl-bench-{uuid.uuid4().hex[:8]}"
     client.create_bucket(Bucket=bucket)

@@ -8,10 +8,12 @@ with its output, reasoning, a browsing citation and an image upload.
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import uuid
 import zipfile
+from datetime import datetime, timezone
 from typing import Any
 
 BASE_TIME = 1767225600.0  # 2026-01-01T00:00:00Z
@@ -105,7 +107,7 @@ def chatgpt_conversations() -> list[dict[str, Any]]:
     convs = []
 
     # 1. A regenerated answer: the user went back to the FIRST version, so the active
-    #    branch is not the last child (the seed's last-child rule would pick wrongly).
+    #    branch is not the last child (taking the last child as the active branch would pick wrongly).
     b = ChatGPTBuilder("trip", "Planning a rail trip", BASE_TIME)
     b.add("system", {"content_type": "text", "parts": [""]}, metadata={"is_visually_hidden_from_conversation": True}, weight=0.0)
     q = b.text("user", "Which is faster from Vienna to Zagreb: train or bus?")
@@ -163,8 +165,6 @@ def chatgpt_conversations() -> list[dict[str, Any]]:
 def continued(conv: dict[str, Any], prefix: str = "later") -> dict[str, Any]:
     """The same ChatGPT chat exported again later, with two more turns after its current node
     (ids `{prefix}-0`, `{prefix}-1`): a newer state of one conversation, for resync tests."""
-    import copy
-
     new = copy.deepcopy(conv)
     tail = new["current_node"]
     for i, (role, text) in enumerate((("user", "And the price?"), ("assistant", "About 40 euros."))):
@@ -198,8 +198,6 @@ def chatgpt_export(shards: int = 2) -> bytes:
 
 
 def _iso(seconds: float) -> str:
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 

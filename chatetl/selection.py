@@ -9,28 +9,13 @@ abandoned branches (regenerations, edited prompts).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
 from chatetl.model import Citation, Conversation, Message, MessageKind, Role
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-def env_flag(name: str, default: bool = False) -> bool:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f"{name}={raw!r}: expected one of true/false, yes/no, 1/0, on/off")
+from chatetl.settings import INCLUDE_FIELDS, Settings
 
 
 class ContentOptions(BaseModel):
@@ -43,16 +28,16 @@ class ContentOptions(BaseModel):
     include_hidden: bool = False  # system prompts, custom instructions, memory, injected context, summaries
     include_branches: bool = False  # abandoned branches: regenerations and edited prompts
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("include_reasoning", "include_tools", "include_hidden", "include_branches")
+    FIELDS: ClassVar[tuple[str, ...]] = INCLUDE_FIELDS
 
     @classmethod
-    def from_env(cls, scope: str | None = None) -> "ContentOptions":
+    def from_settings(cls, settings: Settings, scope: str | None = None) -> "ContentOptions":
         """`CHATETL_{SCOPE}_INCLUDE_REASONING` (scope RAG or EXPORT) wins over `CHATETL_INCLUDE_REASONING`, and so on."""
-        values = {}
-        for name in cls.FIELDS:
-            general = env_flag(f"CHATETL_{name.upper()}")
-            values[name] = env_flag(f"CHATETL_{scope.upper()}_{name.upper()}", general) if scope else general
-        return cls(**values)
+        return cls(**settings.content_flags(scope))
+
+    @classmethod
+    def from_env(cls, scope: str | None = None, environ: Mapping[str, str] | None = None) -> "ContentOptions":
+        return cls.from_settings(Settings.from_env(environ), scope)
 
     @property
     def visible_only(self) -> bool:

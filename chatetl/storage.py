@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, Iterator
 
+from chatetl.settings import Settings
+
 
 class UnsafeKeyError(ValueError):
     pass
@@ -284,13 +286,14 @@ class _StreamingBody(io.RawIOBase):
 
 
 def s3_client(endpoint_url: str | None = None, region: str | None = None) -> Any:
-    """A boto3 S3 client; credentials come from the environment (never from code or logs)."""
+    """A boto3 S3 client (region: AWS_REGION, else us-east-1); credentials come from the environment
+    (never from code or logs). The Dagster resource (resources.object_store) makes the same client."""
     import boto3
     from botocore.config import Config
 
     return boto3.client(
         "s3",
         endpoint_url=endpoint_url or None,
-        region_name=region or os.environ.get("AWS_REGION") or "us-east-1",
+        region_name=region or Settings.from_env().aws_region or "us-east-1",
         config=Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"}),
     )

@@ -85,28 +85,30 @@ MESSAGES_SCHEMA = pa.schema(
 )
 
 
+# Columns that hold a model field as it is, under the field's own name: written from the
+# field and read back into it unchanged. The other columns are converted (below) both ways.
+_CONVERSATION_FIELDS = (
+    "platform", "conversation_id", "title", "created_at", "updated_at", "model", "url", "timezone", "current_node", "source_file",
+)
+_MESSAGE_FIELDS = (
+    "message_id", "parent_id", "seq", "branch_index", "created_at", "model", "author_name", "recipient", "content_type", "reasoning",
+)
+# list columns of structs: (column, the model class of one item)
+_MESSAGE_LISTS = (("tool_calls", ToolCall), ("tool_results", ToolResult), ("citations", Citation), ("attachments", Attachment))
+
+
 def _json(value: dict[str, Any]) -> str | None:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str) if value else None
 
 
 def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[str, Any]:
-    models = sorted({m.model for m in conv.messages if m.model})
     return {
+        **{name: getattr(conv, name) for name in _CONVERSATION_FIELDS},
         "conversation_key": conv.key,
         "source": conv.source.value,
-        "platform": conv.platform,
-        "conversation_id": conv.conversation_id,
-        "title": conv.title,
-        "created_at": conv.created_at,
-        "updated_at": conv.updated_at,
         "message_count": conv.message_count,
         "total_messages": len(conv.messages),
-        "model": conv.model,
-        "models_used": models,
-        "url": conv.url,
-        "timezone": conv.timezone,
-        "current_node": conv.current_node,
-        "source_file": conv.source_file,
+        "models_used": sorted({m.model for m in conv.messages if m.model}),
         "upload_key": upload_key,
         "meta": _json(conv.meta),
     }
@@ -115,28 +117,16 @@ def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[
 def message_rows(conv: Conversation) -> Iterator[dict[str, Any]]:
     for m in conv.messages:
         yield {
+            **{name: getattr(m, name) for name in _MESSAGE_FIELDS},
+            **{column: [item.model_dump() for item in getattr(m, column)] for column, _ in _MESSAGE_LISTS},
             "conversation_key": conv.key,
             "source": conv.source.value,
             "platform": conv.platform,
             "conversation_id": conv.conversation_id,
-            "message_id": m.message_id,
-            "parent_id": m.parent_id,
-            "seq": m.seq,
-            "branch_index": m.branch_index,
             "on_active_branch": m.on_active_branch,
             "role": m.role.value,
             "kind": m.kind.value,
             "text": m.text,
-            "created_at": m.created_at,
-            "model": m.model,
-            "author_name": m.author_name,
-            "recipient": m.recipient,
-            "content_type": m.content_type,
-            "reasoning": m.reasoning,
-            "tool_calls": [t.model_dump() for t in m.tool_calls],
-            "tool_results": [t.model_dump() for t in m.tool_results],
-            "citations": [c.model_dump() for c in m.citations],
-            "attachments": [a.model_dump() for a in m.attachments],
             "extra": _json(m.extra),
         }
 
@@ -190,41 +180,20 @@ def _none_if_empty(value: str | None) -> dict[str, Any]:
 
 def _message_from_row(row: dict[str, Any]) -> Message:
     return Message(
-        message_id=row["message_id"],
-        parent_id=row["parent_id"],
+        **{name: row[name] for name in _MESSAGE_FIELDS},
+        **{column: [cls(**item) for item in row[column] or []] for column, cls in _MESSAGE_LISTS},
         role=Role(row["role"]),
         kind=MessageKind(row["kind"]),
         text=row["text"] or "",
-        created_at=row["created_at"],
-        model=row["model"],
-        author_name=row["author_name"],
-        recipient=row["recipient"],
-        content_type=row["content_type"],
-        reasoning=row["reasoning"],
-        tool_calls=[ToolCall(**t) for t in row["tool_calls"] or []],
-        tool_results=[ToolResult(**t) for t in row["tool_results"] or []],
-        citations=[Citation(**c) for c in row["citations"] or []],
-        attachments=[Attachment(**a) for a in row["attachments"] or []],
         on_active_branch=bool(row["on_active_branch"]),
-        seq=row["seq"],
-        branch_index=row["branch_index"],
         extra=_none_if_empty(row["extra"]),
     )
 
 
 def _conversation_from_row(row: dict[str, Any]) -> Conversation:
     return Conversation(
+        **{name: row[name] for name in _CONVERSATION_FIELDS},
         source=Source(row["source"]),
-        platform=row["platform"],
-        conversation_id=row["conversation_id"],
-        title=row["title"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        model=row["model"],
-        url=row["url"],
-        timezone=row["timezone"],
-        source_file=row["source_file"],
-        current_node=row["current_node"],
         meta=_none_if_empty(row["meta"]),
     )
 

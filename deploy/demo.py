@@ -3,6 +3,9 @@
 
 Run by `make demo` after the local services are up. Runs are recorded in
 DAGSTER_HOME (.dagster_home/ by default), so `dagster dev` shows them afterwards.
+Its environment is deploy/local.env's, with CHATETL_STORE=s3 and that DAGSTER_HOME as
+defaults (the real environment wins): started without it, the script starts itself again
+with it (deploy/local_env.py).
 """
 
 from __future__ import annotations
@@ -13,33 +16,34 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from chatetl.ingest.index import partition_of
-from chatetl.layout import EXPORTS_PREFIX, NORMALIZED_PREFIX, QUARANTINE_PREFIX, RAG_DOCUMENTS_PREFIX, RAW_PREFIX
-from chatetl.storage import put_bytes_if_changed
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-
-from chatetl import settings  # noqa: E402
-
-settings.load_env_file(REPO / "deploy" / "local.env")
-os.environ.setdefault("CHATETL_STORE", "s3")
-os.environ.setdefault("DAGSTER_HOME", str(REPO / ".dagster_home"))
 sys.path.insert(0, str(REPO / "deploy"))
-from dagster_home import ensure as ensure_dagster_home  # noqa: E402
 
-ensure_dagster_home(os.environ["DAGSTER_HOME"])  # dagster.yaml with the run and neo4j pool limits
+from dagster_home import ensure as ensure_dagster_home  # noqa: E402
+from local_env import ensure_local_env  # noqa: E402
+
+from chatetl.graph.connection import neo4j_settings, open_driver  # noqa: E402
+from chatetl.ingest.index import partition_of  # noqa: E402
+from chatetl.layout import EXPORTS_PREFIX, NORMALIZED_PREFIX, QUARANTINE_PREFIX, RAG_DOCUMENTS_PREFIX, RAW_PREFIX  # noqa: E402
+from chatetl.settings import Settings  # noqa: E402
+from chatetl.storage import put_bytes_if_changed  # noqa: E402
+
+DEMO_DEFAULTS = {"CHATETL_STORE": "s3", "DAGSTER_HOME": str(REPO / ".dagster_home")}
 
 
 def main() -> int:
+    # imported here, in the demo's environment: the definitions read their settings when they load
     from dagster import DagsterInstance
 
     from chatetl.definitions import defs
     from chatetl.samples import sample_uploads
 
+    ensure_dagster_home(os.environ["DAGSTER_HOME"])  # dagster.yaml with the run and neo4j pool limits
+    settings = Settings.from_env()
     object_store = defs.resources["object_store"]
     store = object_store.store
-    if os.environ["CHATETL_STORE"] == "s3":
+    if settings.store == "s3":
         client = store.client  # type: ignore[attr-defined]
         if store.bucket not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:  # type: ignore[attr-defined]
             client.create_bucket(Bucket=store.bucket)  # type: ignore[attr-defined]
@@ -61,27 +65,26 @@ def main() -> int:
             shown = {k: v.value for k, v in mat.metadata.items() if isinstance(v.value, (int, float)) or k in ("neo4j",)}
             print(f"  {mat.asset_key.to_user_string()}: {json.dumps(shown, default=str)}")
 
-    from neo4j import GraphDatabase
-
-    driver = GraphDatabase.driver(os.environ["NEO4J_URI"], auth=(os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]))
-    with driver:
+    neo4j = neo4j_settings(settings)
+    with open_driver(settings=settings) as driver:
         records, _, _ = driver.execute_query(
             "MATCH (c:Conversation) RETURN c.source AS source, count(c) AS conversations, sum(c.message_count) AS total_messages",
-            database_=os.environ["NEO4J_DATABASE"],
+            database_=neo4j["database"],
         )
     print()
     print("Done. What it produced and where to look:")
     for r in records:
         print(f"  Neo4j: {r['conversations']} {r['source']} conversations, {r['total_messages']} visible messages")
-    print(f"  Neo4j Bolt:         {os.environ['NEO4J_URI']} (user {os.environ['NEO4J_USER']}, password in deploy/local.env)")
+    print(f"  Neo4j Bolt:         {neo4j['uri']} (user {neo4j['user']}, password in deploy/local.env)")
     for prefix in (RAW_PREFIX, NORMALIZED_PREFIX, RAG_DOCUMENTS_PREFIX, EXPORTS_PREFIX, QUARANTINE_PREFIX):
         n = sum(1 for _ in store.list(prefix))
         print(f"  {prefix:<14} {store.uri(prefix)}  ({n} objects)")
-    print(f"  S3 endpoint:        {os.environ.get('CHATETL_S3_ENDPOINT_URL')} (keys in deploy/local.env)")
+    print(f"  S3 endpoint:        {settings.s3_endpoint_url} (keys in deploy/local.env)")
     print("  Dagster UI:         make ui   (then open http://127.0.0.1:3000)")
     print(f"  Run at:             {datetime.now(timezone.utc).isoformat(timespec='seconds')}")
     return 0
 
 
 if __name__ == "__main__":
+    ensure_local_env(DEMO_DEFAULTS)  # returns only with that environment (else the script starts again with it)
     sys.exit(main())

@@ -28,7 +28,7 @@ If NEO4J_URI or the S3 endpoint names a host that is not this machine's loopback
 service is only checked, never started or stopped.
 
 Exit status: 0 when every selected service answers (up, status) or is stopped (down).
-Only the standard library, ``neo4j`` and ``boto3`` are used.
+Only the standard library, ``neo4j``, ``boto3`` and chatetl.settings (standard library only) are used.
 """
 
 from __future__ import annotations
@@ -49,6 +49,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script: chatetl from the checkout (it needs nothing installed)
+    sys.path.insert(0, str(REPO))
+
+from chatetl.settings import read_env_file  # noqa: E402  (standard library only)
+
 DEPLOY = REPO / "deploy"
 ENV_FILE = DEPLOY / "local.env"
 NEO4J_PROJECT = DEPLOY / "neo4j"
@@ -80,28 +85,8 @@ DEFAULTS = {
 # --------------------------------------------------------------------------- settings
 
 
-def read_env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines; blank lines, '#' comments and a leading 'export ' are allowed."""
-    values: dict[str, str] = {}
-    if not path.is_file():
-        return values
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export "):].lstrip()
-        key, sep, value = line.partition("=")
-        if not sep:
-            continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        values[key.strip()] = value
-    return values
-
-
 def load_settings() -> dict[str, str]:
+    """DEFAULTS, then deploy/local.env (read by chatetl.settings' parser), then the environment (set, not empty)."""
     settings = dict(DEFAULTS)
     settings.update(read_env_file(ENV_FILE))
     for key in list(settings):

@@ -1,4 +1,9 @@
-"""The Neo4j resource: one driver per step, checked at start, closed after."""
+"""The Neo4j resource: one driver per step, checked at start, closed after.
+
+uri, user and database are config (EnvVar in a deployment); the password is an EnvVar in a
+deployment and otherwise left out of the config, so the UI never shows one: unset, the
+resource takes the local services' password from chatetl.settings when it connects.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,17 @@ from typing import Any
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
+from chatetl.settings import Settings
+from resources.env import resolved
+
 
 class Neo4jResource(ConfigurableResource):
-    uri: str = Field(description="bolt://host:7687, neo4j://, neo4j+s:// ...")
-    user: str = "neo4j"
-    password: str = Field(description="Set from the environment (EnvVar), never logged")
-    database: str = "neo4j"
+    uri: str = Field(description="bolt://host:7687, neo4j://, neo4j+s:// ... (NEO4J_URI)")
+    user: str = Field(default="neo4j", description="NEO4J_USER")
+    password: str | None = Field(
+        default=None, description="NEO4J_PASSWORD, from the environment (EnvVar), never logged; unset: the local services' password"
+    )
+    database: str = Field(default="neo4j", description="NEO4J_DATABASE")
     max_connection_pool_size: int = 10
 
     _driver: Any = PrivateAttr(default=None)
@@ -20,9 +30,9 @@ class Neo4jResource(ConfigurableResource):
     def setup_for_execution(self, context: InitResourceContext) -> None:
         from neo4j import GraphDatabase
 
-        driver = GraphDatabase.driver(
-            self.uri, auth=(self.user, self.password), max_connection_pool_size=self.max_connection_pool_size
-        )
+        conf = resolved(self)
+        password = conf.password or Settings.from_env().require("NEO4J_PASSWORD")
+        driver = GraphDatabase.driver(conf.uri, auth=(conf.user, password), max_connection_pool_size=self.max_connection_pool_size)
         try:
             driver.verify_connectivity()
         except BaseException:

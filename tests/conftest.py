@@ -15,15 +15,22 @@ from pathlib import Path
 
 import pytest
 
+from chatetl.settings import local_environment
+
 REPO = Path(__file__).resolve().parent.parent
 
-os.environ.setdefault("NEO4J_URI", "bolt://127.0.0.1:17687")
-os.environ.setdefault("CHATETL_S3_ENDPOINT_URL", "http://127.0.0.1:18333")
-os.environ.setdefault("DAGSTER_HOME", str(REPO / ".services" / "dagster-test-home"))
-
-from chatetl import settings  # noqa: E402
-
-settings.load_env_file(REPO / "deploy" / "local.env")
+# The test process's environment, as a shell running the suite would have it: the test services'
+# ports and DAGSTER_HOME, then deploy/local.env (what is already set wins). chatetl itself never
+# writes os.environ; the suite sets up its own, like `deploy/local_env.py` does for `make ui`.
+os.environ.update(
+    local_environment(
+        defaults={
+            "NEO4J_URI": "bolt://127.0.0.1:17687",
+            "CHATETL_S3_ENDPOINT_URL": "http://127.0.0.1:18333",
+            "DAGSTER_HOME": str(REPO / ".services" / "dagster-test-home"),
+        }
+    )
+)
 Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
 
 

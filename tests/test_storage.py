@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 
 import pytest
@@ -59,6 +60,17 @@ def test_local_store_writes_are_atomic(tmp_path):
     t.join()
     assert seen <= {len(old), len(new)}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".chatetl-tmp-")]
+
+
+def test_local_store_lists_no_symlink_out_of_it(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside")
+    store = LocalObjectStore(tmp_path / "bucket")
+    store.put_bytes("raw/a.json", b"{}")
+    os.symlink(secret, store.root / "raw" / "link.json")
+    os.symlink(tmp_path / "missing", store.root / "raw" / "dangling.json")
+    os.symlink(store.root / "raw" / "a.json", store.root / "raw" / "inside.json")
+    assert [o.key for o in store.list("raw/")] == ["raw/a.json", "raw/inside.json"]
 
 
 @pytest.mark.integration

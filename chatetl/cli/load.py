@@ -8,7 +8,7 @@ import sys
 import click
 
 from chatetl.cli.normalize import iter_inputs
-from chatetl.graph.connection import deep_mode_from_env, neo4j_settings, open_driver
+from chatetl.graph.connection import neo4j_settings, open_driver
 from chatetl.graph.load import DEFAULT_BATCH_MESSAGES, load_conversations
 from chatetl.model import Conversation
 from chatetl.rag.chunking import ChunkOptions
@@ -16,6 +16,7 @@ from chatetl.rag.embeddings import load_embedder
 from chatetl.rag.partition import DocumentsResult, process_documents
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
+from chatetl.settings import Settings
 
 
 @click.command()
@@ -29,13 +30,18 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
     errors (the good ones are still loaded), 2 when the graph could not be written."""
     from neo4j.exceptions import DriverError, Neo4jError
 
-    conf = neo4j_settings()
+    try:
+        settings = Settings.from_env()
+        conf = neo4j_settings(settings)
+        content, chunking = ContentOptions.from_env("RAG"), ChunkOptions.from_env()
+    except ValueError as exc:  # a SettingError, or chunk sizes that do not fit together
+        raise click.UsageError(str(exc)) from exc
     database = conf["database"] or None
-    deep = deep_mode_from_env() if deep is None else deep
+    deep = settings.graph_deep if deep is None else deep
     report = ReadReport()
     docs = DocumentsResult()
-    content, chunking, embedder = ContentOptions.from_env("RAG"), ChunkOptions.from_env(), load_embedder()
-    driver = open_driver()
+    embedder = load_embedder(settings.embedder or "")
+    driver = open_driver(settings=settings)
 
     def load_batch_documents(batch: list[Conversation]) -> None:
         # the same Documents and chunks (full-text index) as the Dagster documents asset

@@ -12,15 +12,14 @@ import click
 from chatetl.model import Conversation
 from chatetl.readers import ReadReport, read_entries, read_path
 from chatetl.readers.entry import Entry
+from chatetl.settings import Settings
+from chatetl.storage import S3ObjectStore, s3_client
 from chatetl.tables import TableWriter
 
 
 def _s3_entries(uri: str, report: ReadReport) -> Iterator[Entry]:
-    from chatetl import settings
-    from chatetl.storage import S3ObjectStore, s3_client
-
     bucket, _, prefix = uri[len("s3://"):].partition("/")
-    store = S3ObjectStore(s3_client(settings.get("CHATETL_S3_ENDPOINT_URL") or None), bucket)
+    store = S3ObjectStore(s3_client(Settings.from_env().s3_endpoint_url), bucket)
     found = False
     for info in store.list(prefix):
         found = True

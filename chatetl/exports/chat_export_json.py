@@ -1,4 +1,4 @@
-"""`chat-export/1` JSON (seed 002): pretty-printed, trailing newline, missing optional fields omitted."""
+"""`chat-export/1` JSON, the Chat Export extension's format: pretty-printed, trailing newline, missing optional fields omitted."""
 
 from __future__ import annotations
 

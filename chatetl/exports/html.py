@@ -1,4 +1,4 @@
-"""HTML (seed 002): a standalone, print-friendly page; everything from a chat is escaped.
+"""HTML: a standalone, print-friendly page; everything from a chat is escaped.
 
 `<article>` with a `<header>` (the title and a `<dl>` of meta), then one
 `<section data-role="...">` per turn: an `<h2>` role heading, the body rendered from

@@ -1,4 +1,4 @@
-"""The chat-export Markdown layout (seed 002): a `sys` fence, one empty ```md fence per turn, sources.
+"""The Chat Export extension's Markdown layout: a `sys` fence, one empty ```md fence per turn, sources.
 
     ```md            ```md             ```md
     sys              user:             sources
@@ -99,7 +99,7 @@ def adjust_body(text: str) -> str:
 def _render(view: ExportView, bodies: list[str]) -> str:
     out = ["```md", "sys"]
     meta = view.meta()
-    if "exported_at" in meta:  # the seed's Markdown calls it `exported`
+    if "exported_at" in meta:  # the extension's Markdown calls it `exported`
         meta = {("exported" if k == "exported_at" else k): v for k, v in meta.items()}
     out += [f"{k}: {_one_line(str(v))}" for k, v in meta.items()]
     out += ["```", ""]

@@ -1,7 +1,7 @@
 """What every per-conversation export says about the conversation, and the turns it holds.
 
-One place builds the meta keys (the seed's `platform`, `url`, `title`, `exported_at`,
-`chat_id`, `model`, plus `created_at` / `updated_at`, which chatetl's readers know) and the
+One place builds the meta keys (the Chat Export extension's `platform`, `url`, `title`,
+`exported_at`, `chat_id`, `model`, plus `created_at` / `updated_at`, which chatetl's readers know) and the
 branches to export, so every format says the same thing.
 
 `exported_at` is the conversation state's own time (updated, else created), not the wall
@@ -39,7 +39,7 @@ class ExportView:
         return f"{self.conv.title or 'Untitled'} (branch {self.branch})"
 
     def meta(self) -> dict[str, Any]:
-        """Meta keys in the seed's order; missing values are left out (never null)."""
+        """Meta keys in the order the extension's files give them; missing values are left out (never null)."""
         c = self.conv
         items = {
             "platform": c.platform,

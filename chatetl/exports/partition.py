@@ -12,11 +12,10 @@ the partition. A rerun writes no byte that is already there.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,8 +25,10 @@ from chatetl.exports.formats import ALL_FORMATS, PER_CONVERSATION, TRAINING, par
 from chatetl.layout import bundle_key, export_prefix, training_key
 from chatetl.model import Conversation
 from chatetl.selection import VISIBLE, ContentOptions
+from chatetl.settings import SettingError, Settings
 from chatetl.storage import ObjectStore, put_if_changed
 from chatetl.tables import iter_partition
+from chatetl.tally import Tally
 
 DEFAULT_BUNDLE = ("chat-export-json", "md", "html")
 
@@ -41,12 +42,23 @@ class ExportPlan(BaseModel):
     bundle_formats: tuple[str, ...] = DEFAULT_BUNDLE
 
     @classmethod
-    def from_env(cls) -> "ExportPlan":
-        """`CHATETL_EXPORT_FORMATS` (default all) and `CHATETL_EXPORT_ZIP_FORMATS` (default chat-export-json,md,html; `none` for no zip)."""
-        formats = parse_formats(os.environ.get("CHATETL_EXPORT_FORMATS") or None)
-        raw_zip = (os.environ.get("CHATETL_EXPORT_ZIP_FORMATS") or "").strip()
-        bundle = () if raw_zip.lower() == "none" else parse_formats(raw_zip or None, DEFAULT_BUNDLE)
+    def from_settings(cls, settings: Settings) -> "ExportPlan":
+        """`CHATETL_EXPORT_FORMATS` (default all) and `CHATETL_EXPORT_ZIP_FORMATS` (default chat-export-json,md,html;
+        `none` for no zip); an unknown format name is an error naming the variable."""
+        try:
+            formats = parse_formats(settings.export_formats)
+        except ValueError as exc:
+            raise SettingError(f"CHATETL_EXPORT_FORMATS={settings.export_formats!r}: {exc}") from None
+        raw_zip = settings.export_zip_formats or ""
+        try:
+            bundle = () if raw_zip.lower() == "none" else parse_formats(raw_zip or None, DEFAULT_BUNDLE)
+        except ValueError as exc:
+            raise SettingError(f"CHATETL_EXPORT_ZIP_FORMATS={raw_zip!r}: {exc}") from None
         return cls(formats=formats, bundle_formats=bundle)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ExportPlan":
+        return cls.from_settings(Settings.from_env(environ))
 
     @property
     def file_formats(self) -> tuple[str, ...]:
@@ -59,7 +71,9 @@ class ExportPlan(BaseModel):
 
 
 @dataclass
-class ExportsResult:
+class ExportsResult(Tally):
+    """What exporting a partition did; results add up (`add`) over days (the keys of the first day that has one)."""
+
     conversations: int = 0
     empty: int = 0  # conversations without a turn to show: no files
     skipped_older: int = 0  # the bucket holds a newer state: files left as they are

@@ -1,7 +1,7 @@
-"""YAML (seed 002): the JSON's meta keys without `schema`, then `messages:`; bodies as block scalars.
+"""YAML, the Chat Export extension's layout: the JSON's meta keys without `schema`, then `messages:`; bodies as block scalars.
 
-Every body is written with one trailing newline added (`text: |` then the lines, as the seed
-shows), which chatetl's YAML reader takes off again, so a body ending in newlines, or a
+Every body is written with one trailing newline added (`text: |` then the lines, as the
+extension's files have it), which chatetl's YAML reader takes off again, so a body ending in newlines, or a
 one-word body, reads back exactly. PyYAML falls back to a double-quoted scalar where a block
 scalar cannot hold the text exactly (trailing spaces before a line break, tabs, control
 characters); `safe_dump` quotes what YAML would otherwise turn into another type (`yes`, `1:20`,

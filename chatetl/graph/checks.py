@@ -1,4 +1,13 @@
-"""TODO docstring"""
+"""The graph's data check on one daily partition: the graph against the partition's normalized tables.
+
+Every conversation of the partition must be in Neo4j with all its messages, unless a newer
+state (or one of the same version from another source) replaced it there under the
+newest-wins rule: that is counted, not failed, since the graph holds one state per chat (the
+newest of all partitions loaded), not every partition's. A missing conversation, an older
+state than the tables' and a message count that differs for the same state are failures.
+A plain function over the object store and a driver; the Dagster asset check calls it
+beside the table checks of chatetl.ingest.checks.
+"""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from typing import Any
 from chatetl.graph.connection import run_read, run_write, write_session
 from chatetl.rag.chunking import Chunk
 from chatetl.rag.embeddings import Embedder
+from chatetl.tally import Tally
 
 FULLTEXT_INDEX = "chunk_text"
 VECTOR_INDEX = "chunk_embedding"
@@ -88,19 +89,12 @@ MERGE (a)-[:NEXT]->(b)
 
 
 @dataclass
-class ChunkLoadSummary:
+class ChunkLoadSummary(Tally):
     documents: int = 0  # documents whose chunks were written
     chunks: int = 0
     deleted: int = 0  # stale chunks removed (the document's newer state has fewer or other chunks)
     skipped_other_state: int = 0  # the Document in the graph holds another state's text (newer, or the winning source's): left alone
     unchanged: int = 0  # documents whose chunks in the graph are exactly these: nothing written
-
-    def add(self, other: "ChunkLoadSummary") -> None:
-        self.documents += other.documents
-        self.chunks += other.chunks
-        self.deleted += other.deleted
-        self.skipped_other_state += other.skipped_other_state
-        self.unchanged += other.unchanged
 
 
 def chunks_digest(chunks: list[Chunk]) -> str:

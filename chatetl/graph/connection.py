@@ -1,7 +1,7 @@
-"""Reaching Neo4j: the driver from the environment, and the sessions every graph write uses.
+"""Reaching Neo4j: the driver from the settings, and the sessions every graph write uses.
 
-Settings: `NEO4J_URI`, `NEO4J_USER`, `NEO4J_PASSWORD`, `NEO4J_DATABASE` (the real environment
-wins over the local services' defaults of chatetl.settings). The password is never logged.
+Settings: `NEO4J_URI`, `NEO4J_USER`, `NEO4J_PASSWORD`, `NEO4J_DATABASE` (chatetl.settings: the
+environment, else the local services' defaults outside production). The password is never logged.
 Write sessions ask the server only for notifications of WARNING severity and up, so the
 informational ones (e.g. "constraint already exists" on every idempotent schema statement,
 planner hints) do not fill the logs, and not for "unrecognized" ones (a fresh database does not
@@ -12,30 +12,33 @@ a test holds it so.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from chatetl import settings
+from chatetl.settings import Settings
 
-DEEP_ENV = "CHATETL_GRAPH_DEEP"
 NOTIFICATIONS_MIN_SEVERITY = "WARNING"
 NOTIFICATIONS_DISABLED_CLASSIFICATIONS = ["UNRECOGNIZED"]
 
 
-def neo4j_settings() -> dict[str, str]:
+def neo4j_settings(settings: Settings | None = None) -> dict[str, str]:
+    """uri, user, password, database: each set, or an error naming the variable that is not."""
+    s = settings or Settings.from_env()
     return {
-        "uri": settings.get("NEO4J_URI"),
-        "user": settings.get("NEO4J_USER"),
-        "password": settings.get("NEO4J_PASSWORD"),
-        "database": settings.get("NEO4J_DATABASE"),
+        "uri": s.require("NEO4J_URI"),
+        "user": s.require("NEO4J_USER"),
+        "password": s.require("NEO4J_PASSWORD"),
+        "database": s.require("NEO4J_DATABASE"),
     }
 
 
-def open_driver(uri: str | None = None, user: str | None = None, password: str | None = None) -> Any:
-    """A driver for the configured Neo4j (arguments override the environment)."""
+def open_driver(uri: str | None = None, user: str | None = None, password: str | None = None, settings: Settings | None = None) -> Any:
+    """A driver for the configured Neo4j (arguments override the settings)."""
     from neo4j import GraphDatabase
 
-    conf = neo4j_settings()
+    if uri and user and password:
+        conf = {"uri": uri, "user": user, "password": password}
+    else:
+        conf = neo4j_settings(settings)
     return GraphDatabase.driver(
         uri or conf["uri"],
         auth=(user or conf["user"], password or conf["password"]),
@@ -51,14 +54,6 @@ def write_session(driver: Any, database: str | None = None) -> Any:
         notifications_min_severity=NOTIFICATIONS_MIN_SEVERITY,
         notifications_disabled_classifications=NOTIFICATIONS_DISABLED_CLASSIFICATIONS,
     )
-
-
-def deep_mode_from_env(default: bool = False) -> bool:
-    """Deep mode (DecisionTrace/TraceStep) from `CHATETL_GRAPH_DEEP`: 1/true/yes/on; off when unset."""
-    value = os.environ.get(DEEP_ENV, "").strip().lower()
-    if not value:
-        return default
-    return value in ("1", "true", "yes", "on")
 
 
 def run_write(driver: Any, database: str | None, cypher: str, **params: Any) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ account export, a chat-export file and a REX record is one node):
   sorted), whatever the outcome;
 - the state wins by the source's own update time (`state_version`): `created` (new),
   `updated` (newer; or the same time re-read from the same file with other content, e.g. a
-  reader fix; or the same time from a richer format, see properties.SOURCE_FIDELITY; then
+  reader fix; or the same time from a richer format, see chatetl.model.SOURCE_FIDELITY; then
   the larger state hash, so the outcome never depends on load order), `unchanged` (same
   state, same mode: nothing is written), `skipped` (older: never regresses the graph);
 - a winning state replaces the old one: messages upserted, messages it no longer has
@@ -40,12 +40,13 @@ from chatetl.graph.traces import trace_for
 from chatetl.model import SOURCE_FIDELITY, Conversation, state_batches
 from chatetl.storage import ObjectStore
 from chatetl.tables import iter_partition
+from chatetl.tally import Tally
 
 DEFAULT_BATCH_MESSAGES = 5000
 
 
 @dataclass
-class LoadSummary:
+class LoadSummary(Tally):
     conversations_created: int = 0
     conversations_updated: int = 0
     conversations_unchanged: int = 0
@@ -55,10 +56,6 @@ class LoadSummary:
     traces_written: int = 0
     trace_steps_written: int = 0
     traces_removed: int = 0
-
-    def add(self, other: "LoadSummary") -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def to_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -154,18 +151,8 @@ CALL (m) {
 }
 """
 
-_CREATE_LINKS = """
-UNWIND $keys AS key
-MATCH (:Conversation {key: key})-[:HAS_MESSAGE]->(m:Message)
-CALL (m) {
-  MATCH (n:Message {key: m.next_key})
-  CREATE (m)-[:NEXT]->(n)
-}
-CALL (m) {
-  MATCH (p:Message {key: m.parent_key})
-  CREATE (m)-[:REPLIES_TO]->(p)
-}
-"""
+# a created conversation's messages have no links yet: the same links, CREATEd without lookups
+_CREATE_LINKS = _LINK_MESSAGES.replace("MERGE", "CREATE")
 
 _REMOVE_TRACES = """
 UNWIND $keys AS key
@@ -310,8 +297,8 @@ def load_conversations(
 ) -> LoadSummary:
     """Write conversations (streamed), one managed transaction per batch; returns what changed.
 
-    `deep` adds the DecisionTrace/TraceStep of every conversation with tool use (off by
-    default, as in the seed; the asset and the CLI read `CHATETL_GRAPH_DEEP`). `on_batch` is
+    `deep` (off unless asked for: the asset and the CLI read `CHATETL_GRAPH_DEEP`) adds the
+    DecisionTrace/TraceStep of every conversation with tool use. `on_batch` is
     called with each batch once it is committed (the CLI loads the batch's Documents there).
     """
     ensure_schema(driver, database)

@@ -1,7 +1,8 @@
-"""Node properties from the canonical model: the seed's names and values, plus what says how it arrived.
+"""Node properties from the canonical model: one set of names for every source, plus what says how a state arrived.
 
-Conversation and Document `source` is the platform, as in the seed (`chatgpt`, `claude-ai`,
-`grok`, `claude-code` ...); the format a state arrived through (account export, chat-export
+Conversation and Document `source` is the platform (`chatgpt`, `claude-ai`, `grok`,
+`claude-code` ...), so `WHERE c.source = 'claude-ai'` finds every Claude chat however it
+arrived; the format a state arrived through (account export, chat-export
 file, REX record ...) is recorded beside it (`sources`, `state_source`). Where a text is cut
 (Message `content` at 2,000 characters) the node says so: `content_truncated` and
 `content_length`; the full text stays in the normalized tables and the Document.
@@ -14,7 +15,7 @@ from typing import Any
 from chatetl.model import SOURCE_FIDELITY, Conversation, Message, MessageKind, state_hash, state_version
 from chatetl.readers.timeutil import iso
 
-CONTENT_LIMIT = 2000  # the seed cuts Message.content at 2,000 characters
+CONTENT_LIMIT = 2000  # Message.content is cut at 2,000 characters
 
 
 def cut(text: str | None, limit: int) -> tuple[str, bool, int]:
@@ -29,7 +30,7 @@ def message_key(conv: Conversation, message_id: str) -> str:
 
 
 def message_name(conv: Conversation, m: Message) -> str:
-    """The seed's `msg-{uuid[:12]}`. Ids a reader derived from the conversation id
+    """A Message's `name`: `msg-` and the first 12 characters of its id. Ids a reader derived from the conversation id
     (`{conversation_id}:{n}`, files without message ids) would all share their first 12
     characters, so those are named `msg-{conversation_id[:12]}-{n}`: distinct within the chat."""
     prefix = f"{conv.conversation_id}:"
@@ -45,7 +46,7 @@ def conversation_props(conv: Conversation) -> dict[str, Any]:
         "name": conv.title if conv.title else f"conv-{conv.conversation_id}",
         "title": conv.title,
         "conversation_id": conv.conversation_id,
-        "source": conv.platform,  # the seed's `source` is the platform
+        "source": conv.platform,  # `source` is the platform (see above); `sources` holds the formats
         "platform": conv.platform,
         "created_at": iso(conv.created_at),
         "updated_at": iso(conv.updated_at),

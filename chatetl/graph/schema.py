@@ -3,8 +3,9 @@
 Every key includes the platform, so the same id on two platforms never collides:
 Conversation and Document `key` = `{platform}:{conversation_id}`, Message `key` =
 `{platform}:{conversation_id}:{message_id}`, DecisionTrace `id` = `{platform}-trace-{conversation_id}`,
-TraceStep `key` = `{trace id}:{index}`. The indexes serve the seed's example queries
-(`c.source`, `first.conversation_id`, `d.template_id`).
+TraceStep `key` = `{trace id}:{index}`. The indexes serve the lookups queries start from:
+conversations by platform (`c.source`) or id (`c.conversation_id`), messages by conversation
+id, Documents by template (`d.template_id`) and platform, traces by platform.
 """
 
 from __future__ import annotations

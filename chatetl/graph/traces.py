@@ -1,4 +1,4 @@
-"""Deep mode: a conversation's tool use as a DecisionTrace of TraceSteps (the seed's deep mode).
+"""Deep mode: a conversation's tool use as a DecisionTrace of TraceSteps.
 
 One DecisionTrace per conversation that used tools on the branch the user saw (the active
 branch, in order): id `{platform}-trace-{conversation_id}`, task `Tool usage in: {title}`,
@@ -22,7 +22,7 @@ from typing import Any
 from chatetl.graph.properties import cut, message_key
 from chatetl.model import Conversation, Message, MessageKind, Role, ToolResult
 
-OBSERVATION_LIMIT = 500  # the seed cuts TraceStep.observation at 500 characters
+OBSERVATION_LIMIT = 500  # TraceStep.observation is cut at 500 characters
 THOUGHT_LIMIT = 500
 UNKNOWN_TOOL = "unknown"
 

@@ -1,13 +1,10 @@
-"""Data checks on one daily partition: the normalized tables against their contract, and
-the graph against the tables. Plain functions (the Dagster asset checks call them).
+"""Data checks on one daily partition's normalized tables, against their contract. Plain
+functions (the Dagster asset checks call them; the graph's check is chatetl.graph.checks).
 
 - columns: every normalized file has exactly the contract's columns and types;
 - unique message ids: no message id twice within one conversation state;
 - gapless seq: per conversation state, the non-null `seq` values are exactly
-  0..n-1, only on the active branch, and n is the row's `message_count`;
-- graph: every conversation of the partition is in Neo4j with all its messages, unless
-  a newer state (or an equal-version state from another source) legitimately replaced it
-  under the newest-wins rule.
+  0..n-1, only on the active branch, and n is the row's `message_count`.
 """
 
 from __future__ import annotations
@@ -22,15 +19,18 @@ import pyarrow.parquet as pq
 
 from chatetl.storage import ObjectStore
 from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, download_table, partition_table_pairs, read_rows
+from chatetl.tally import Tally, all_passed, capped, summed_by
 
 MAX_PROBLEMS = 50
 SCHEMAS = {"conversations": CONVERSATIONS_SCHEMA, "messages": MESSAGES_SCHEMA}
 
 
 @dataclass
-class CheckReport:
-    passed: bool = True
-    problems: list[str] = field(default_factory=list)
+class CheckReport(Tally):
+    """A check's outcome; reports add up (`add`): passed only if every part passed, at most MAX_PROBLEMS examples."""
+
+    passed: bool = summed_by(all_passed, default=True)
+    problems: list[str] = summed_by(capped(MAX_PROBLEMS), default_factory=list)
     problem_count: int = 0
     counts: Counter = field(default_factory=Counter)
 
@@ -39,12 +39,6 @@ class CheckReport:
         self.problem_count += 1
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(problem)
-
-    def merge(self, other: "CheckReport") -> None:
-        self.passed = self.passed and other.passed
-        self.problem_count += other.problem_count
-        self.problems += other.problems[: max(0, MAX_PROBLEMS - len(self.problems))]
-        self.counts.update(other.counts)
 
 
 def schema_problems(actual: pa.Schema, expected: pa.Schema) -> list[str]:
@@ -117,7 +111,7 @@ def check_normalized_partition(store: ObjectStore, day: str) -> dict[str, CheckR
         with tempfile.TemporaryDirectory() as tmp:
             found = check_normalized_pair(download_table(store, conv_key, tmp), download_table(store, msg_key, tmp), f"{day}/{label}")
         for name, report in found.items():
-            reports[name].merge(report)
+            reports[name].add(report)
     return reports
 
 

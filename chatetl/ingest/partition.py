@@ -25,8 +25,9 @@ import pyarrow.parquet as pq
 from chatetl.ingest.index import current_state, partition_of
 from chatetl.ingest.ledger import Ledger, LedgerEntry, parser_fingerprint, read_location, write_location
 from chatetl.ingest.upload import normalize_upload
-from chatetl.layout import NORMALIZED_PREFIX, QUARANTINE_PREFIX, TABLES, table_key, upload_id
+from chatetl.layout import NORMALIZED_PREFIX, QUARANTINE_PREFIX, TABLES, document_keys, table_key, upload_id
 from chatetl.storage import ObjectInfo, ObjectStore
+from chatetl.tally import Tally, capped, summed_by
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ LEDGER_SAVE_SECONDS = 20.0
 
 
 @dataclass
-class SourceCounts:
+class SourceCounts(Tally):
     uploads: int = 0
     uploads_skipped: int = 0
     conversations: int = 0  # read from the uploads processed now
@@ -49,8 +50,9 @@ class SourceCounts:
 
 
 @dataclass
-class PartitionIngest:
-    """What normalizing a day did, for the person reading the materialization."""
+class PartitionIngest(Tally):
+    """What normalizing a day did, for the person reading the materialization. Days add up
+    (`add`, a run over a range of partitions): the first day's `day`, at most PREVIEW_ROWS rows."""
 
     day: str
     uploads: int = 0
@@ -73,7 +75,7 @@ class PartitionIngest:
     formats: Counter = field(default_factory=Counter)
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-    preview: list[dict[str, Any]] = field(default_factory=list)
+    preview: list[dict[str, Any]] = summed_by(capped(PREVIEW_ROWS), default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -81,20 +83,6 @@ class PartitionIngest:
         """Some conversation came out of the day (now or in a run whose outputs stand)."""
         return self.conversations + self.conversations_in_skipped > 0
 
-    def add(self, other: "PartitionIngest") -> None:
-        """Fold another day into this one (a run over a range of partitions)."""
-        for name in ("uploads", "conversations", "messages", "conversations_in_skipped", "bytes_read", "bytes_written", "seconds"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("processed", "skipped", "errors", "failed_uploads", "quarantined", "written", "unchanged"):
-            getattr(self, name).extend(getattr(other, name))
-        for name in ("rows_written", "error_reasons", "drift", "records_skipped", "formats"):
-            getattr(self, name).update(getattr(other, name))
-        self.retracted.update(other.retracted)
-        for source, counts in other.sources.items():
-            mine = self.sources[source]
-            for f in counts.__dataclass_fields__:
-                setattr(mine, f, getattr(mine, f) + getattr(counts, f))
-        self.preview.extend(other.preview[: max(0, PREVIEW_ROWS - len(self.preview))])
 
 
 def _read_states(store: ObjectStore, key: str) -> list[dict[str, Any]]:
@@ -115,8 +103,6 @@ def output_keys(day: str, uid: str) -> list[str]:
 
 def retract(store: ObjectStore, day: str, uid: str) -> list[str]:
     """Remove one upload's outputs from a day: its normalized rows, quarantine and RAG files."""
-    from chatetl.layout import document_keys
-
     removed = []
     for key in output_keys(day, uid) + list(document_keys(day, uid)):
         if store.head(key) is not None:

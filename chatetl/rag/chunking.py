@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from chatetl.rag.documents import Document, Span
+from chatetl.settings import Settings
 
 # boundary strength before a piece
 TURN, PARAGRAPH, LINE, WORD, NONE = 4, 3, 2, 1, 0
@@ -46,13 +46,14 @@ class ChunkOptions(BaseModel):
         return self
 
     @classmethod
-    def from_env(cls) -> "ChunkOptions":
-        values: dict[str, Any] = {}
-        for name, env in (("max_chars", "CHATETL_CHUNK_MAX_CHARS"), ("overlap_chars", "CHATETL_CHUNK_OVERLAP_CHARS")):
-            raw = os.environ.get(env, "").strip()
-            if raw:
-                values[name] = int(raw)
-        return cls(**values)
+    def from_settings(cls, settings: Settings) -> "ChunkOptions":
+        """`CHATETL_CHUNK_MAX_CHARS` and `CHATETL_CHUNK_OVERLAP_CHARS`; unset: the defaults."""
+        values = {"max_chars": settings.chunk_max_chars, "overlap_chars": settings.chunk_overlap_chars}
+        return cls(**{k: v for k, v in values.items() if v is not None})
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ChunkOptions":
+        return cls.from_settings(Settings.from_env(environ))
 
 
 class Chunk(BaseModel):

@@ -1,12 +1,15 @@
 """Documents for RAG: one per conversation, the full visible text of the active branch.
 
-The text is what a person saw: visible turns only, each `Label: text` (role labels
-as the seed's Document `content` has them), turns separated by a blank line, never
+The text is what a person saw: visible turns only, each `Label: text` (`User: ...`,
+`Assistant: ...`: the role labels of chatetl.labels), turns separated by a blank line, never
 truncated. Reasoning, tool internals, hidden context and abandoned branches stay out
 unless `ContentOptions` lets them in; an abandoned branch then follows the active one
 under an `[Other branch N]` line, with only the turns it does not share.
 
-`document_for` builds the seed's Document properties; `build_document` also keeps where
+`document_for` builds a Document node's properties (`title` `{Platform}: {title}`, `content`,
+`template_id` `chat-import`, `template_name` `{Platform} Conversation`, `source` the platform,
+the conversation's id, times and turn count, and the state the text comes from);
+`build_document` also keeps where
 each message's text sits in `content` (character spans), which the chunker needs to say
 which messages a chunk comes from.
 """
@@ -77,7 +80,7 @@ def _content(conv: Conversation, options: ContentOptions) -> tuple[str, list[Spa
 
 
 def build_document(conv: Conversation, options: ContentOptions = VISIBLE) -> Document:
-    """The seed's Document properties (plus the key tying it to its Conversation) and the turns' spans."""
+    """The Document's properties (with the key tying it to its Conversation) and the turns' spans."""
     label = platform_label(conv.platform)
     title = conv.title or f"conv-{conv.conversation_id}"
     content, spans = _content(conv, options)
@@ -102,7 +105,7 @@ def build_document(conv: Conversation, options: ContentOptions = VISIBLE) -> Doc
 
 
 def document_for(conv: Conversation, options: ContentOptions = VISIBLE) -> dict[str, Any]:
-    """The seed's Document properties, plus the key that ties it to its Conversation."""
+    """The Document's properties, with the key that ties it to its Conversation."""
     return build_document(conv, options).props
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib
 import math
-import os
 from typing import Any, Callable, Sequence
 
 from chatetl.rag.chunking import Chunk
+from chatetl.settings import Settings
 
 Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
 
@@ -20,7 +20,7 @@ def load_embedder(spec: str | None = None) -> Embedder | None:
     folder); chatetl itself never downloads weights. Unset (the default): no embeddings, no
     vector index, and nothing else changes.
     """
-    spec = (spec if spec is not None else os.environ.get("CHATETL_EMBEDDER", "")).strip()
+    spec = (spec if spec is not None else Settings.from_env().embedder or "").strip()
     if not spec:
         return None
     module, _, attr = spec.partition(":")

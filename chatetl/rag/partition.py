@@ -2,7 +2,7 @@
 
 For each upload of the partition (as normalized):
 
-    rag/documents/date=D/<upload-id>.jsonl   one Document per conversation (the seed's properties)
+    rag/documents/date=D/<upload-id>.jsonl   one Document per conversation (the Document node's properties)
     rag/chunks/date=D/<upload-id>.jsonl      its chunks: text, position, char offsets, message ids
 
 and, with a driver, Document nodes (newest state wins, HAS_DOCUMENT from the Conversation)
@@ -29,12 +29,15 @@ from chatetl.rag.embeddings import Embedder, embed_chunks
 from chatetl.selection import VISIBLE, ContentOptions
 from chatetl.storage import ObjectStore, put_if_changed
 from chatetl.tables import iter_partition
+from chatetl.tally import Tally
 
 BATCH = 250
 
 
 @dataclass
-class DocumentsResult:
+class DocumentsResult(Tally):
+    """What writing Documents did; results add up (`add`: uploads, days), the first document kept as the preview."""
+
     documents: int = 0
     chunks: int = 0
     empty_documents: int = 0  # conversations with no text to show: a Document without chunks
@@ -103,19 +106,16 @@ def write_upload_documents(
     upload_id: str,
     conversations: Iterable[Conversation],
     result: DocumentsResult,
-    *,
-    database: str | None = None,
-    content: ContentOptions = VISIBLE,
-    chunking: ChunkOptions | None = None,
-    embedder: Embedder | None = None,
+    **options: Any,
 ) -> None:
-    """One upload's rag/documents/ and rag/chunks/ files (unchanged bytes are not rewritten), and the graph."""
+    """One upload's rag/documents/ and rag/chunks/ files (unchanged bytes are not rewritten), and the graph.
+
+    `options` are `process_documents`'s: database, content, chunking, embedder."""
     doc_key, chunk_key = document_keys(day, upload_id)
     with tempfile.TemporaryDirectory(prefix="chatetl-rag-") as tmp:
         doc_path, chunk_path = Path(tmp, "documents.jsonl"), Path(tmp, "chunks.jsonl")
         with open(doc_path, "wb") as doc_out, open(chunk_path, "wb") as chunk_out:
-            process_documents(driver, conversations, result, database=database, content=content, chunking=chunking,
-                              embedder=embedder, doc_out=doc_out, chunk_out=chunk_out)
+            process_documents(driver, conversations, result, doc_out=doc_out, chunk_out=chunk_out, **options)
         for key, path in ((doc_key, doc_path), (chunk_key, chunk_path)):
             (result.written if put_if_changed(store, key, path, "application/x-ndjson") else result.unchanged).append(key)
 

@@ -2,6 +2,11 @@
 
 `read_entry` is the one entry point: it opens archives and folders, detects each
 file's format from its content and hands it to that format's reader.
+
+What every reader shares: `jsonstream` (records streamed out of a file, each converted with
+its errors placed, branches resolved by `tree`), `fields` (a record's fields read
+defensively, unknown ones counted as drift and kept), `platforms` (platform and id from a
+name or URL), `timeutil` (times into aware UTC) and `report` (what reading found).
 """
 
 from __future__ import annotations

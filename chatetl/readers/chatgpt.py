@@ -13,6 +13,7 @@ from typing import Any, Iterator
 from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
+from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
 from chatetl.readers.jsonstream import convert_records, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
@@ -46,9 +47,7 @@ _CITE_MARKER = re.compile("\ue200[^\ue200\ue201]*\ue201|【[^】\n]{0,200}†[^�
 
 def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
     def convert(record: Any, where: str) -> Conversation | None:
-        if not isinstance(record, dict):
-            raise ValueError(f"expected a conversation object, got {type(record).__name__}")
-        return conversation_from_chatgpt(record, report)
+        return conversation_from_chatgpt(expect_object(record, "a conversation object"), report)
 
     yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, convert)
 
@@ -60,10 +59,8 @@ def conversation_from_chatgpt(record: dict, report: ReadReport) -> Conversation:
     conv_id = record.get("conversation_id") or record.get("id")
     if not isinstance(conv_id, str) or not conv_id:
         raise ValueError("conversation has no id")
-    for key in record.keys() - KNOWN_CONVERSATION_FIELDS:
-        report.unknown(f"chatgpt.conversation_field:{key}")
     meta = {k: record[k] for k in ("gizmo_id", "gizmo_type", "is_archived", "is_starred", "memory_scope", "conversation_template_id") if record.get(k) is not None}
-    meta.update({k: record[k] for k in record.keys() - KNOWN_CONVERSATION_FIELDS})
+    keep_unknown(record, KNOWN_CONVERSATION_FIELDS, meta, report, "chatgpt.conversation_field")
 
     messages = _messages_from_mapping(mapping, report)
     default_model = record.get("default_model_slug")
@@ -119,11 +116,11 @@ def _messages_from_mapping(mapping: dict, report: ReadReport) -> list[Message]:
             continue
         msg.parent_id = message_parent(node_id)
         messages.append(msg)
-    _pair_tool_results(messages)
+    pair_tool_results(messages)
     return messages
 
 
-def _pair_tool_results(messages: list[Message]) -> None:
+def pair_tool_results(messages: list[Message]) -> None:
     """A ChatGPT tool answer belongs to the call it follows: the nearest tool-call ancestor.
 
     Several results can follow one call (a browser `mclick` quoting three pages), each
@@ -155,15 +152,9 @@ def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None =
         raise ValueError("message without id")
     author = raw.get("author") if isinstance(raw.get("author"), dict) else {}
     role_name = author.get("role")
-    role = ROLES.get(role_name) if isinstance(role_name, str) else None
     extra: dict[str, Any] = {}
-    if role is None:
-        report.unknown(f"chatgpt.role:{role_name}")
-        extra["raw_role"] = role_name
-        role = Role.TOOL
-    for key in raw.keys() - KNOWN_MESSAGE_FIELDS:
-        report.unknown(f"chatgpt.message_field:{key}")
-        extra[key] = raw[key]
+    role = known_role(ROLES, role_name, report, drift="chatgpt.role", extra=extra, keep_as="raw_role", default=Role.TOOL)
+    keep_unknown(raw, KNOWN_MESSAGE_FIELDS, extra, report, "chatgpt.message_field")
     content = raw.get("content") if isinstance(raw.get("content"), dict) else {}
     ctype = content.get("content_type")
     metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
@@ -193,7 +184,7 @@ def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None =
         tool_calls.append(ToolCall(id=mid, name=recipient, input=text))
     elif role is Role.TOOL:
         kind = MessageKind.TOOL_RESULT
-        # paired with its call after the tree is known (_pair_tool_results)
+        # paired with its call after the tree is known (pair_tool_results)
         tool_results.append(ToolResult(tool_call_id=None, name=author_name, output=text, is_error=ctype == "system_error"))
     elif raw.get("weight") == 0:
         kind = MessageKind.HIDDEN  # weight 0: kept out of the conversation shown to the user
@@ -246,7 +237,7 @@ def _content_text(content: dict, ctype: Any, report: ReadReport, extra: dict) ->
                             kind=kind,
                             pointer=pointer if isinstance(pointer, str) else None,
                             size=part.get("size_bytes") if isinstance(part.get("size_bytes"), int) else None,
-                            text=_text_of(dalle.get("prompt")) or None,
+                            text=text_or_none(dalle.get("prompt")),
                         )
                     )
                 else:
@@ -274,10 +265,10 @@ def _content_text(content: dict, ctype: Any, report: ReadReport, extra: dict) ->
     if ctype in ("tether_quote", "sonic_webpage"):
         citations.append(
             Citation(
-                title=_text_of(content.get("title")) or None,
-                url=_text_of(content.get("url")) or None,
-                snippet=_text_of(content.get("snippet")) or None,
-                source=_text_of(content.get("domain")) or None,
+                title=text_or_none(content.get("title")),
+                url=text_or_none(content.get("url")),
+                snippet=text_or_none(content.get("snippet")),
+                source=text_or_none(content.get("domain")),
             )
         )
         return _text_of(content.get("text")), attachments, citations
@@ -306,7 +297,7 @@ def _citations_from_metadata(metadata: dict) -> list[Citation]:
     seen: set[tuple[str | None, str | None]] = set()
 
     def add(title: Any, url: Any, snippet: Any = None, source: Any = None) -> None:
-        c = Citation(title=_text_of(title) or None, url=_text_of(url) or None, snippet=_text_of(snippet) or None, source=_text_of(source) or None)
+        c = Citation(title=text_or_none(title), url=text_or_none(url), snippet=text_or_none(snippet), source=text_or_none(source))
         if (c.url or c.title) and (c.url, c.title) not in seen:
             seen.add((c.url, c.title))
             out.append(c)
@@ -337,9 +328,9 @@ def _attachments_from_metadata(metadata: dict) -> list[Attachment]:
         out.append(
             Attachment(
                 kind="image" if str(att.get("mime_type") or att.get("mimeType") or "").startswith("image/") else "file",
-                id=_text_of(att.get("id")) or None,
-                name=_text_of(att.get("name")) or None,
-                mime_type=_text_of(att.get("mime_type") or att.get("mimeType")) or None,
+                id=text_or_none(att.get("id")),
+                name=text_or_none(att.get("name")),
+                mime_type=text_or_none(att.get("mime_type") or att.get("mimeType")),
                 size=size if isinstance(size, int) else None,
             )
         )

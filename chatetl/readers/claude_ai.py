@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
+from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
 from chatetl.readers.jsonstream import convert_records, iter_records, json_text, raw_bytes
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
@@ -50,9 +51,7 @@ SENDERS = {"human": Role.USER, "user": Role.USER, "assistant": Role.ASSISTANT}
 
 def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
     def convert(record: Any, where: str) -> Conversation | None:
-        if not isinstance(record, dict):
-            raise ValueError(f"expected a conversation object, got {type(record).__name__}")
-        return conversation_from_claude_ai(record, report, file=entry.name, where=where)
+        return conversation_from_claude_ai(expect_object(record, "a conversation object"), report, file=entry.name, where=where)
 
     yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, convert)
 
@@ -81,9 +80,7 @@ def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = ""
     for key in _META_FIELDS:
         if record.get(key) is not None:
             meta[key] = record[key]
-    for key in sorted(record.keys() - KNOWN_CONVERSATION_FIELDS):
-        report.unknown(f"claude-ai.conversation_field:{key}")
-        meta[key] = record[key]
+    keep_unknown(record, KNOWN_CONVERSATION_FIELDS, meta, report, "claude-ai.conversation_field")
 
     messages: list[Message] = []
     place = f"{where} (conversation {conv_id})" if where else f"conversation {conv_id}"
@@ -98,19 +95,17 @@ def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = ""
         for prev, msg in zip(messages, messages[1:]):
             msg.parent_id = prev.message_id
 
-    name = record.get("name")
-    model = record.get("model")
-    leaf = record.get("current_leaf_message_uuid")
+    leaf = text_or_none(record.get("current_leaf_message_uuid"))
     return Conversation(
         source=Source.CLAUDE_AI,
         platform=PLATFORM,
         conversation_id=conv_id,
-        title=name if isinstance(name, str) and name else None,
+        title=text_or_none(record.get("name")),
         created_at=parse_time(record.get("created_at")),
         updated_at=parse_time(record.get("updated_at")),
-        model=model if isinstance(model, str) and model else None,  # the official export has none
+        model=text_or_none(record.get("model")),  # the official export has none
         url=f"https://claude.ai/chat/{conv_id}",
-        current_node=leaf if isinstance(leaf, str) and leaf and leaf != ROOT_PARENT else None,
+        current_node=leaf if leaf != ROOT_PARENT else None,
         messages=messages,
         meta=meta,
     )
@@ -122,21 +117,14 @@ def message_from_claude_ai(raw: dict, report: ReadReport, fallback_id: str) -> M
     if not isinstance(mid, str) or not mid:
         mid = fallback_id
     extra: dict[str, Any] = {}
-    sender = raw.get("sender")
-    role = SENDERS.get(sender) if isinstance(sender, str) else None
-    if role is None:
-        report.unknown(f"claude-ai.sender:{sender}")
-        extra["raw_sender"] = sender
-        role = Role.ASSISTANT
+    role = known_role(SENDERS, raw.get("sender"), report, drift="claude-ai.sender", extra=extra, keep_as="raw_sender", default=Role.ASSISTANT)
     for key in _EXTRA_FIELDS:
         if raw.get(key) is not None:
             extra[key] = raw[key]
-    for key in sorted(raw.keys() - KNOWN_MESSAGE_FIELDS):
-        report.unknown(f"claude-ai.message_field:{key}")
-        extra[key] = raw[key]
+    keep_unknown(raw, KNOWN_MESSAGE_FIELDS, extra, report, "claude-ai.message_field")
 
-    parent = raw.get("parent_message_uuid")
-    parent_id = parent if isinstance(parent, str) and parent and parent != ROOT_PARENT else None
+    parent = text_or_none(raw.get("parent_message_uuid"))
+    parent_id = parent if parent != ROOT_PARENT else None
 
     texts: list[str] = []
     reasoning: list[str] = []
@@ -220,11 +208,9 @@ def message_from_claude_ai(raw: dict, report: ReadReport, fallback_id: str) -> M
 
 
 def _tool_call(block: dict) -> ToolCall:
-    call_id = block.get("id")
-    name = block.get("name")
     return ToolCall(
-        id=call_id if isinstance(call_id, str) and call_id else None,
-        name=name if isinstance(name, str) and name else None,
+        id=text_or_none(block.get("id")),
+        name=text_or_none(block.get("name")),
         input=json_text(block.get("input")),  # artifacts keep input.title / input.content here
     )
 
@@ -236,10 +222,6 @@ def _domain(url: Any) -> str | None:
         return urlparse(url).hostname or None
     except ValueError:
         return None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _tool_result(block: dict) -> tuple[ToolResult, list[Citation]]:
@@ -254,9 +236,9 @@ def _tool_result(block: dict) -> tuple[ToolResult, list[Citation]]:
                 continue
             if item.get("type") == "knowledge":
                 metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
-                title, url, text = _str(item.get("title")), _str(item.get("url")), _str(item.get("text"))
+                title, url, text = text_or_none(item.get("title")), text_or_none(item.get("url")), text_or_none(item.get("text"))
                 citations.append(
-                    Citation(title=title, url=url, snippet=text, source=_str(metadata.get("site_domain")) or _domain(url))
+                    Citation(title=title, url=url, snippet=text, source=text_or_none(metadata.get("site_domain")) or _domain(url))
                 )
                 parts.append("\n".join(p for p in (title, url, text) if p))
             elif isinstance(item.get("text"), str):
@@ -266,11 +248,9 @@ def _tool_result(block: dict) -> tuple[ToolResult, list[Citation]]:
         output = "\n\n".join(p for p in parts if p)
     else:
         output = json_text(content)
-    tool_use_id = block.get("tool_use_id")
-    name = block.get("name")
     result = ToolResult(
-        tool_call_id=tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None,
-        name=name if isinstance(name, str) and name else None,
+        tool_call_id=text_or_none(block.get("tool_use_id")),
+        name=text_or_none(block.get("name")),
         output=output,
         is_error=block.get("is_error") is True,
     )
@@ -284,12 +264,12 @@ def _text_citations(raw: Any) -> list[Citation]:
         if not isinstance(c, dict):
             continue
         details = c.get("details") if isinstance(c.get("details"), dict) else {}
-        url = _str(c.get("url")) or _str(details.get("url"))
-        title = _str(c.get("title")) or _str(details.get("title"))
-        snippet = _str(c.get("cited_text")) or _str(c.get("text")) or _str(details.get("cited_text"))
+        url = text_or_none(c.get("url")) or text_or_none(details.get("url"))
+        title = text_or_none(c.get("title")) or text_or_none(details.get("title"))
+        snippet = text_or_none(c.get("cited_text")) or text_or_none(c.get("text")) or text_or_none(details.get("cited_text"))
         metadata = c.get("metadata") if isinstance(c.get("metadata"), dict) else {}
         if url or title or snippet:
-            out.append(Citation(title=title, url=url, snippet=snippet, source=_str(metadata.get("site_domain")) or _domain(url)))
+            out.append(Citation(title=title, url=url, snippet=snippet, source=text_or_none(metadata.get("site_domain")) or _domain(url)))
     return out
 
 
@@ -302,9 +282,9 @@ def _attachments(raw: dict) -> list[Attachment]:
         out.append(
             Attachment(
                 kind="file",
-                id=_str(a.get("id")),
-                name=_str(a.get("file_name")),
-                mime_type=_str(a.get("file_type")),
+                id=text_or_none(a.get("id")),
+                name=text_or_none(a.get("file_name")),
+                mime_type=text_or_none(a.get("file_type")),
                 size=size if isinstance(size, int) and not isinstance(size, bool) else None,
                 text=a.get("extracted_content") if isinstance(a.get("extracted_content"), str) else None,
             )
@@ -314,20 +294,20 @@ def _attachments(raw: dict) -> list[Attachment]:
         for f in raw.get(key) or []:
             if not isinstance(f, dict):
                 continue
-            file_uuid = _str(f.get("file_uuid")) or _str(f.get("uuid"))
+            file_uuid = text_or_none(f.get("file_uuid")) or text_or_none(f.get("uuid"))
             if file_uuid is not None:
                 if file_uuid in seen:
                     continue
                 seen.add(file_uuid)
             kind = f.get("file_kind")
             asset = f.get("image_asset") or f.get("document_asset") or f.get("preview_asset")
-            pointer = _str(asset.get("url")) if isinstance(asset, dict) else None
+            pointer = text_or_none(asset.get("url")) if isinstance(asset, dict) else None
             out.append(
                 Attachment(
                     kind="image" if kind == "image" else "file",
                     id=file_uuid,
-                    name=_str(f.get("file_name")),
-                    pointer=pointer or _str(f.get("path")),
+                    name=text_or_none(f.get("file_name")),
+                    pointer=pointer or text_or_none(f.get("path")),
                 )
             )
     return out

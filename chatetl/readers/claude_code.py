@@ -23,6 +23,7 @@ from typing import Any, Iterator
 from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
+from chatetl.readers.fields import text_or_none
 from chatetl.readers.jsonstream import convert_records, iter_records, json_text, raw_bytes
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
@@ -159,7 +160,7 @@ def conversation_from_session(entry: Entry, lines: Iterator[tuple[str, Any]], re
 
 def _add_line(s: _Session, rec: dict, lineno: int, report: ReadReport) -> None:
     ltype = rec.get("type")
-    uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) and rec.get("uuid") else None
+    uuid = text_or_none(rec.get("uuid"))
     if isinstance(rec.get("sessionId"), str) and rec["sessionId"]:
         if not s.session_ids or s.session_ids[-1] != rec["sessionId"]:
             s.session_ids.append(rec["sessionId"])
@@ -176,7 +177,7 @@ def _add_line(s: _Session, rec: dict, lineno: int, report: ReadReport) -> None:
             s.custom_title = rec["customTitle"].strip()
         if uuid is not None:  # keep the chain running through it
             parent = rec.get("parentUuid")
-            s.skipped_parent[uuid] = parent if isinstance(parent, str) and parent else None
+            s.skipped_parent[uuid] = text_or_none(parent)
         return
 
     if ltype == "summary":
@@ -206,9 +207,9 @@ def _add_line(s: _Session, rec: dict, lineno: int, report: ReadReport) -> None:
     if rec.get("isMeta") is True:
         msg.extra["is_meta"] = True
     parent = rec.get("parentUuid")
-    if not (isinstance(parent, str) and parent) and rec.get("subtype") == "compact_boundary":
+    if text_or_none(parent) is None and rec.get("subtype") == "compact_boundary":
         parent = rec.get("logicalParentUuid")  # the branch continues across the compaction
-    msg.parent_id = parent if isinstance(parent, str) and parent else None
+    msg.parent_id = text_or_none(parent)
     msg.created_at = parse_time(rec.get("timestamp"))
 
     if not msg.message_id:
@@ -272,10 +273,9 @@ def _chat_message(rec: dict, ltype: str, s: _Session, report: ReadReport) -> Mes
         elif btype == "tool_result" or (isinstance(btype, str) and btype.endswith("_tool_result")):
             output, images = _result_output(block.get("content"))
             attachments.extend(images)
-            tool_use_id = block.get("tool_use_id")
             tool_results.append(
                 ToolResult(
-                    tool_call_id=tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None,
+                    tool_call_id=text_or_none(block.get("tool_use_id")),
                     output=output,
                     is_error=block.get("is_error") is True,
                 )
@@ -318,7 +318,7 @@ def _chat_message(rec: dict, ltype: str, s: _Session, report: ReadReport) -> Mes
         kind, text = MessageKind.HIDDEN, ""  # e.g. the "\n\n" text chunk that opens a split response
         extra["empty"] = True
 
-    model = raw.get("model") if isinstance(raw.get("model"), str) and raw.get("model") else None
+    model = text_or_none(raw.get("model"))
     if model == "<synthetic>":  # written by Claude Code itself, not by a model
         extra["synthetic"] = True
         model = None

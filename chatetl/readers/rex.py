@@ -1,4 +1,4 @@
-"""REX `rex-conversation` records (seed 004): ChatGPT conversations collected for research studies.
+"""REX `rex-conversation` records: ChatGPT conversations collected for research studies.
 
 A file (JSON array or JSONL) holds one record per conversation and sync; a resync repeats
 the same `identifier` with a later state and only the newest state is yielded. The file is
@@ -18,21 +18,14 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from chatetl.model import Citation, Conversation, Message, MessageKind, Role, Source, ToolResult
+from chatetl.readers.chatgpt import message_from_chatgpt, pair_tool_results
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
+from chatetl.readers.fields import expect_object, keep_unknown, known_role, list_field
 from chatetl.readers.jsonstream import convert_records, iter_records
 from chatetl.readers.platforms import derived_id, normalize_platform
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import iso, parse_time
-
-try:  # the ChatGPT reader's converter for one raw `mapping[...]["message"]` object
-    from chatetl.readers.chatgpt import message_from_chatgpt
-except ImportError:  # pragma: no cover - only while the ChatGPT reader is missing
-    message_from_chatgpt = None  # type: ignore[assignment]
-try:
-    from chatetl.readers.chatgpt import _pair_tool_results
-except ImportError:  # pragma: no cover
-    _pair_tool_results = None  # type: ignore[assignment]
 
 CONVERSATION = "rex-conversation"
 ROOT = "client-created-root"
@@ -46,6 +39,9 @@ KNOWN_TURN_FIELDS = frozenset({"speaker", "when", "identifier", "content", "pare
 KNOWN_PDM_FIELDS = frozenset(
     {"source", "group", "generator", "generator-id", "timestamp", "timezone", "configuration-hash", "encrypted_transmission"}
 )
+# a field counts as known with or without its redaction suffix
+_KNOWN_KEYS = KNOWN_FIELDS | {f"{name}*" for name in KNOWN_FIELDS}
+_KNOWN_TURN_KEYS = KNOWN_TURN_FIELDS | {f"{name}*" for name in KNOWN_TURN_FIELDS}
 _ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM, "tool": Role.TOOL}
 
 
@@ -144,13 +140,8 @@ def detail_level(record: dict) -> str:
 
 
 def conversation_from_rex(record: Any, report: ReadReport, *, file: str = "", where: str = "") -> Conversation:
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a REX record object, got {type(record).__name__}")
-    turns = record.get("turns")
-    if turns is None:
-        turns = []
-    if not isinstance(turns, list):
-        raise ValueError(f"`turns` is {type(turns).__name__}, not a list of turns")
+    record = expect_object(record, "a REX record object")
+    turns = list_field(record, "turns", "turns")
 
     platform = normalize_platform(record.get("platform")) if record.get("platform") else "chatgpt"
     title = _str(field(record, "title"))
@@ -174,12 +165,11 @@ def conversation_from_rex(record: Any, report: ReadReport, *, file: str = "", wh
     synced = parse_time(record.get("date"))
     if synced is not None:
         meta["record_date"] = iso(synced)
-    for key in sorted(pdm.keys() - KNOWN_PDM_FIELDS):
-        report.unknown(f"rex.passive_data_metadata:{key}")
-        meta.setdefault("passive_data_metadata", {})[key] = pdm[key]
-    for key in sorted(k for k in record.keys() if _base(k) not in KNOWN_FIELDS):
-        report.unknown(f"rex.field:{key}")
-        meta[key] = record[key]
+    unknown_pdm: dict[str, Any] = {}
+    keep_unknown(pdm, KNOWN_PDM_FIELDS, unknown_pdm, report, "rex.passive_data_metadata")
+    if unknown_pdm:
+        meta["passive_data_metadata"] = unknown_pdm
+    keep_unknown(record, _KNOWN_KEYS, meta, report, "rex.field")
 
     model: str | None = None
     current_node: str | None = None
@@ -204,8 +194,7 @@ def conversation_from_rex(record: Any, report: ReadReport, *, file: str = "", wh
         for prev, m in zip(messages, messages[1:]):
             m.parent_id = prev.message_id
     _root_parents(messages)
-    if _pair_tool_results is not None:
-        _pair_tool_results(messages)
+    pair_tool_results(messages)
     ids = {m.message_id for m in messages}
     if current_node not in ids:
         current_node = None
@@ -245,7 +234,7 @@ def _message(turn: dict, index: int, conv_id: str, report: ReadReport, file: str
 
     msg: Message | None = None
     raw_message = upstream.get("message")
-    if isinstance(raw_message, dict) and message_from_chatgpt is not None:
+    if isinstance(raw_message, dict):
         try:
             msg = message_from_chatgpt(raw_message, report, message_id=tid)
         except Exception as exc:  # a damaged upstream payload: the turn's own fields still stand
@@ -268,9 +257,7 @@ def _message(turn: dict, index: int, conv_id: str, report: ReadReport, file: str
         info = {_base(k): v for k, v in search.items() if k != "results"}
         if info:
             msg.extra["search"] = info
-    for key in sorted(k for k in turn.keys() if _base(k) not in KNOWN_TURN_FIELDS):
-        report.unknown(f"rex.turn_field:{key}")
-        msg.extra[key] = turn[key]
+    keep_unknown(turn, _KNOWN_TURN_KEYS, msg.extra, report, "rex.turn_field")
     return msg
 
 
@@ -283,12 +270,8 @@ def _has_parent(turn: dict) -> bool:
 
 def _plain_message(tid: str, speaker: Any, text: str, report: ReadReport) -> Message:
     """A turn from its own fields only (the message_times levels, or no upstream payload)."""
-    role = _ROLES.get(speaker) if isinstance(speaker, str) else None
     extra: dict[str, Any] = {}
-    if role is None:
-        report.unknown(f"rex.speaker:{speaker}")
-        extra["speaker"] = speaker
-        role = Role.ASSISTANT
+    role = known_role(_ROLES, speaker, report, drift="rex.speaker", extra=extra, keep_as="speaker", default=Role.ASSISTANT)
     if role is Role.SYSTEM:
         kind = MessageKind.HIDDEN
     elif role is Role.TOOL:

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 from chatetl.model import Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
+from chatetl.readers.fields import expect_object, keep_unknown, list_field
 from chatetl.readers.jsonstream import convert_records, iter_records
 from chatetl.readers.platforms import derived_id, normalize_platform
 from chatetl.readers.report import ReadReport
@@ -26,6 +27,7 @@ TOOL_CALL_FROM = frozenset({"function_call"})
 
 KNOWN_RECORD_FIELDS = frozenset({"id", "conversations", "system", "tools", "model", "platform", "title", "url"})
 KNOWN_TURN_FIELDS = frozenset({"from", "value"})
+_OPENAI_TURN_FIELDS = KNOWN_TURN_FIELDS | {"role", "content"}  # a turn without `from` may be OpenAI-style
 
 # a dataset that names its model says which service it came from
 _MODEL_PLATFORMS = (
@@ -81,13 +83,8 @@ def _guess_role(name: str) -> Role:
 
 
 def conversation_from_sharegpt(record: Any, report: ReadReport, *, file: str = "", where: str = "") -> Conversation:
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a ShareGPT record object, got {type(record).__name__}")
-    turns = record.get("conversations")
-    if turns is None:
-        turns = []
-    if not isinstance(turns, list):
-        raise ValueError(f"`conversations` is {type(turns).__name__}, not a list of turns")
+    record = expect_object(record, "a ShareGPT record object")
+    turns = list_field(record, "conversations", "turns")
 
     raw_id = record.get("id")
     if isinstance(raw_id, (int, float)) and not isinstance(raw_id, bool):
@@ -111,9 +108,7 @@ def conversation_from_sharegpt(record: Any, report: ReadReport, *, file: str = "
 
     if record.get("tools") is not None:
         meta["tools"] = record["tools"]
-    for key in sorted(record.keys() - KNOWN_RECORD_FIELDS):
-        report.unknown(f"sharegpt.field:{key}")
-        meta[key] = record[key]
+    keep_unknown(record, KNOWN_RECORD_FIELDS, meta, report, "sharegpt.field")
 
     messages: list[Message] = []
     parent: str | None = None
@@ -136,9 +131,7 @@ def conversation_from_sharegpt(record: Any, report: ReadReport, *, file: str = "
         who = who_raw.strip().lower() if isinstance(who_raw, str) else ""
         text = _text(turn.get("value", turn.get("content")))
         extra: dict[str, Any] = {}
-        for key in sorted(turn.keys() - KNOWN_TURN_FIELDS - ({"role", "content"} if "from" not in turn else set())):
-            report.unknown(f"sharegpt.turn_field:{key}")
-            extra[key] = turn[key]
+        keep_unknown(turn, KNOWN_TURN_FIELDS if "from" in turn else _OPENAI_TURN_FIELDS, extra, report, "sharegpt.turn_field")
         if who in USER_FROM:
             add(role=Role.USER, kind=MessageKind.TURN, text=text, extra=extra)
         elif who in ASSISTANT_FROM:

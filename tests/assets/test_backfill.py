@@ -14,7 +14,7 @@ import pyarrow.dataset as ds
 import pytest
 from dagster import DagsterInstance
 
-from assets.common import REPROCESS_TAG
+from assets.policies import REPROCESS_TAG
 from chatetl.layout import ledger_key, table_key, upload_id
 from chatetl.samples import chatgpt_conversations, claude_export, continued
 

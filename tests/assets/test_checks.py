@@ -154,10 +154,10 @@ def test_a_failing_blocking_check_stops_the_graph(tmp_path, monkeypatch, service
     monkeypatch.setenv("CHATETL_STORE", "local")
     monkeypatch.setenv("CHATETL_LOCAL_STORE_ROOT", str(tmp_path / "bucket"))
     import chatetl.definitions
-    from assets.graph import graph
     from assets.ingest import normalized, raw_uploads
 
     defs = chatetl.definitions.build_definitions()
+    graph = defs.resolve_assets_def("graph")
     store = defs.resources["object_store"].store
     info = store.put_bytes("raw/a.json", json.dumps(chatgpt_conversations()).encode())
     day = partition_of(info)
@@ -181,7 +181,7 @@ def test_a_failing_blocking_check_stops_the_graph(tmp_path, monkeypatch, service
 
 
 def test_text_from_uploads_is_inert_in_markdown_metadata():
-    from assets.common import md_list, md_table
+    from assets.metadata import md_list, md_table
 
     hostile = "raw/<img src=x onerror=alert(1)>|`x`[link](javascript:y)\nnext"
     rendered = md_list([hostile]).value

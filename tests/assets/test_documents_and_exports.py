@@ -1,6 +1,7 @@
 """The documents and exports assets on the real S3 server and Neo4j: every upload of the partition
-gets its Documents, chunks and files in every format, with honest metadata; reruns write nothing;
-a renamed conversation's old files go, on S3 as on a folder."""
+gets its Documents, chunks and files in every format, with honest metadata whose previews show
+upload text (a title, an exported Markdown file) inert, never rendered as Markdown or HTML;
+reruns write nothing; a renamed conversation's old files go, on S3 as on a folder."""
 
 from __future__ import annotations
 
@@ -79,6 +80,38 @@ def test_assets_produce_documents_chunks_and_every_format_for_every_upload(defin
     assert {o.key: o.etag for o in store.list("") if o.key.startswith(("exports/", "rag/"))} == etags
     mats2 = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in again.get_asset_materialization_events()}
     assert mats2["exports"]["written_count"].value == 0
+
+
+HOSTILE = {
+    "schema": "chat-export/1", "platform": "grok", "title": "<img src=x onerror=alert(1)> [x](javascript:y) Tides", "chat_id": "grok-7",
+    "exported_at": "2026-01-02T08:00:00Z",
+    "messages": [
+        {"role": "user", "text": "<script>alert(2)</script> ![pixel](https://tracker.example/p.png) ````"},
+        {"role": "assistant", "text": "High tide is at 14:05."},
+    ],
+}
+
+
+def test_previews_show_upload_text_inert(s3_definitions, clean_graph):
+    definitions = s3_definitions()  # the default export settings, not this module's
+    store = definitions.resources["object_store"].store
+    info = store.put_bytes("raw/mallory/grok.json", json.dumps(HOSTILE).encode())
+    run = definitions.resolve_job_def("ingest_job").execute_in_process(
+        partition_key=partition_of(info), instance=DagsterInstance.ephemeral()
+    )
+    assert run.success
+    mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in run.get_asset_materialization_events()}
+
+    docs = mats["documents"]
+    heading, _, body = docs["preview"].value.partition("\n\n")
+    assert "<img" not in heading and "&lt;img src=x onerror=alert(1)&gt;" in heading and "\\[x\\]" in heading
+    assert body.startswith("`````text\n") and body.endswith("\n`````")  # longer than the 4 backticks inside
+
+    preview = mats["exports"]["preview"].value
+    first, *_, last = preview.splitlines()
+    assert first == "`````text" and last == "`````"  # the exported Markdown, as source
+    inner = preview[len(first) + 1 : -len(last) - 1]
+    assert "![pixel](https://tracker.example/p.png)" in inner and "`````" not in inner
 
 
 def test_newest_state_wins_on_s3(s3_store):

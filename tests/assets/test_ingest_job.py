@@ -63,7 +63,7 @@ def test_upload_flows_end_to_end_and_reruns_change_nothing(definitions, clean_gr
         secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
         region="us-east-1",
     )
-    bucket = definitions.resources["object_store"].bucket
+    bucket = definitions.resources["object_store"].store.bucket  # the resource field is an EnvVar (CHATETL_S3_BUCKET)
     messages = ds.dataset(f"{bucket}/normalized/messages", filesystem=s3fs, partitioning="hive").to_table()
     conversations = ds.dataset(f"{bucket}/normalized/conversations", filesystem=s3fs, partitioning="hive").to_table()
     assert conversations.num_rows == 3 and messages.num_rows == 17

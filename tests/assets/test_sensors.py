@@ -1,11 +1,12 @@
 """upload_sensor against the real S3 server (SeaweedFS), evaluated as the daemon evaluates it:
-a new upload gives one run request, the same upload none, a replaced upload one again,
-and a backlog larger than the per-tick cap drains over several ticks with a correct cursor."""
+a new upload gives one run request, the same upload none, a replaced upload one again, the
+same bytes uploaded again on a later day a run key of their own, and a backlog larger than
+the per-tick cap drains over several ticks with a correct cursor."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from dagster import build_sensor_context
@@ -32,10 +33,11 @@ def tick(resource, cursor: str | None, instance=None):
     import chatetl.definitions
 
     defs = chatetl.definitions.build_definitions()
-    context = build_sensor_context(
+    # a context manager, as the daemon opens it: the S3 resource initializes its nested S3Resource
+    with build_sensor_context(
         cursor=cursor, definitions=defs, resources={"object_store": resource}, sensor_name="upload_sensor", instance=instance
-    )
-    data = upload_sensor.evaluate_tick(context)
+    ) as context:
+        data = upload_sensor.evaluate_tick(context)
     return data.run_requests or [], data.cursor, data.skip_message
 
 
@@ -72,6 +74,30 @@ def test_new_same_and_replaced_upload(resource):
     requests, cursor4, _ = tick(resource, cursor3)
     assert [(r.run_key, r.partition_key) for r in requests] == [(f"raw/alice/chatgpt-export.zip@{replaced.etag}", today)]
     assert tick(resource, cursor4)[0] == []
+
+
+def test_same_bytes_uploaded_again_on_a_later_day_get_a_run_key_of_their_own(resource):
+    # Dagster skips a run key it has already seen, so `key@etag` alone would leave the move
+    # to the next day's schedule
+    from dagster import DagsterRunStatus, instance_for_test
+    from dagster._core.test_utils import create_run_for_test
+
+    store = resource.store
+    info = store.put_bytes("raw/carol/chatgpt-export.zip", chatgpt_export())
+    today = partition_of(info)
+    yesterday = (info.last_modified - timedelta(days=1)).date().isoformat()
+    plain = f"{info.key}@{info.etag}"
+    with instance_for_test() as instance:
+        # nothing ran yet: the documented key@etag
+        assert [r.run_key for r in tick(resource, None, instance)[0]] == [plain]
+        # that key already ran for today: the same key (Dagster skips it: the same version)
+        create_run_for_test(instance, job_name="ingest_job", status=DagsterRunStatus.SUCCESS, tags={"dagster/partition": today, "dagster/sensor_name": "upload_sensor", "dagster/run_key": plain})
+        assert [r.run_key for r in tick(resource, None, instance)[0]] == [plain]
+    with instance_for_test() as instance:
+        # the same bytes ran yesterday: today's upload of them is another version, with its own key
+        create_run_for_test(instance, job_name="ingest_job", status=DagsterRunStatus.SUCCESS, tags={"dagster/partition": yesterday, "dagster/sensor_name": "upload_sensor", "dagster/run_key": plain})
+        requests, _, _ = tick(resource, None, instance)
+        assert [(r.run_key, r.partition_key) for r in requests] == [(f"{plain}@date={today}", today)]
 
 
 def test_a_new_key_sorting_before_the_others_is_found_next_tick(resource):

@@ -1,4 +1,4 @@
-"""Review: `chatetl export --zip sharegpt-jsonl` without the training format chosen must not
+"""`chatetl export --zip sharegpt-jsonl` without the training format chosen must not
 touch OUT/sharegpt-jsonl/ (a training file written by an earlier run stays)."""
 
 from __future__ import annotations

@@ -92,10 +92,11 @@ def pyproject() -> dict:
 
 
 def code_env_reads() -> dict[str, list[str]]:
-    """Variable -> files: what the deployed code (library, assets, resources) reads."""
+    """Variable -> files: what the deployed code (library, assets, resources) reads. The settings
+    a deployment provides are declared in chatetl/settings.py; any other read is found in the code."""
     from chatetl import settings
 
-    found: dict[str, list[str]] = {k: ["chatetl/settings.py (LOCAL_DEFAULTS)"] for k in settings.LOCAL_DEFAULTS}
+    found: dict[str, list[str]] = {k: ["chatetl/settings.py (DEPLOYMENT_VARIABLES)"] for k in settings.DEPLOYMENT_VARIABLES}
     files = [*sorted((REPO / "chatetl").rglob("*.py")), *sorted((REPO / "assets").rglob("*.py")), *sorted((REPO / "resources").rglob("*.py"))]
     for path in files:
         rel = path.relative_to(REPO).as_posix()
@@ -108,6 +109,33 @@ def code_env_reads() -> dict[str, list[str]]:
     for name in READ_BY_BOTO3:
         found.setdefault(name, []).append("boto3 (chatetl.storage.s3_client)")
     return found
+
+
+def test_the_settings_read_only_declared_variables():
+    """chatetl.settings reads each variable once, by name: every one it asks for is declared, either as
+    provided by a deployment or as optional, so the deployment checks below see them all."""
+    from chatetl import settings
+
+    asked: set[str] = set()
+
+    class Recording(dict):
+        def get(self, key, default=None):
+            asked.add(key)
+            return super().get(key, default)
+
+    settings.Settings.from_env(Recording())
+    assert asked == set(settings.DEPLOYMENT_VARIABLES) | set(settings.OPTIONAL_VARIABLES)
+    assert not set(settings.DEPLOYMENT_VARIABLES) & set(settings.OPTIONAL_VARIABLES)
+
+
+def test_the_readme_configuration_names_every_setting():
+    from chatetl import settings
+
+    readme = (REPO / "README.md").read_text()
+    config = readme[readme.index("## Configuration"):readme.index("## The data's path")]
+    for name in (*settings.DEPLOYMENT_VARIABLES, *settings.OPTIONAL_VARIABLES):
+        shown = name if "_INCLUDE_" not in name else name[: name.index("_INCLUDE_") + len("_INCLUDE_")] + "*"
+        assert f"`{shown}`" in config, name
 
 
 def required_env() -> dict[str, list[str]]:
@@ -307,7 +335,7 @@ def test_dockerfile_builds_a_pinned_non_root_image():
     users = [line.split()[1] for line in lines if line.startswith("USER ")]
     assert users and users[-1] not in ("root", "0")
     useradd = next(line for line in lines if "useradd" in line)
-    assert f"--uid 10001" in useradd and users[-1] == "chatetl"
+    assert "--uid 10001" in useradd and users[-1] == "chatetl"
     # the image's user is the one the Helm values run as
     helm = load_yaml(HELM_VALUES)
     assert helm["dagster-user-deployments"]["deployments"][0]["securityContext"]["runAsUser"] == 10001
@@ -365,7 +393,7 @@ def test_instance_yaml_validates_against_dagsters_schema(tmp_path, monkeypatch, 
     config, custom_class = dagster_instance_config(str(tmp_path))
     assert custom_class is None
     for name in instance_env_refs(instance_yaml):
-        monkeypatch.setenv(name, "5432" if name.endswith("_PORT") else f"http://s3.example:8333" if name.endswith("URL") else "x")
+        monkeypatch.setenv(name, "5432" if name.endswith("_PORT") else "http://s3.example:8333" if name.endswith("URL") else "x")
 
     # storage: the postgres storage's own schema, with the environment resolved
     storage = process_config(DagsterPostgresStorage.config_type(), config["storage"]["postgres"])
@@ -606,8 +634,11 @@ def test_the_same_definitions_choose_production_resources_from_the_environment(w
 
     store = definitions.object_store_resource()
     assert isinstance(store, S3ObjectStoreResource)
-    assert (store.bucket, store.prefix) == (env["CHATETL_S3_BUCKET"], env["CHATETL_S3_PREFIX"])
-    assert store.endpoint_url == (env["CHATETL_S3_ENDPOINT_URL"] or None)
+    for value, name in ((store.bucket, "CHATETL_S3_BUCKET"), (store.prefix, "CHATETL_S3_PREFIX"), (store.s3.endpoint_url, "CHATETL_S3_ENDPOINT_URL")):
+        if env[name]:  # set: it must come from the environment
+            assert isinstance(value, EnvVar) and value.env_var_name == name and value.get_value() == env[name], name
+        else:
+            assert value in ("", None), name
     neo4j = definitions.neo4j_resource()
     assert isinstance(neo4j, Neo4jResource)
     for field, name in (("uri", "NEO4J_URI"), ("user", "NEO4J_USER"), ("password", "NEO4J_PASSWORD"), ("database", "NEO4J_DATABASE")):

@@ -1,4 +1,4 @@
-"""Review: a Conversation's Document (and its chunks) follow the state that won in the graph,
+"""A Conversation's Document (and its chunks) follow the state that won in the graph,
 whatever the load order, also when two states tie on update time and format."""
 
 from __future__ import annotations

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import uuid
 import zipfile
 from datetime import datetime, timezone
 
 import pytest
+from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.model import MessageKind, Role, Source
-from chatetl.readers import ReadReport, read_path
+from chatetl.readers import ReadReport, read_entry, read_path
 from chatetl.readers.chat_export.json import read_json, read_sharegpt1
 from chatetl.readers.chat_export.markdown import read_markdown
 from chatetl.readers.chat_export.yaml import read_yaml
@@ -518,6 +520,30 @@ def test_yaml_never_constructs_objects(tmp_path):
     assert convs == [] and report.errors[0].reason.startswith("malformed YAML")
 
 
+def test_yaml_aliases_are_refused_not_expanded():
+    lines = ["platform: chatgpt", "title: t", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    lines.append("messages:\n  - role: user\n    text: hi\n    extra: *a8")
+    report = ReadReport()
+    start = time.monotonic()
+    convs = list(read_entry(Entry.from_bytes("laughs.yaml", ("\n".join(lines) + "\n").encode()), report))
+    assert time.monotonic() - start < 5
+    assert convs == []
+    assert len(report.errors) == 1
+    assert report.errors[0].file == "laughs.yaml" and report.errors[0].where == "line 4, column 10"
+    assert "aliases are not allowed" in report.errors[0].reason
+
+
+def test_yaml_without_aliases_still_reads():
+    doc = "platform: chatgpt\ntitle: yes\nmessages:\n  - role: user\n    text: |\n      *not an alias* &nor an anchor\n"
+    report = ReadReport()
+    [conv] = list(read_entry(Entry.from_bytes("ok.yaml", doc.encode()), report))
+    assert not report.errors
+    assert conv.title == "yes"
+    assert conv.messages[0].text == "*not an alias* &nor an anchor"
+
+
 # ----------------------------------------------------------------------------- several files in a zip
 
 
@@ -542,6 +568,20 @@ def test_detection_of_the_four_renderings():
     assert detect(Entry.from_bytes("b", json.dumps({"schema": "sharegpt/1", "conversations": []}).encode()))[0] is Format.CHAT_EXPORT_SHAREGPT
     assert detect(Entry.from_bytes("c", MD.encode())) == (Format.CHAT_EXPORT_MD, Layout.TEXT)
     assert detect(Entry.from_bytes("d", YAML.encode())) == (Format.CHAT_EXPORT_YAML, Layout.TEXT)
+
+
+def test_markdown_note_showing_a_md_code_block_is_not_a_chat_export():
+    note = "# How to write a README\n\nExample:\n\n```md\n# Title\nSome text\n```\n\nMore prose.\n"
+    assert detect(Entry.from_bytes("readme.md", note.encode())) == (None, None)
+    report = ReadReport()
+    zipped = zip_bytes({"textdocs/readme.md": note.encode(), "conversations.json": json.dumps([chatgpt_record("c1")]).encode()})
+    assert [c.conversation_id for c in read_entry(Entry.from_bytes("up.zip", zipped), report)] == ["c1"]
+    assert not report.errors and report.skipped["not a chat file"] == 1
+    # the real thing, also after a front matter and with Windows line ends
+    chat = "---\nnote: x\n---\n\n```md\nsys\nplatform: grok\n```\n\n```md\ngrok:\n```\n\nHi.\n"
+    assert detect(Entry.from_bytes("c.md", chat.encode()))[0] is Format.CHAT_EXPORT_MD
+    assert detect(Entry.from_bytes("c.md", chat.replace("\n", "\r\n").encode()))[0] is Format.CHAT_EXPORT_MD
+    assert detect(Entry.from_bytes("c.md", b"```md\nuser:\n```\n\nhello\n"))[0] is Format.CHAT_EXPORT_MD
 
 
 def test_direct_reader_functions():

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chatetl.model import Citation, Conversation, Message, MessageKind, Role, Source
+from chatetl.readers.fields import expect_object, keep_unknown, list_field
 from chatetl.readers.platforms import derived_id, id_from_url, normalize_platform
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import iso, parse_time
@@ -24,7 +25,7 @@ def _usable_id(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     value = value.strip()
-    # "…" / "..." are the seed's placeholders, not ids
+    # an id of nothing but dots ("...", "…") is a placeholder for one left out, not an id
     if not value or not value.strip(".…"):
         return None
     return value
@@ -88,7 +89,8 @@ def _role(value: Any, report: ReadReport) -> tuple[Role, MessageKind]:
         return Role.SYSTEM, MessageKind.HIDDEN
     if name in _TOOL_ROLES:
         return Role.TOOL, MessageKind.TOOL_RESULT
-    # the seed: role is user, assistant "or a provider-specific slug" -> an assistant turn we did not know
+    # a role is user, assistant or a provider's own slug: a slug not named above is an
+    # assistant turn all the same, counted as drift so a new provider shows up
     report.unknown(f"chat_export.role:{name or '(none)'}")
     return Role.ASSISTANT, MessageKind.TURN
 
@@ -142,15 +144,9 @@ def conversation_from_export(
 
     `rendering` is json, sharegpt/1, md or yaml (kept in meta["export_format"]).
     """
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a chat object, got {type(record).__name__}")
+    record = expect_object(record, "a chat object")
     sharegpt = rendering == "sharegpt/1"
-    key = "conversations" if sharegpt else "messages"
-    raw_messages = record.get(key)
-    if raw_messages is None:
-        raw_messages = []
-    if not isinstance(raw_messages, list):
-        raise ValueError(f"`{key}` is {type(raw_messages).__name__}, not a list of messages")
+    raw_messages = list_field(record, "conversations" if sharegpt else "messages", "messages")
 
     url = _text(record.get("url"))
     platform = normalize_platform(record.get("platform"), url)
@@ -168,9 +164,7 @@ def conversation_from_export(
             meta[k] = _text(record.get(k))
     if rendering == "md" and isinstance(record.get(MD_EXTRAS), dict):
         meta.update(record[MD_EXTRAS])
-    for k in sorted(record.keys() - KNOWN_META - {MD_EXTRAS}):
-        report.unknown(f"chat_export.field:{k}")
-        meta[k] = _plain(record[k])
+    keep_unknown(record, KNOWN_META | {MD_EXTRAS}, meta, report, "chat_export.field", keep=_plain)
 
     # messages first: the derived id needs the first message's text
     built: list[tuple[int, dict[str, Any]]] = []
@@ -201,9 +195,7 @@ def conversation_from_export(
         extra: dict[str, Any] = {}
         if not sharegpt and raw.get("links"):
             extra["links"] = _plain(raw.get("links"))
-        for k in sorted(raw.keys() - known):
-            report.unknown(f"chat_export.message_field:{k}")
-            extra[k] = _plain(raw[k])
+        keep_unknown(raw, known, extra, report, "chat_export.message_field", keep=_plain)
         built.append(
             (i, {
                 "role": role,

@@ -1,31 +1,9 @@
-"""What every asset shares: retry policy, the Neo4j pool, partition ranges, metadata helpers."""
+"""Markdown metadata for the UI: text from uploads (keys, titles, errors) made inert, lists and tables."""
 
 
 from typing import Any, Iterable, Mapping
 
-from dagster import Backoff, Jitter, MetadataValue, RetryPolicy
-
-# Steps that talk to S3 or Neo4j retry transient failures with backoff (2 s, 4 s, 8 s, jittered).
-# Data problems raise dagster.Failure(allow_retries=False): retrying cannot fix them.
-NETWORK_RETRY = RetryPolicy(max_retries=3, delay=2, backoff=Backoff.EXPONENTIAL, jitter=Jitter.PLUS_MINUS)
-
-# The pool of the steps that write to Neo4j (graph, documents). Its limit comes from the
-# instance: `concurrency: pools: default_limit` in dagster.yaml (deploy/dagster.yaml sets 1),
-# or `dagster instance concurrency set neo4j 2`.
-NEO4J_POOL = "neo4j"
-
-# Tag a run (or a backfill, from the launch dialog) with this to normalize every upload
-# again even when its ledger says it is unchanged.
-REPROCESS_TAG = "chatetl/reprocess"
-
-
-def partition_days(context: Any) -> list[str]:
-    """The days a run covers: one partition, or a range (backfills of range-aware assets)."""
-    return list(context.partition_keys)
-
-
-def wants_reprocess(context: Any) -> bool:
-    return str(context.run.tags.get(REPROCESS_TAG, "")).lower() in ("1", "true", "yes")
+from dagster import MetadataValue
 
 
 def md_text(value: Any) -> str:

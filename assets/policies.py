@@ -1,0 +1,27 @@
+"""How the steps run: the retry policy, the Neo4j pool, the reprocess run tag, and `daily_asset`."""
+
+
+from typing import Any
+
+from dagster import Backoff, Jitter, RetryPolicy, asset
+
+from assets.partitions import daily_partitions, range_backfill_policy
+
+# Steps that talk to S3 or Neo4j retry transient failures with backoff (2 s, 4 s, 8 s, jittered).
+# Data problems raise dagster.Failure(allow_retries=False): retrying cannot fix them.
+NETWORK_RETRY = RetryPolicy(max_retries=3, delay=2, backoff=Backoff.EXPONENTIAL, jitter=Jitter.PLUS_MINUS)
+
+# The pool of the steps that write to Neo4j (graph, documents). Its limit comes from the
+# instance: `concurrency: pools: default_limit` in dagster.yaml (deploy/dagster.yaml sets 1),
+# or `dagster instance concurrency set neo4j 2`.
+NEO4J_POOL = "neo4j"
+
+# Tag a run (or a backfill, from the launch dialog) with this to normalize every upload
+# again even when its ledger says it is unchanged (as the `reprocess` run config does).
+REPROCESS_TAG = "chatetl/reprocess"
+
+
+def daily_asset(**kwargs: Any) -> Any:
+    """`@asset` for every asset of the pipeline: daily partitions, several days per backfill run
+    (each asset loops over its run's days), transient failures retried."""
+    return asset(partitions_def=daily_partitions, backfill_policy=range_backfill_policy, retry_policy=NETWORK_RETRY, **kwargs)

@@ -1,0 +1,53 @@
+"""The normalized tables (chatetl.tables, the Parquet contract) read back as written: two states of
+one chat in adjacent rows keep their own messages, and a folder holding the same chat exported
+twice reads back whole, each state with its own messages and message count."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from chatetl import tables
+from chatetl.model import Conversation, Message, Role, Source
+from chatetl.readers import ReadReport, read_path
+
+
+def _conv(conv_id: str, n: int, updated: float) -> Conversation:
+    msgs = [Message(message_id=f"{conv_id}:{updated}:{i}", parent_id=None, role=Role.USER, text=f"m{i}") for i in range(n)]
+    return Conversation(
+        source=Source.CHAT_EXPORT, platform="chatgpt", conversation_id=conv_id,
+        updated_at=datetime.fromtimestamp(updated, tz=timezone.utc), messages=msgs,
+    )
+
+
+def test_two_states_of_one_chat_in_a_row_keep_their_own_messages(tmp_path):
+    # the same chat exported twice, files side by side in a folder: two rows with one key, adjacent
+    c, m = tmp_path / "c.parquet", tmp_path / "m.parquet"
+    with tables.TableWriter(c, m) as writer:
+        writer.add(_conv("same", 2, 1.0))
+        writer.add(_conv("same", 3, 2.0))
+        writer.add(_conv("other", 1, 1.0))
+    back = [conv for conv, _ in tables.iter_conversations(c, m)]
+    assert [(x.conversation_id, len(x.messages)) for x in back] == [("same", 2), ("same", 3), ("other", 1)]
+    assert {msg.message_id.split(":")[1] for msg in back[1].messages} == {"2.0"}
+
+
+def test_folder_with_the_same_chat_exported_twice_reads_back_whole(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for day, turns in (("2026-01-01", 2), ("2026-01-02", 4)):
+        chat = {
+            "schema": "chat-export/1", "platform": "chatgpt", "url": "https://chatgpt.com/c/abc-123-def",
+            "title": "t", "exported_at": f"{day}T00:00:00Z",
+            "messages": [{"role": "user" if i % 2 == 0 else "assistant", "text": f"turn {i}"} for i in range(turns)],
+        }
+        (folder / f"chatgpt-t-{day}.json").write_text(json.dumps(chat))
+    report = ReadReport()
+    c, m = tmp_path / "c.parquet", tmp_path / "m.parquet"
+    with tables.TableWriter(c, m) as writer:
+        for conv in read_path(folder, report):
+            writer.add(conv)
+    assert not report.errors
+    back = [conv for conv, _ in tables.iter_conversations(c, m)]
+    assert [len(x.messages) for x in back] == [2, 4]
+    assert [x.message_count for x in back] == [2, 4]
