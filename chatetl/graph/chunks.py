@@ -9,12 +9,24 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Protocol, Sequence
 
 from chatetl.graph.connection import run_read, run_write, write_session
-from chatetl.rag.chunking import Chunk
-from chatetl.rag.embeddings import Embedder
 from chatetl.tally import Tally
+
+
+class ChunkRow(Protocol):
+    """What the loader needs of a chunk (chatetl.rag.chunking.Chunk is one): the graph takes
+    chunks as they come and knows nothing of how they were cut."""
+
+    id: str
+    embedding: list[float] | None
+
+    def graph_row(self) -> dict[str, Any]: ...
+
+
+# a text embedder: texts in, one vector per text out (chatetl.rag.embeddings.Embedder)
+TextEmbedder = Callable[[list[str]], Sequence[Sequence[float]]]
 
 FULLTEXT_INDEX = "chunk_text"
 VECTOR_INDEX = "chunk_embedding"
@@ -97,7 +109,7 @@ class ChunkLoadSummary(Tally):
     unchanged: int = 0  # documents whose chunks in the graph are exactly these: nothing written
 
 
-def chunks_digest(chunks: list[Chunk]) -> str:
+def chunks_digest(chunks: list[ChunkRow]) -> str:
     """What a Document's chunks are, in one value: a rerun with the same chunks writes nothing."""
     h = hashlib.sha256()
     for c in chunks:
@@ -106,7 +118,7 @@ def chunks_digest(chunks: list[Chunk]) -> str:
     return h.hexdigest()
 
 
-def load_chunks(driver: Any, chunks_by_doc: dict[str, list[Chunk]], content_digests: dict[str, str], database: str | None = None, batch: int = 1000) -> ChunkLoadSummary:
+def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_digests: dict[str, str], database: str | None = None, batch: int = 1000) -> ChunkLoadSummary:
     """Replace each Document's chunks with these, where the Document in the graph holds the text they were cut from.
 
     Run after `load_documents`, which decides which state of a conversation its Document holds
@@ -202,7 +214,7 @@ ORDER BY score DESC, chunk_id
 """
 
 
-def similar_chunks(driver: Any, text: str, embedder: Embedder, k: int = 5, database: str | None = None) -> list[dict[str, Any]]:
+def similar_chunks(driver: Any, text: str, embedder: TextEmbedder, k: int = 5, database: str | None = None) -> list[dict[str, Any]]:
     """Nearest chunks to a text through the vector index (only where an embedder is configured)."""
     vector = [float(x) for x in embedder([text])[0]]
     return run_read(driver, database, _VECTOR_SEARCH, k=int(k), vector=vector)
