@@ -69,3 +69,72 @@ def write_chatgpt_file(path: Path, target_bytes: int, seed: int = 7) -> tuple[in
             n += 1
         f.write("]")
     return n, path.stat().st_size
+
+
+def claude_conversation(rng: random.Random, index: int, turns: int = 20) -> dict:
+    """A Claude.ai export conversation: `chat_messages` chained by parent_message_uuid, text blocks."""
+    conv_id = str(uuid.UUID(int=rng.getrandbits(128)))
+    parent = "00000000-0000-4000-8000-000000000000"
+    t = 1_700_000_000 + index * 3600
+    messages = []
+    for i in range(turns * 2):
+        mid = str(uuid.UUID(int=rng.getrandbits(128)))
+        text = _text(rng, rng.randint(20, 300))
+        t += rng.randint(1, 60)
+        stamp = f"2023-11-{1 + (t // 86400) % 28:02d}T{(t // 3600) % 24:02d}:{(t // 60) % 60:02d}:{t % 60:02d}.000000Z"
+        messages.append({
+            "uuid": mid, "text": text, "content": [{"type": "text", "text": text, "citations": []}],
+            "sender": "human" if i % 2 == 0 else "assistant", "created_at": stamp, "updated_at": stamp,
+            "attachments": [], "files": [], "parent_message_uuid": parent,
+        })
+        parent = mid
+    return {
+        "uuid": conv_id, "name": f"Generated conversation {index}", "summary": "",
+        "created_at": messages[0]["created_at"], "updated_at": messages[-1]["created_at"],
+        "account": {"uuid": "00000000-0000-4000-8000-00000000acc7"}, "chat_messages": messages,
+    }
+
+
+def write_claude_file(path: Path, target_bytes: int, seed: int = 7) -> tuple[int, int]:
+    """A Claude.ai conversations.json of about `target_bytes`; returns (conversations, bytes)."""
+    rng = random.Random(seed)
+    written = n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("[")
+        while written < target_bytes:
+            chunk = ("," if n else "") + json.dumps(claude_conversation(rng, n))
+            f.write(chunk)
+            written += len(chunk)
+            n += 1
+        f.write("]")
+    return n, path.stat().st_size
+
+
+def write_sharded_zip(path: Path, target_bytes: int, shards: int = 4, seed: int = 7) -> int:
+    """A 2026-style ChatGPT export zip: `shards` conversations-NNN.json members of about
+    target_bytes in all (deflated), plus the manifest; returns the unpacked bytes."""
+    import zipfile
+
+    rng = random.Random(seed)
+    total = 0
+    n = 0
+    names = []
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for s in range(shards):
+            name = f"conversations-{s:03d}.json"
+            names.append(name)
+            with zf.open(name, "w", force_zip64=True) as member:
+                member.write(b"[")
+                written = 0
+                first = True
+                while written < target_bytes // shards:
+                    chunk = (b"" if first else b",") + json.dumps(conversation(rng, n)).encode()
+                    member.write(chunk)
+                    written += len(chunk)
+                    first = False
+                    n += 1
+                member.write(b"]")
+                total += written + 2
+        zf.writestr("export_manifest.json", json.dumps({"version": 1, "export_files": [{"path": p} for p in names],
+                                                         "logical_files": {"conversations.json": {"files": names, "sharded": True}}}))
+    return total

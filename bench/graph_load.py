@@ -5,10 +5,12 @@
 Generated data (never real chats): N conversations of M messages each (every third with a
 tool call and its result, every fifth with an abandoned answer), written against the Neo4j of
 NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE (the local services' defaults
-otherwise). It prints messages per second for:
+otherwise). It prints, side by side, each the median of --runs runs, messages per second and the
+ratio to the ceiling measured in the same run:
 
+- the ceiling: Neo4j's bare `UNWIND $keys CREATE (:Message {key})` under the Message key index;
 - chatetl, first load (every conversation created), batched UNWIND in managed transactions;
-- chatetl, the same load again (every conversation unchanged: nothing written);
+- chatetl, the same load again (every conversation unchanged: nothing written, 0 updates);
 - chatetl, a resync where 10% of the conversations have a newer state (a reworded last turn
   and one more turn);
 - chatetl, first load in deep mode (DecisionTrace/TraceStep too);
@@ -23,6 +25,7 @@ before and after, so it never touches other data in the database.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from datetime import datetime, timedelta, timezone
@@ -36,7 +39,7 @@ from local_env import ensure_local_env  # noqa: E402
 
 from chatetl.graph.connection import neo4j_settings, open_driver, write_session  # noqa: E402
 from chatetl.graph.load import load_conversations  # noqa: E402
-from chatetl.graph.properties import conversation_props, message_props, next_ids  # noqa: E402
+from chatetl.graph.properties import conversation_props, message_key, message_links, message_props  # noqa: E402
 from chatetl.graph.schema import ensure_schema  # noqa: E402
 from chatetl.model import Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult  # noqa: E402
 from chatetl.readers.tree import resolve_branches  # noqa: E402
@@ -102,24 +105,51 @@ def naive_load(driver: Any, database: str | None, convs: list[Conversation]) -> 
     with driver.session(database=database) as session:
         for conv in convs:
             session.run("MERGE (c:Conversation {key: $key}) SET c += $props", key=conv.key, props=conversation_props(conv)).consume()
-            nexts = next_ids(conv)
+            links = message_links(conv)
             for m in conv.messages:
-                props = message_props(conv, m, nexts.get(m.message_id))
+                props = message_props(conv, m)
+                nxt, parent = links[m.message_id]
                 session.run("MERGE (m:Message {key: $key}) SET m += $props", key=props["key"], props=props).consume()
                 session.run("MATCH (c:Conversation {key: $c}), (m:Message {key: $m}) MERGE (c)-[:HAS_MESSAGE]->(m)", c=conv.key, m=props["key"]).consume()
-                if props["next_key"]:
-                    session.run("MATCH (a:Message {key: $a}) MERGE (b:Message {key: $b}) MERGE (a)-[:NEXT]->(b)", a=props["key"], b=props["next_key"]).consume()
-                if props["parent_key"]:
-                    session.run("MATCH (a:Message {key: $a}) MERGE (b:Message {key: $b}) MERGE (a)-[:REPLIES_TO]->(b)", a=props["key"], b=props["parent_key"]).consume()
+                if nxt:
+                    session.run("MATCH (a:Message {key: $a}) MERGE (b:Message {key: $b}) MERGE (a)-[:NEXT]->(b)", a=props["key"], b=message_key(conv, nxt)).consume()
+                if parent:
+                    session.run("MATCH (a:Message {key: $a}) MERGE (b:Message {key: $b}) MERGE (a)-[:REPLIES_TO]->(b)", a=props["key"], b=message_key(conv, parent)).consume()
 
 
-def timed(label: str, messages: int, fn: Any) -> float:
-    start = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - start
+CEILING_PLATFORM = "bench-ceiling"
+
+
+def ceiling_load(driver: Any, database: str | None, keys: list[str], batch: int) -> str:
+    """Neo4j's own rate: bare `UNWIND $keys CREATE (:Message {key})` under the Message key index, one transaction per batch."""
+    with driver.session(database=database) as session:
+        for i in range(0, len(keys), batch):
+            session.execute_write(lambda tx, part: tx.run("UNWIND $keys AS k CREATE (:Message {key: k, platform: $p})", keys=part,
+                                                          p=CEILING_PLATFORM).consume(), keys[i:i + batch])
+    return ""
+
+
+def cleanup_ceiling(driver: Any, database: str | None) -> None:
+    with driver.session(database=database) as session:
+        session.run("MATCH (m:Message {platform: $p}) CALL (m) { DELETE m } IN TRANSACTIONS OF 10000 ROWS", p=CEILING_PLATFORM).consume()
+
+
+def median_run(runs: int, fn: Any, before: Any = None) -> tuple[float, Any]:
+    """Median seconds of `runs` runs of fn() (each after before()), and the last result."""
+    times, result = [], None
+    for _ in range(runs):
+        if before is not None:
+            before()
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def row(label: str, messages: int, seconds: float, ceiling: float | None, extra: str = "") -> float:
     rate = messages / seconds if seconds else float("inf")
-    extra = f"  {result}" if result is not None else ""
-    print(f"{label:<58} {messages:>8,} msgs {seconds:>8.2f} s {rate:>10,.0f} msgs/s{extra}", flush=True)
+    ratio = f"{rate / ceiling:>6.2f}" if ceiling else "   1.00"
+    print(f"{label:<46} {messages:>8,} {seconds:>8.2f} s {rate:>10,.0f} msgs/s  ×ceiling {ratio}  {extra}", flush=True)
     return rate
 
 
@@ -128,7 +158,8 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=2000)
     parser.add_argument("--turns", type=int, default=50, help="messages per conversation")
     parser.add_argument("--batch-messages", type=int, default=5000)
-    parser.add_argument("--baseline-conversations", type=int, default=100, help="the naive load's slice")
+    parser.add_argument("--baseline-conversations", type=int, default=40, help="the naive load's slice")
+    parser.add_argument("--runs", type=int, default=3, help="runs per figure (the median is printed)")
     parser.add_argument("--skip-deep", action="store_true")
     args = parser.parse_args()
 
@@ -137,38 +168,62 @@ def main() -> None:
     database = conf["database"] or None
     driver = open_driver()
     print(f"Neo4j {conf['uri']} (database {database}); {args.conversations} conversations × {args.turns} messages, "
-          f"batches of {args.batch_messages} messages")
+          f"batches of {args.batch_messages} messages; median of {args.runs} runs")
     convs = [make_conversation(i, args.turns, PLATFORM) for i in range(args.conversations)]
     total = sum(len(c.messages) for c in convs)
     changed = {i for i in range(0, args.conversations, 10)}
     resync = [make_conversation(i, args.turns, PLATFORM, version=1) if i in changed else c for i, c in enumerate(convs)]
     naive = [make_conversation(i, args.turns, NAIVE_PLATFORM) for i in range(args.baseline_conversations)]
     naive_total = sum(len(c.messages) for c in naive)
+    keys = [f"{CEILING_PLATFORM}:{i}" for i in range(total)]
 
     def load(items: list[Conversation], deep: bool = False) -> str:
         s = load_conversations(driver, items, database=database, batch_messages=args.batch_messages, deep=deep)
         d = s.to_dict()
-        return ", ".join(f"{k.replace('conversations_', '')}={v}" for k, v in d.items() if v)
+        return ", ".join(f"{k.replace('conversations_', '')}={v}" for k, v in d.items() if v) or "nothing"
+
+    def fresh() -> None:
+        cleanup(driver, database)
+        cleanup_ceiling(driver, database)
 
     try:
-        cleanup(driver, database)
+        fresh()
         ensure_schema(driver, database)
-        rate = timed("chatetl load, first run (all created)", total, lambda: load(convs))
-        timed("chatetl load, same data again (all unchanged)", total, lambda: load(convs))
-        timed(f"chatetl load, resync: {len(changed)} of {len(convs)} newer", total, lambda: load(resync))
+        print(f"{'':<46} {'messages':>8} {'time':>10} {'rate':>17}")
+        secs, _ = median_run(args.runs, lambda: ceiling_load(driver, database, keys, args.batch_messages), fresh)
+        ceiling = row("bare indexed UNWIND CREATE (the ceiling)", total, secs, None)
+        secs, out = median_run(args.runs, lambda: load(convs), fresh)
+        first = row("chatetl first load (all created)", total, secs, ceiling, out)
+        # the resync and the rerun each start from a fresh first load (timed apart from it)
+        times, outs = [], []
+        for _ in range(args.runs):
+            fresh()
+            load(convs)
+            start = time.perf_counter()
+            outs.append(load(resync))
+            times.append(time.perf_counter() - start)
+        row(f"chatetl resync ({len(changed)} of {len(convs)} newer)", total, statistics.median(times), ceiling, outs[-1])
+        times, outs = [], []
+        fresh()
+        load(convs)
+        for _ in range(args.runs):
+            start = time.perf_counter()
+            outs.append(load(convs))
+            times.append(time.perf_counter() - start)
+        rerun = statistics.median(times)
+        row("chatetl unchanged rerun", total, rerun, ceiling, f"{outs[-1]}  ({rerun / (total / first):.1%} of the first load)")
         if not args.skip_deep:
-            cleanup(driver, database)
-            timed("chatetl load, first run, deep mode (traces too)", total, lambda: load(convs, deep=True))
-        cleanup(driver, database)
-        naive_rate = timed(f"naive one query per row, first run ({args.baseline_conversations} conversations)", naive_total,
-                           lambda: naive_load(driver, database, naive))
-        print(f"chatetl first load is {rate / naive_rate:,.1f}× the naive baseline's rate "
-              f"(the naive load would take ~{total / naive_rate / 60:,.1f} min for all {total:,} messages)")
+            secs, out = median_run(args.runs, lambda: load(convs, deep=True), fresh)
+            row("chatetl first load, deep mode (traces too)", total, secs, ceiling, out)
+        fresh()
+        secs, _ = median_run(args.runs, lambda: naive_load(driver, database, naive), lambda: cleanup(driver, database))
+        naive_rate = row(f"naive one query per row ({args.baseline_conversations} conversations)", naive_total, secs, ceiling)
+        print(f"chatetl first load: {first:,.0f} msgs/s = {first / ceiling:.0%} of the ceiling, {first / naive_rate:,.1f}× the naive baseline")
         with write_session(driver, database) as session:
             check = session.run("MATCH (c:Conversation {source: $p})-[:HAS_MESSAGE]->(m) RETURN count(m) AS n", p=NAIVE_PLATFORM).single()
         assert check["n"] == naive_total, "the baseline wrote what it should"
     finally:
-        cleanup(driver, database)
+        fresh()
         driver.close()
 
 

@@ -77,8 +77,9 @@ DEFAULTS = {
     "AWS_SECRET_ACCESS_KEY": "chatetl-local-secret",
     "AWS_REGION": "us-east-1",
     "CHATETL_S3_BUCKET": "chatetl",
-    "CHATETL_NEO4J_HEAP": "1g",
-    "CHATETL_NEO4J_PAGE_CACHE": "256m",
+    # sized for the graph load (bench/graph_load.py: 2g heap / 1g page cache measured well for 100k messages)
+    "CHATETL_NEO4J_HEAP": "2g",
+    "CHATETL_NEO4J_PAGE_CACHE": "1g",
 }
 
 

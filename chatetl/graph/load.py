@@ -8,8 +8,13 @@ that is interrupted (process killed, server restarted) and run again ends in the
 
 Per conversation (key `{platform}:{conversation_id}`: the same chat arriving as a ChatGPT
 account export, a chat-export file and a REX record is one node):
-- the node is write-locked before its stored state is read, so two loads writing the same
-  conversation at once serialize instead of losing an update;
+- a read-only check first reads the stored state of every conversation of the batch (key,
+  version, hash, sources; the state hash is computed once per load); a conversation with no
+  node is CREATEd, one whose state does not win and that brings no new format or file is not
+  written at all (an unchanged rerun reports 0 updates in the server's counters, kept in
+  `graph_updates`); the others are write-locked and decided again under the lock, so two loads
+  writing the same conversation at once serialize instead of losing an update (two creating it
+  at once: the second fails on the key constraint and writes its batch again the MERGE way);
 - every format it arrived through and every file are recorded (`sources`, `source_files`,
   sorted), whatever the outcome;
 - the state wins by the source's own update time (`state_version`): `created` (new),
@@ -17,15 +22,18 @@ account export, a chat-export file and a REX record is one node):
   reader fix; or the same time from a richer format, see chatetl.model.SOURCE_FIDELITY; then
   the larger state hash, so the outcome never depends on load order), `unchanged` (same
   state, same mode: nothing is written), `skipped` (older: never regresses the graph);
+- a created conversation's messages, HAS_MESSAGE, NEXT (visible turns of the active branch)
+  and REPLIES_TO (every message to its parent) are CREATEd in one statement per ~5,000
+  messages, without lookups: properties sent as one list per property, links as pairs of
+  list indexes;
 - a winning state replaces the old one: messages upserted, messages it no longer has
-  deleted, NEXT (visible turns of the active branch) and REPLIES_TO (every message to its
-  parent) made to match the state (each message stores the `next_key` / `parent_key` it asks
-  for; only links that differ are deleted), its DecisionTrace replaced (deep mode) or removed.
-  A created conversation's messages and links are CREATEd without lookups (the bulk path).
+  deleted, NEXT / REPLIES_TO made to match the links the state asks for (passed with the
+  statement, not stored on the node; only links that differ are deleted), its DecisionTrace
+  replaced (deep mode) or removed.
 
-Per batch: one statement for the conversations, one per ~5,000 messages, one for links, and
-for replaced states three more (stale messages, stale links), plus two or three for traces.
-Unchanged and older states cost only the first statement.
+Per batch: the check; one statement for created conversations and one per ~5,000 of their
+messages; for replaced states the locked upsert, the messages, stale messages, stale links and
+links; two or three for traces. Unchanged and older states cost only the check.
 """
 
 from __future__ import annotations
@@ -34,7 +42,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from chatetl.graph.connection import write_session
-from chatetl.graph.properties import conversation_graph_row, message_key, message_props, next_ids
+from chatetl.graph.properties import (
+    MESSAGE_PROPERTIES,
+    conversation_graph_row,
+    message_key,
+    message_links,
+    message_values,
+    next_ids,
+)
 from chatetl.graph.schema import ensure_schema
 from chatetl.graph.traces import trace_for
 from chatetl.model import SOURCE_FIDELITY, Conversation, state_batches
@@ -56,11 +71,36 @@ class LoadSummary(Tally):
     traces_written: int = 0
     trace_steps_written: int = 0
     traces_removed: int = 0
+    graph_updates: int = 0  # what the server reported: nodes, relationships, labels and properties written or deleted
 
     def to_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
+_COUNTERS = ("nodes_created", "nodes_deleted", "relationships_created", "relationships_deleted", "properties_set",
+             "labels_added", "labels_removed")
+
+# read-only: what decides whether a state wins (no lock: a state that must be written is decided again under the lock)
+_CHECK_CONVERSATIONS = """
+UNWIND $keys AS key
+MATCH (c:Conversation {key: key})
+RETURN key, c.state_version AS version, c.state_hash AS hash, c.state_source AS state_source, c.state_file AS state_file,
+       coalesce(c.deep, false) AS deep, coalesce(c.sources, []) AS sources, coalesce(c.source_files, []) AS source_files
+"""
+
+# conversations that had no node: CREATEd (a concurrent load creating the same one fails on the key constraint,
+# and the batch is written again the safe way)
+_CREATE_CONVERSATIONS = """
+UNWIND $rows AS row
+CREATE (c:Conversation)
+SET c = row.props, c.sources = row.sources, c.source_files = row.source_files, c.state_version = row.state_version,
+    c.state_hash = row.state_hash, c.state_source = row.arrived_via, c.state_file = row.source_file, c.deep = row.deep
+WITH c, row
+OPTIONAL MATCH (d:Document {key: row.key})
+FOREACH (_ IN CASE WHEN d IS NULL THEN [] ELSE [1] END | CREATE (c)-[:HAS_DOCUMENT]->(d))
+"""
+
+# a node that exists: locked, its state read again and decided under the lock
 _UPSERT_CONVERSATIONS = """
 UNWIND $rows AS row
 MERGE (c:Conversation {key: row.key})
@@ -102,6 +142,28 @@ FOREACH (_ IN CASE WHEN d IS NOT NULL AND outcome = 'created' THEN [1] ELSE [] E
 RETURN row.key AS key, outcome
 """
 
+# a created conversation's messages are new (its node did not exist, and messages are only ever written with their
+# conversation, in its transaction): CREATEd with their HAS_MESSAGE, NEXT and REPLIES_TO in one statement, no
+# lookups but the conversation's. Parameters are columns (one list per property, `$lo[ci]..$lo[ci+1]-1` the messages
+# of conversation ci); links are pairs of list indexes.
+_CREATE_MESSAGES = """
+UNWIND range(0, size($conversations) - 1) AS ci
+MATCH (c:Conversation {key: $conversations[ci]})
+UNWIND range($lo[ci], $lo[ci + 1] - 1) AS i
+CREATE (c)-[:HAS_MESSAGE]->(m:Message {""" + ", ".join(f"{name}: $p_{name}[i]" for name in MESSAGE_PROPERTIES) + """})
+WITH collect(m) AS ms
+CALL (ms) {
+  UNWIND range(0, size($next_from) - 1) AS j
+  WITH ms[$next_from[j]] AS a, ms[$next_to[j]] AS b
+  CREATE (a)-[:NEXT]->(b)
+}
+CALL (ms) {
+  UNWIND range(0, size($reply_from) - 1) AS j
+  WITH ms[$reply_from[j]] AS a, ms[$reply_to[j]] AS b
+  CREATE (a)-[:REPLIES_TO]->(b)
+}
+"""
+
 _UPSERT_MESSAGES = """
 UNWIND $convs AS conv
 MATCH (c:Conversation {key: conv.key})
@@ -109,16 +171,6 @@ UNWIND conv.messages AS props
 MERGE (m:Message {key: props.key})
 SET m = props
 MERGE (c)-[:HAS_MESSAGE]->(m)
-"""
-
-# a created conversation's messages are new (its node did not exist, and messages are only
-# ever written with their conversation, in its transaction): CREATE, no lookups
-_CREATE_MESSAGES = """
-UNWIND $convs AS conv
-MATCH (c:Conversation {key: conv.key})
-UNWIND conv.messages AS props
-CREATE (c)-[:HAS_MESSAGE]->(m:Message)
-SET m = props
 """
 
 _REMOVE_STALE_MESSAGES = """
@@ -129,30 +181,27 @@ DETACH DELETE m
 RETURN count(m) AS removed
 """
 
-# links a replaced state no longer asks for (each message stores the NEXT / parent it should have)
+# a replaced state's messages: links it no longer asks for deleted, the ones it asks for merged (`next` / `parent`:
+# the keys a message should link to, '' for none)
 _REMOVE_STALE_LINKS = """
-UNWIND $keys AS key
-MATCH (:Conversation {key: key})-[:HAS_MESSAGE]->(m:Message)-[r:NEXT|REPLIES_TO]->(o:Message)
-WHERE (type(r) = 'NEXT' AND o.key <> coalesce(m.next_key, ''))
-   OR (type(r) = 'REPLIES_TO' AND o.key <> coalesce(m.parent_key, ''))
+UNWIND $links AS link
+MATCH (m:Message {key: link.key})-[r:NEXT|REPLIES_TO]->(o:Message)
+WHERE (type(r) = 'NEXT' AND o.key <> link.next) OR (type(r) = 'REPLIES_TO' AND o.key <> link.parent)
 DELETE r
 """
 
 _LINK_MESSAGES = """
-UNWIND $keys AS key
-MATCH (:Conversation {key: key})-[:HAS_MESSAGE]->(m:Message)
-CALL (m) {
-  MATCH (n:Message {key: m.next_key})
+UNWIND $links AS link
+MATCH (m:Message {key: link.key})
+CALL (m, link) {
+  MATCH (n:Message {key: link.next})
   MERGE (m)-[:NEXT]->(n)
 }
-CALL (m) {
-  MATCH (p:Message {key: m.parent_key})
+CALL (m, link) {
+  MATCH (p:Message {key: link.parent})
   MERGE (m)-[:REPLIES_TO]->(p)
 }
 """
-
-# a created conversation's messages have no links yet: the same links, CREATEd without lookups
-_CREATE_LINKS = _LINK_MESSAGES.replace("MERGE", "CREATE")
 
 _REMOVE_TRACES = """
 UNWIND $keys AS key
@@ -208,23 +257,143 @@ CALL (s) {
 """
 
 
-def _message_rows(conv: Conversation) -> list[dict[str, Any]]:
-    """The messages' properties without the empty ones (`SET m = props` leaves them unset): less to send."""
-    nexts = next_ids(conv)
-    return [
-        {k: v for k, v in message_props(conv, m, nexts.get(m.message_id)).items() if v is not None}
-        for m in conv.messages
-    ]
+def _run(tx: Any, summary: LoadSummary, query: str, **params: Any) -> list[Any]:
+    """Run one statement; its records, its updates counted in `summary.graph_updates`."""
+    result = tx.run(query, params)
+    records = list(result)
+    counters = result.consume().counters
+    summary.graph_updates += sum(getattr(counters, name) for name in _COUNTERS)
+    return records
 
 
-def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = False) -> LoadSummary:
+def _decide(row: dict[str, Any], old: Any) -> str:
+    """The outcome the upsert statement's CASE gives (read without the lock: the upsert decides again)."""
+    if old is None:
+        return "created"
+    if row["state_version"] < old["version"]:
+        return "skipped"
+    if row["state_version"] > old["version"]:
+        return "updated"
+    if row["state_hash"] == old["hash"]:
+        return "unchanged" if old["deep"] == row["deep"] else "updated"
+    if row["source_file"] is not None and row["source_file"] == old["state_file"] and row["arrived_via"] == old["state_source"]:
+        return "updated"
+    old_rank = SOURCE_FIDELITY.get(old["state_source"], 0) if old["state_source"] is not None else 0
+    if row["state_rank"] != old_rank:
+        return "updated" if row["state_rank"] > old_rank else "skipped"
+    return "updated" if row["state_hash"] > old["hash"] else "skipped"
+
+
+def _new_sources(row: dict[str, Any], old: Any) -> bool:
+    """Whether the state brings a format or file the node does not record yet."""
+    return row["arrived_via"] not in old["sources"] or (row["source_file"] is not None and row["source_file"] not in old["source_files"])
+
+
+def _create_messages(tx: Any, summary: LoadSummary, group: list[Conversation]) -> None:
+    """The messages of created conversations and their links, in statements of about DEFAULT_BATCH_MESSAGES messages."""
+    columns: list[list[Any]] = [[] for _ in MESSAGE_PROPERTIES]
+    keys: list[str] = []
+    lo: list[int] = [0]
+    links: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+
+    def flush() -> None:
+        if keys:
+            params = {f"p_{name}": col for name, col in zip(MESSAGE_PROPERTIES, columns)}
+            _run(tx, summary, _CREATE_MESSAGES, conversations=keys, lo=lo, next_from=links[0], next_to=links[1],
+                 reply_from=links[2], reply_to=links[3], **params)
+
+    for conv in group:
+        base = lo[-1]
+        index: dict[str, int] = {}
+        for n, m in enumerate(conv.messages):
+            for col, value in zip(columns, message_values(conv, m)):
+                col.append(value)
+            index[m.message_id] = base + n
+        nexts = next_ids(conv)
+        for m in conv.messages:
+            me = index[m.message_id]
+            nxt = index.get(nexts.get(m.message_id))  # type: ignore[arg-type]
+            if nxt is not None:
+                links[0].append(me)
+                links[1].append(nxt)
+            parent = index.get(m.parent_id) if m.parent_id else None
+            if parent is not None:
+                links[2].append(me)
+                links[3].append(parent)
+        keys.append(conv.key)
+        lo.append(base + len(conv.messages))
+        if lo[-1] >= DEFAULT_BATCH_MESSAGES:  # statements of bounded size, whatever the batch holds
+            flush()
+            columns = [[] for _ in MESSAGE_PROPERTIES]
+            keys, lo, links = [], [0], ([], [], [], [])
+    flush()
+
+
+def _replace_messages(tx: Any, summary: LoadSummary, group: list[Conversation]) -> None:
+    """A replaced state's messages: upserted, the ones it no longer has deleted, links made to match it."""
+    chunk: list[dict[str, Any]] = []
+    size = 0
+    for conv in group:  # statements of bounded size, whatever the batch holds
+        chunk.append({"key": conv.key, "messages": [_set_props(conv, m) for m in conv.messages]})
+        size += len(conv.messages)
+        if size >= DEFAULT_BATCH_MESSAGES:
+            _run(tx, summary, _UPSERT_MESSAGES, convs=chunk)
+            chunk, size = [], 0
+    if chunk:
+        _run(tx, summary, _UPSERT_MESSAGES, convs=chunk)
+    stale = [{"key": c.key, "message_keys": [message_key(c, m.message_id) for m in c.messages]} for c in group]
+    [record] = _run(tx, summary, _REMOVE_STALE_MESSAGES, convs=stale)
+    summary.messages_removed += record["removed"]
+    links = []
+    for conv in group:
+        for mid, (nxt, parent) in message_links(conv).items():
+            links.append({"key": message_key(conv, mid), "next": message_key(conv, nxt) if nxt else "",
+                          "parent": message_key(conv, parent) if parent else ""})
+    _run(tx, summary, _REMOVE_STALE_LINKS, links=links)
+    _run(tx, summary, _LINK_MESSAGES, links=links)
+
+
+def _set_props(conv: Conversation, m: Any) -> dict[str, Any]:
+    """A message's properties without the empty ones (`SET m = props` leaves them unset): less to send."""
+    return {k: v for k, v in zip(MESSAGE_PROPERTIES, message_values(conv, m)) if v is not None}
+
+
+def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = False,
+                 rows: list[dict[str, Any]] | None = None) -> LoadSummary:
     """One batch in one transaction (a pure function of its input: safe to retry).
 
-    Messages of created conversations are CREATEd (no lookups); `safe` writes them like a
-    replaced state's (MERGE), for the rare graph where nodes outlived their conversation."""
+    A read-only check decides first which states are new, which win and which change nothing;
+    a batch where nothing wins and no format or file is new writes nothing. New conversations
+    are CREATEd, with their messages and links (no lookups); `safe` writes them like a replaced
+    state's (MERGE), for a conversation another load created meanwhile or the rare graph where
+    nodes outlived their conversation. `rows` are the conversations' graph rows, when computed already."""
     summary = LoadSummary()
-    rows = sorted((conversation_graph_row(c, deep) for c in convs), key=lambda r: r["key"])  # one lock order: fewer deadlocks
-    outcomes = {rec["key"]: rec["outcome"] for rec in tx.run(_UPSERT_CONVERSATIONS, rows=rows, fidelity=SOURCE_FIDELITY)}
+    if rows is None:
+        rows = [conversation_graph_row(c, deep) for c in convs]
+    by_key = dict(zip((c.key for c in convs), rows))
+    stored = {r["key"]: r for r in _run(tx, summary, _CHECK_CONVERSATIONS, keys=list(by_key))}
+    outcomes: dict[str, str] = {}
+    to_create: list[dict[str, Any]] = []
+    to_upsert: list[dict[str, Any]] = []
+    for key, row in by_key.items():
+        old = stored.get(key)
+        outcome = _decide(row, old)
+        if old is None and not safe:
+            to_create.append(row)
+            outcomes[key] = "created"
+        elif outcome in ("created", "updated") or old is None or _new_sources(row, old):
+            to_upsert.append(row)
+        else:
+            outcomes[key] = outcome
+    if to_create:
+        for row in to_create:
+            row["sources"] = [row["arrived_via"]]
+            row["source_files"] = [row["source_file"]] if row["source_file"] is not None else []
+        _run(tx, summary, _CREATE_CONVERSATIONS, rows=sorted(to_create, key=lambda r: r["key"]))
+    if to_upsert:
+        to_upsert.sort(key=lambda r: r["key"])  # one lock order: fewer deadlocks
+        for rec in _run(tx, summary, _UPSERT_CONVERSATIONS, rows=to_upsert, fidelity=SOURCE_FIDELITY):
+            outcomes[rec["key"]] = rec["outcome"]
     created: list[Conversation] = []
     updated: list[Conversation] = []
     for conv in convs:
@@ -242,41 +411,23 @@ def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = Fa
     if not accepted:
         return summary
     fresh, replaced = ([], accepted) if safe else (created, updated)
-
-    for query, group in ((_CREATE_MESSAGES, fresh), (_UPSERT_MESSAGES, replaced)):
-        chunk: list[dict[str, Any]] = []
-        size = 0
-        for conv in group:  # statements of bounded size, whatever the batch holds
-            chunk.append({"key": conv.key, "messages": _message_rows(conv)})
-            size += len(conv.messages)
-            if size >= DEFAULT_BATCH_MESSAGES:
-                tx.run(query, convs=chunk).consume()
-                chunk, size = [], 0
-        if chunk:
-            tx.run(query, convs=chunk).consume()
-    summary.messages_written = sum(len(c.messages) for c in accepted)
-
-    if replaced:
-        keys = [c.key for c in replaced]
-        stale = [{"key": c.key, "message_keys": [message_key(c, m.message_id) for m in c.messages]} for c in replaced]
-        record = tx.run(_REMOVE_STALE_MESSAGES, convs=stale).single()
-        summary.messages_removed = record["removed"] if record else 0
-        tx.run(_REMOVE_STALE_LINKS, keys=keys).consume()
-        tx.run(_LINK_MESSAGES, keys=keys).consume()
     if fresh:
-        tx.run(_CREATE_LINKS, keys=[c.key for c in fresh]).consume()
+        _create_messages(tx, summary, fresh)
+    if replaced:
+        _replace_messages(tx, summary, replaced)
+    summary.messages_written = sum(len(c.messages) for c in accepted)
 
     traces = [t for t in (trace_for(c) for c in accepted) if t is not None] if deep else []
     traced = {t["conversation_key"] for t in traces}
     untraced = [c.key for c in replaced if c.key not in traced]
     if untraced:
-        record = tx.run(_REMOVE_TRACES, keys=untraced).single()
-        summary.traces_removed = record["removed"] if record else 0
+        [record] = _run(tx, summary, _REMOVE_TRACES, keys=untraced)
+        summary.traces_removed = record["removed"]
     if traces:
         if safe:
-            tx.run(_REMOVE_STEPS, keys=[s["key"] for t in traces for s in t["steps"]]).consume()
-        tx.run(_WRITE_TRACES, traces=traces).consume()
-        tx.run(_LINK_TRACE_STEPS, ids=[t["id"] for t in traces]).consume()
+            _run(tx, summary, _REMOVE_STEPS, keys=[s["key"] for t in traces for s in t["steps"]])
+        _run(tx, summary, _WRITE_TRACES, traces=traces)
+        _run(tx, summary, _LINK_TRACE_STEPS, ids=[t["id"] for t in traces])
         summary.traces_written = len(traces)
         summary.trace_steps_written = sum(len(t["steps"]) for t in traces)
     return summary
@@ -307,10 +458,11 @@ def load_conversations(
 
     with write_session(driver, database) as session:
         for batch in batches(conversations, batch_messages):
+            rows = [conversation_graph_row(c, deep) for c in batch]  # the state hashes, computed once
             try:
-                total.add(session.execute_write(_write_batch, batch, deep))
-            except ConstraintError:  # a node outlived its conversation (e.g. deleted by hand): write it over
-                total.add(session.execute_write(_write_batch, batch, deep, True))
+                total.add(session.execute_write(_write_batch, batch, deep, False, rows))
+            except ConstraintError:  # created meanwhile by another load, or a node outlived its conversation: write it over
+                total.add(session.execute_write(_write_batch, batch, deep, True, rows))
             if on_batch is not None:
                 on_batch(batch)
     return total

@@ -58,33 +58,51 @@ def conversation_props(conv: Conversation) -> dict[str, Any]:
     }
 
 
-def message_props(conv: Conversation, m: Message, next_id: str | None = None) -> dict[str, Any]:
-    content, truncated, length = cut(m.text, CONTENT_LIMIT)
-    return {
-        "key": message_key(conv, m.message_id),
-        "message_id": m.message_id,
-        "name": message_name(conv, m),
-        "role": m.role.value,
-        "kind": m.kind.value,
-        "content": content,
-        "content_truncated": truncated,
-        "content_length": length,
-        "created_at": iso(m.created_at),
-        "conversation_id": conv.conversation_id,
-        "conversation_key": conv.key,
-        "platform": conv.platform,
-        "has_tool_calls": bool(m.tool_calls),
-        "has_tool_results": bool(m.tool_results),
-        "model_slug": m.model,
-        "author_name": m.author_name,
-        "seq": m.seq,
-        "branch_index": m.branch_index,
-        "on_active_branch": m.on_active_branch,
-        "visible": m.kind is MessageKind.TURN,
-        # the links this state asks for: the load makes NEXT / REPLIES_TO match them
-        "parent_key": message_key(conv, m.parent_id) if m.parent_id else None,
-        "next_key": message_key(conv, next_id) if next_id else None,
-    }
+MESSAGE_PROPERTIES = (
+    "key", "message_id", "name", "role", "kind", "content", "content_truncated", "content_length", "created_at",
+    "conversation_id", "conversation_key", "platform", "has_tool_calls", "has_tool_results", "model_slug",
+    "author_name", "seq", "branch_index", "on_active_branch", "visible",
+)
+"""A Message node's properties, in the order message_values gives them. The links a state asks
+for (its NEXT and parent) are not stored on the node: the load passes them beside it."""
+
+
+def message_values(conv: Conversation, m: Message) -> tuple[Any, ...]:
+    """A Message node's property values, in MESSAGE_PROPERTIES order (None: not set)."""
+    text = m.text or ""
+    length = len(text)
+    return (
+        f"{conv.key}:{m.message_id}",
+        m.message_id,
+        message_name(conv, m),
+        m.role.value,
+        m.kind.value,
+        text[:CONTENT_LIMIT] if length > CONTENT_LIMIT else text,
+        length > CONTENT_LIMIT,
+        length,
+        iso(m.created_at),
+        conv.conversation_id,
+        conv.key,
+        conv.platform,
+        bool(m.tool_calls),
+        bool(m.tool_results),
+        m.model,
+        m.author_name,
+        m.seq,
+        m.branch_index,
+        m.on_active_branch,
+        m.kind is MessageKind.TURN,
+    )
+
+
+def message_props(conv: Conversation, m: Message) -> dict[str, Any]:
+    return dict(zip(MESSAGE_PROPERTIES, message_values(conv, m)))
+
+
+def message_links(conv: Conversation) -> dict[str, tuple[str | None, str | None]]:
+    """message id -> (the next visible turn's id, the parent's id): the NEXT / REPLIES_TO a state asks for."""
+    nexts = next_ids(conv)
+    return {m.message_id: (nexts.get(m.message_id), m.parent_id or None) for m in conv.messages}
 
 
 def next_ids(conv: Conversation) -> dict[str, str]:
