@@ -10,6 +10,7 @@ ratio to the ceiling measured in the same run:
 
 - the ceiling: Neo4j's bare `UNWIND $keys CREATE (:Message {key})` under the Message key index;
 - chatetl, first load (every conversation created), batched UNWIND in managed transactions;
+  and the same with batches of new conversations on two sessions at once (`parallel=True`);
 - chatetl, the same load again (every conversation unchanged: nothing written, 0 updates);
 - chatetl, a resync where 10% of the conversations have a newer state (a reworded last turn
   and one more turn);
@@ -177,8 +178,8 @@ def main() -> None:
     naive_total = sum(len(c.messages) for c in naive)
     keys = [f"{CEILING_PLATFORM}:{i}" for i in range(total)]
 
-    def load(items: list[Conversation], deep: bool = False) -> str:
-        s = load_conversations(driver, items, database=database, batch_messages=args.batch_messages, deep=deep)
+    def load(items: list[Conversation], deep: bool = False, parallel: bool = False) -> str:
+        s = load_conversations(driver, items, database=database, batch_messages=args.batch_messages, deep=deep, parallel=parallel)
         d = s.to_dict()
         return ", ".join(f"{k.replace('conversations_', '')}={v}" for k, v in d.items() if v) or "nothing"
 
@@ -194,6 +195,8 @@ def main() -> None:
         ceiling = row("bare indexed UNWIND CREATE (the ceiling)", total, secs, None)
         secs, out = median_run(args.runs, lambda: load(convs), fresh)
         first = row("chatetl first load (all created)", total, secs, ceiling, out)
+        secs, out = median_run(args.runs, lambda: load(convs, parallel=True), fresh)
+        row("chatetl first load, two sessions (parallel)", total, secs, ceiling, out)
         # the resync and the rerun each start from a fresh first load (timed apart from it)
         times, outs = [], []
         for _ in range(args.runs):

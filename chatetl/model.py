@@ -168,6 +168,90 @@ class Conversation(_Model):
         return f"{self.platform}:{self.conversation_id}"
 
 
+# ---- the fast constructor: trusted values, as the readers' hot paths build them ----
+
+_object_new = object.__new__
+_object_setattr = object.__setattr__
+
+
+def _fast_constructor(cls: type[_Model], validated: dict[str, Any]) -> Any:
+    """`cls.fast(**values)`: what `cls(**values)` makes for values that are already of their
+    fields' kinds (a reader checks each one itself), without pydantic's validation: defaults
+    filled in (a new list or dict from each factory), the field validators named in `validated`
+    (field -> function of the value) applied as the model's own validators apply them, and the
+    fields given marked as set. An unknown or missing required field is a TypeError."""
+    env: dict[str, Any] = {"_new": _object_new, "_setattr": _object_setattr, "_MISSING": _MISSING, "_UTC": timezone.utc}
+    items, required = [], []
+    for name, field in cls.model_fields.items():
+        if field.is_required():
+            value = "_MISSING"
+            required.append(name)
+        elif field.default_factory in (list, dict):
+            value = "[]" if field.default_factory is list else "{}"  # (a literal: cheaper than calling the type)
+        elif field.default_factory is not None:
+            env[f"_factory_{name}"] = field.default_factory
+            value = f"_factory_{name}()"
+        else:
+            env[f"_default_{name}"] = field.default
+            value = f"_default_{name}"
+        items.append(f"{name!r}: {value}")
+    lines = [
+        "def fast(cls, /, **values):",
+        f"    d = {{{', '.join(items)}}}",
+        "    d.update(values)",
+        f"    if len(d) != {len(items)}{''.join(f' or d[{n!r}] is _MISSING' for n in required)}:",
+        "        _refuse(cls, values)",
+    ]
+    validate: list[str] = []
+    for name, function in validated.items():
+        env[f"_validate_{name}"] = function
+        if function is utc:  # (an aware UTC datetime is already what utc() makes of it)
+            validate += [f"    v = d[{name!r}]", "    if v is not None and v.tzinfo is not _UTC:", f"        d[{name!r}] = _validate_{name}(v)"]
+        else:
+            validate.append(f"    d[{name!r}] = _validate_{name}(d[{name!r}])")
+    lines += [
+        *validate,
+        "    m = _new(cls)",
+        "    _setattr(m, '__dict__', d)",
+        "    _setattr(m, '__pydantic_fields_set__', set(values))",
+        "    _setattr(m, '__pydantic_extra__', None)",
+        "    _setattr(m, '__pydantic_private__', None)",
+        "    return m",
+        "",
+        "def of_fields(cls, d, given, /):",
+        f"    if len(d) != {len(items)}:",
+        "        _refuse(cls, d)",
+        *validate,
+        "    m = _new(cls)",
+        "    _setattr(m, '__dict__', d)",
+        "    _setattr(m, '__pydantic_fields_set__', set(given))",
+        "    _setattr(m, '__pydantic_extra__', None)",
+        "    _setattr(m, '__pydantic_private__', None)",
+        "    return m",
+    ]
+    env["_refuse"] = _refuse
+    exec("\n".join(lines), env)
+    return classmethod(env["fast"]), classmethod(env["of_fields"])
+
+
+_MISSING = object()
+
+
+def _refuse(cls: type[_Model], values: dict[str, Any]) -> None:
+    unknown = sorted(values.keys() - cls.model_fields.keys())
+    missing = [n for n, f in cls.model_fields.items() if f.is_required() and n not in values]
+    raise TypeError(f"{cls.__name__}: unknown field(s) {unknown}, missing required field(s) {missing}")
+
+
+# `cls.of_fields(d, given)`: the same from `d`, a new dict of every field in field order, `given`
+# the names to mark as set (a hot path that builds the dict itself saves the keyword arguments).
+for _cls in (ToolCall, ToolResult, Citation, Attachment):
+    _cls.fast, _cls.of_fields = _fast_constructor(_cls, {})
+Message.fast, Message.of_fields = _fast_constructor(Message, {"created_at": utc})
+Conversation.fast, Conversation.of_fields = _fast_constructor(Conversation, {"created_at": utc, "updated_at": utc})
+del _cls
+
+
 # ---- the state rules: which of two states of one conversation is newest ----
 
 

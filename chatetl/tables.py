@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import tempfile
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterator
@@ -135,8 +136,16 @@ _CONVERSATION_COLUMNS = CONVERSATIONS_SCHEMA.names
 _MESSAGE_COLUMNS = MESSAGES_SCHEMA.names
 
 
-def _items(items: list[Any]) -> list[dict[str, Any]]:
-    return [item.__dict__ for item in items] if items else []
+# message columns read from the model's own field dicts by TableWriter (values as they are)
+_MESSAGE_DIRECT = tuple(
+    (name, itemgetter(name))
+    for name in (
+        "message_id", "parent_id", "seq", "branch_index", "on_active_branch", "created_at", "model", "author_name",
+        "recipient", "content_type", "reasoning",
+    )
+)
+_MESSAGE_ITEMS = tuple((name, itemgetter(name)) for name, _ in _MESSAGE_LISTS)
+_GET_TEXT, _GET_ROLE, _GET_KIND, _GET_EXTRA = itemgetter("text"), itemgetter("role"), itemgetter("kind"), itemgetter("extra")
 
 
 class TableWriter:
@@ -200,39 +209,18 @@ class TableWriter:
         mc = self._mc
         for name, value in (("conversation_key", key), ("source", source), ("platform", platform), ("conversation_id", cid)):
             mc[name].extend([value] * n)
-        (message_id, parent_id, seq, branch_index, on_active_branch, role, kind, text, created_at, model, author_name,
-         recipient, content_type, reasoning, tool_calls, tool_results, citations, attachments, extra) = (
-            mc[name].append for name in (
-                "message_id", "parent_id", "seq", "branch_index", "on_active_branch", "role", "kind", "text", "created_at",
-                "model", "author_name", "recipient", "content_type", "reasoning", "tool_calls", "tool_results", "citations",
-                "attachments", "extra",
-            )
-        )
-        size = 0
-        for m in msgs:
-            d = m.__dict__
-            message_id(d["message_id"])
-            parent_id(d["parent_id"])
-            seq(d["seq"])
-            branch_index(d["branch_index"])
-            on_active_branch(d["on_active_branch"])
-            role(d["role"].value)
-            kind(d["kind"].value)
-            t = d["text"]
-            text(t)
-            size += len(t)
-            created_at(d["created_at"])
-            model(d["model"])
-            author_name(d["author_name"])
-            recipient(d["recipient"])
-            content_type(d["content_type"])
-            reasoning(d["reasoning"])
-            tool_calls(_items(d["tool_calls"]))
-            tool_results(_items(d["tool_results"]))
-            citations(_items(d["citations"]))
-            attachments(_items(d["attachments"]))
-            x = d["extra"]
-            extra(_json(x) if x else None)
+        # one column at a time over the messages' own field dicts (map and itemgetter run in C)
+        fields = [m.__dict__ for m in msgs]
+        for name, get in _MESSAGE_DIRECT:
+            mc[name].extend(map(get, fields))
+        texts = list(map(_GET_TEXT, fields))
+        mc["text"].extend(texts)
+        mc["role"].extend(map(_GET_ROLE, fields))  # StrEnum members: Arrow reads them as their str values
+        mc["kind"].extend(map(_GET_KIND, fields))
+        for name, get in _MESSAGE_ITEMS:
+            mc[name].extend([[item.__dict__ for item in items] if items else [] for items in map(get, fields)])
+        mc["extra"].extend([_json(x) if x else None for x in map(_GET_EXTRA, fields)])
+        size = sum(map(len, texts))
         self._rows += n + 1
         self._bytes += size + 200 * n
         if self._bytes >= self.batch_bytes or self._rows >= self.batch_messages:

@@ -9,7 +9,8 @@ that is interrupted (process killed, server restarted) and run again ends in the
 Per conversation (key `{platform}:{conversation_id}`: the same chat arriving as a ChatGPT
 account export, a chat-export file and a REX record is one node):
 - a read-only check first reads the stored state of every conversation of the batch (key,
-  version, hash, sources; the state hash is computed once per load); a conversation with no
+  version, hash, sources), in its own read transaction while the state hashes are computed
+  (once per load); a batch of which nothing is written opens no write transaction; a conversation with no
   node is CREATEd, one whose state does not win and that brings no new format or file is not
   written at all (an unchanged rerun reports 0 updates in the server's counters, kept in
   `graph_updates`); the others are write-locked and decided again under the lock, so two loads
@@ -26,18 +27,25 @@ account export, a chat-export file and a REX record is one node):
   and REPLIES_TO (every message to its parent) are CREATEd in one statement per ~5,000
   messages, without lookups: properties sent as one list per property, links as pairs of
   list indexes;
-- a winning state replaces the old one: messages upserted, messages it no longer has
-  deleted, NEXT / REPLIES_TO made to match the links the state asks for (passed with the
-  statement, not stored on the node; only links that differ are deleted), its DecisionTrace
-  replaced (deep mode) or removed.
+- a winning state replaces the old one: its old messages are deleted with their links and the
+  state's are CREATEd like a new conversation's (nothing but HAS_MESSAGE, NEXT, REPLIES_TO and
+  its own TraceSteps' FROM_MESSAGE links to a Message), its DecisionTrace replaced (deep mode)
+  or removed. The `safe` way (a conversation another load created meanwhile) MERGEs instead:
+  messages upserted, the ones it no longer has deleted, NEXT / REPLIES_TO made to match the
+  links the state asks for (passed with the statement, not stored on the node);
+- with `parallel`, batches made only of new conversations are written two at a time, on two
+  sessions (the second in a thread); `on_batch` still sees them in order.
 
 Per batch: the check; one statement for created conversations and one per ~5,000 of their
-messages; for replaced states the locked upsert, the messages, stale messages, stale links and
-links; two or three for traces. Unchanged and older states cost only the check.
+messages; for replaced states the locked upsert, one deleting their old messages and the
+created messages' statements; two or three for traces. Unchanged and older states cost only
+the check.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
@@ -45,6 +53,7 @@ from chatetl.graph.connection import write_session
 from chatetl.graph.properties import (
     MESSAGE_PROPERTIES,
     conversation_graph_row,
+    conversation_props,
     message_key,
     message_links,
     message_values,
@@ -162,6 +171,17 @@ CALL (ms) {
   WITH ms[$reply_from[j]] AS a, ms[$reply_to[j]] AS b
   CREATE (a)-[:REPLIES_TO]->(b)
 }
+"""
+
+# a replaced state's old messages, deleted with their links before its messages are CREATEd like a new
+# conversation's (nothing else links to a Message but its TraceSteps, which the batch writes again or removes);
+# `removed` counts the ones the new state no longer has
+_DROP_MESSAGES = """
+UNWIND $convs AS conv
+MATCH (:Conversation {key: conv.key})-[:HAS_MESSAGE]->(m:Message)
+WITH m, NOT m.key IN conv.message_keys AS stale
+DETACH DELETE m
+RETURN count(CASE WHEN stale THEN 1 END) AS removed
 """
 
 _UPSERT_MESSAGES = """
@@ -358,37 +378,29 @@ def _set_props(conv: Conversation, m: Any) -> dict[str, Any]:
     return {k: v for k, v in zip(MESSAGE_PROPERTIES, message_values(conv, m)) if v is not None}
 
 
+def _read_state(tx: Any, keys: list[str]) -> dict[str, dict[str, Any]]:
+    """The stored state of the conversations of `keys` that have a node (read-only, no locks)."""
+    return {r["key"]: dict(r) for r in tx.run(_CHECK_CONVERSATIONS, keys=keys)}
+
+
 def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = False,
-                 rows: list[dict[str, Any]] | None = None) -> LoadSummary:
+                 rows: list[dict[str, Any]] | None = None, stored: dict[str, dict[str, Any]] | None = None) -> LoadSummary:
     """One batch in one transaction (a pure function of its input: safe to retry).
 
     A read-only check decides first which states are new, which win and which change nothing;
     a batch where nothing wins and no format or file is new writes nothing. New conversations
     are CREATEd, with their messages and links (no lookups); `safe` writes them like a replaced
     state's (MERGE), for a conversation another load created meanwhile or the rare graph where
-    nodes outlived their conversation. `rows` are the conversations' graph rows, when computed already."""
+    nodes outlived their conversation. `rows` are the conversations' graph rows, when computed
+    already; `stored` the check's answer, when read already (in its own read transaction: no
+    locks either way, a state that must be written is decided again under the lock)."""
     summary = LoadSummary()
     if rows is None:
         rows = [conversation_graph_row(c, deep) for c in convs]
-    by_key = dict(zip((c.key for c in convs), rows))
-    stored = {r["key"]: r for r in _run(tx, summary, _CHECK_CONVERSATIONS, keys=list(by_key))}
-    outcomes: dict[str, str] = {}
-    to_create: list[dict[str, Any]] = []
-    to_upsert: list[dict[str, Any]] = []
-    for key, row in by_key.items():
-        old = stored.get(key)
-        outcome = _decide(row, old)
-        if old is None and not safe:
-            to_create.append(row)
-            outcomes[key] = "created"
-        elif outcome in ("created", "updated") or old is None or _new_sources(row, old):
-            to_upsert.append(row)
-        else:
-            outcomes[key] = outcome
+    if stored is None:
+        stored = _read_state(tx, [c.key for c in convs])
+    outcomes, to_create, to_upsert = _plan(convs, rows, stored, safe)
     if to_create:
-        for row in to_create:
-            row["sources"] = [row["arrived_via"]]
-            row["source_files"] = [row["source_file"]] if row["source_file"] is not None else []
         _run(tx, summary, _CREATE_CONVERSATIONS, rows=sorted(to_create, key=lambda r: r["key"]))
     if to_upsert:
         to_upsert.sort(key=lambda r: r["key"])  # one lock order: fewer deadlocks
@@ -411,9 +423,14 @@ def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = Fa
     if not accepted:
         return summary
     fresh, replaced = ([], accepted) if safe else (created, updated)
+    if replaced and not safe:  # the old messages go, the state's are created: no lookups, no per-link MERGE
+        stale = [{"key": c.key, "message_keys": [message_key(c, m.message_id) for m in c.messages]} for c in replaced]
+        [record] = _run(tx, summary, _DROP_MESSAGES, convs=stale)
+        summary.messages_removed += record["removed"]
+        fresh = created + updated
     if fresh:
         _create_messages(tx, summary, fresh)
-    if replaced:
+    if replaced and safe:
         _replace_messages(tx, summary, replaced)
     summary.messages_written = sum(len(c.messages) for c in accepted)
 
@@ -433,6 +450,50 @@ def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = Fa
     return summary
 
 
+def _plan(convs: list[Conversation], rows: list[dict[str, Any]], stored: dict[str, dict[str, Any]],
+          safe: bool) -> tuple[dict[str, str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """From the stored states: the outcomes known without writing, the rows to CREATE and the rows to upsert under
+    the lock. The conversation properties are made only for rows that are written (an unchanged rerun needs none)."""
+    outcomes: dict[str, str] = {}
+    to_create: list[dict[str, Any]] = []
+    to_upsert: list[dict[str, Any]] = []
+    for conv, row in zip(convs, rows):
+        key = row["key"]
+        old = stored.get(key)
+        if old is None and not safe:
+            row["sources"] = [row["arrived_via"]]
+            row["source_files"] = [row["source_file"]] if row["source_file"] is not None else []
+            to_create.append(row)
+            outcomes[key] = "created"
+        else:
+            outcome = _decide(row, old)
+            if outcome in ("created", "updated") or old is None or _new_sources(row, old):
+                to_upsert.append(row)
+            else:
+                outcomes[key] = outcome
+                continue
+        if "props" not in row:
+            row["props"] = conversation_props(conv)
+    return outcomes, to_create, to_upsert
+
+
+def _nothing_to_write(convs: list[Conversation], rows: list[dict[str, Any]], stored: dict[str, dict[str, Any]]) -> LoadSummary | None:
+    """The batch's summary when the stored states say nothing of it is written (no write transaction at all)."""
+    summary = LoadSummary()
+    for row in rows:
+        old = stored.get(row["key"])
+        if old is None or _new_sources(row, old):
+            return None
+        outcome = _decide(row, old)
+        if outcome == "unchanged":
+            summary.conversations_unchanged += 1
+        elif outcome == "skipped":
+            summary.conversations_skipped += 1
+        else:
+            return None
+    return summary
+
+
 def batches(conversations: Iterable[Conversation], max_messages: int = DEFAULT_BATCH_MESSAGES) -> Iterator[list[Conversation]]:
     """Batches bounded by message count (see chatetl.model.state_batches)."""
     return state_batches(conversations, max_messages, weight=lambda conv: len(conv.messages) + 1)
@@ -445,26 +506,82 @@ def load_conversations(
     batch_messages: int = DEFAULT_BATCH_MESSAGES,
     deep: bool = False,
     on_batch: Callable[[list[Conversation]], None] | None = None,
+    parallel: bool = False,
 ) -> LoadSummary:
     """Write conversations (streamed), one managed transaction per batch; returns what changed.
 
     `deep` (off unless asked for: the asset and the CLI read `CHATETL_GRAPH_DEEP`) adds the
     DecisionTrace/TraceStep of every conversation with tool use. `on_batch` is
-    called with each batch once it is committed (the CLI loads the batch's Documents there).
+    called with each batch once it is committed, in the order of the batches (the CLI loads
+    the batch's Documents there).
+
+    Each batch's stored states are read first, in a read transaction; a batch of which nothing
+    is written (unchanged or older states, no new source) opens no write transaction. A batch
+    made only of conversations that have no node yet, and sharing none with the batch in
+    flight, is written on a second session in a thread with `parallel`, beside the next batch on
+    the first. Off by default: on the 2-core machine measured (bench/graph_load.py) the server
+    creating two batches at once was 1.1-2.2x slower than one after the other.
     """
     ensure_schema(driver, database)
     total = LoadSummary()
     from neo4j.exceptions import ConstraintError
 
-    with write_session(driver, database) as session:
-        for batch in batches(conversations, batch_messages):
-            rows = [conversation_graph_row(c, deep) for c in batch]  # the state hashes, computed once
-            try:
-                total.add(session.execute_write(_write_batch, batch, deep, False, rows))
-            except ConstraintError:  # created meanwhile by another load, or a node outlived its conversation: write it over
-                total.add(session.execute_write(_write_batch, batch, deep, True, rows))
-            if on_batch is not None:
-                on_batch(batch)
+    def write(session: Any, batch: list[Conversation], rows: list[dict[str, Any]], stored: dict[str, dict[str, Any]]) -> LoadSummary:
+        try:
+            return session.execute_write(_write_batch, batch, deep, False, rows, stored)
+        except ConstraintError:  # created meanwhile by another load, or a node outlived its conversation: write it over
+            return session.execute_write(_write_batch, batch, deep, True, rows)
+
+    with ExitStack() as stack:
+        session = stack.enter_context(write_session(driver, database))
+        reader = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="chatetl-graph-read"))
+        second: Any = None
+        pool: ThreadPoolExecutor | None = None
+        in_flight: tuple[Future[LoadSummary], list[Conversation], set[str]] | None = None
+
+        def finish() -> None:
+            nonlocal in_flight
+            if in_flight is not None:
+                future, done, _ = in_flight
+                in_flight = None
+                total.add(future.result())
+                if on_batch is not None:
+                    on_batch(done)
+
+        try:
+            for batch in batches(conversations, batch_messages):
+                keys = [c.key for c in batch]
+                if in_flight is not None and not in_flight[2].isdisjoint(keys):
+                    finish()  # another state of one of its conversations is being written: read after it
+                reading = reader.submit(session.execute_read, _read_state, keys)  # the server reads while the hashes are made
+                rows = [conversation_graph_row(c, deep) for c in batch]  # the state hashes, computed once
+                stored = reading.result()
+                quiet = _nothing_to_write(batch, rows, stored)
+                if quiet is not None:
+                    finish()  # the batches before it first (on_batch in order)
+                    total.add(quiet)
+                    if on_batch is not None:
+                        on_batch(batch)
+                    continue
+                if parallel and not stored:  # all new (and none in the batch in flight)
+                    if in_flight is None:  # on the second session, while the next batch is read and written here
+                        if pool is None:
+                            pool = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="chatetl-graph"))
+                            second = stack.enter_context(write_session(driver, database))
+                        in_flight = (pool.submit(write, second, batch, rows, stored), batch, set(keys))
+                        continue
+                    summary = write(session, batch, rows, stored)  # beside the one in flight
+                    finish()
+                else:
+                    finish()  # states that replace others are written alone
+                    summary = write(session, batch, rows, stored)
+                total.add(summary)
+                if on_batch is not None:
+                    on_batch(batch)
+            finish()
+        finally:
+            if in_flight is not None:  # an error here: the batch in flight still ends before the sessions close
+                in_flight[0].exception()
     return total
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chatetl.model import SOURCE_FIDELITY, Conversation, Message, MessageKind, state_hash, state_version
+from chatetl.model import SOURCE_FIDELITY, Conversation, Message, state_hash, state_version
 from chatetl.readers.timeutil import iso
 
 CONTENT_LIMIT = 2000  # Message.content is cut at 2,000 characters
@@ -60,11 +60,19 @@ def conversation_props(conv: Conversation) -> dict[str, Any]:
 
 MESSAGE_PROPERTIES = (
     "key", "message_id", "name", "role", "kind", "content", "content_truncated", "content_length", "created_at",
-    "conversation_id", "conversation_key", "platform", "has_tool_calls", "has_tool_results", "model_slug",
-    "author_name", "seq", "branch_index", "on_active_branch", "visible",
+    "conversation_id", "platform", "has_tool_calls", "has_tool_results", "model_slug", "seq", "on_active_branch",
 )
-"""A Message node's properties, in the order message_values gives them. The links a state asks
-for (its NEXT and parent) are not stored on the node: the load passes them beside it."""
+"""A Message node's properties, in the order message_values gives them: the README's, plus the
+`message_id` and `platform` queries find a message by. The links a state asks for (its NEXT and
+parent) are not stored on the node: the load passes them beside it. Neo4j's write cost grows
+with properties per node, so bookkeeping nothing in the graph reads stays in the normalized
+`messages` table (MOVED_OFF_MESSAGE)."""
+
+MOVED_OFF_MESSAGE = ("next_key", "parent_key", "conversation_key", "author_name", "branch_index", "visible")
+"""Properties a Message node once had and no longer has, and where they are now: `next_key` /
+`parent_key` are the NEXT / REPLIES_TO relationships; `conversation_key` is the HAS_MESSAGE
+Conversation's `key` (and the Message `key` up to its last `:`); `visible` is `kind = 'turn'`;
+`author_name` and `branch_index` are columns of the normalized `messages` table."""
 
 
 def message_values(conv: Conversation, m: Message) -> tuple[Any, ...]:
@@ -82,16 +90,12 @@ def message_values(conv: Conversation, m: Message) -> tuple[Any, ...]:
         length,
         iso(m.created_at),
         conv.conversation_id,
-        conv.key,
         conv.platform,
         bool(m.tool_calls),
         bool(m.tool_results),
         m.model,
-        m.author_name,
         m.seq,
-        m.branch_index,
         m.on_active_branch,
-        m.kind is MessageKind.TURN,
     )
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from chatetl.layout import TABLES, quarantine_prefix, table_key, upload_id
 from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl.readers.archive import expand
+from chatetl.readers.parallel import read_into, resolve_workers
 from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
 from chatetl.tables import TableWriter
 
@@ -35,16 +37,27 @@ def upload_entry(store: ObjectStore, info: ObjectInfo) -> Entry:
     return Entry(name=store.uri(info.key), opener=lambda: store.open(info.key), size=info.size)
 
 
-def normalize_upload(store: ObjectStore, info: ObjectInfo, day: str, workdir: str | Path | None = None) -> NormalizeResult:
-    """Read one upload (streamed) into the normalized tables of its partition; quarantine what fails."""
+def normalize_upload(
+    store: ObjectStore, info: ObjectInfo, day: str, workdir: str | Path | None = None, workers: int | None = None
+) -> NormalizeResult:
+    """Read one upload (streamed) into the normalized tables of its partition; quarantine what fails.
+
+    `workers`: processes converting records (chatetl.readers.parallel); None: its automatic choice
+    (this process alone while parallel.AUTO is off; with it on, both cores for an upload of at least
+    AUTO_MIN_BYTES). Each process stays within the step's memory; the tables and the report are
+    the same either way."""
     uid = upload_id(info.key)
     report = ReadReport()
     result = NormalizeResult(upload=info.key, upload_id=uid, report=report)
+    n = resolve_workers(workers, info.size)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         paths = {t: Path(tmp, f"{t}.parquet") for t in TABLES}
         with TableWriter(paths["conversations"], paths["messages"]) as writer:
-            for conv in read_entry(upload_entry(store, info), report):
-                writer.add(conv, upload_key=info.key)
+            if n == 1:
+                for conv in read_entry(upload_entry(store, info), report):
+                    writer.add(conv, upload_key=info.key)
+            else:
+                read_into(writer, expand(upload_entry(store, info), report), report, n, upload_key=info.key)
         result.conversations, result.messages = writer.conversations, writer.messages
         for table in TABLES:
             key = table_key(table, day, uid)

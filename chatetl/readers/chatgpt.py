@@ -8,6 +8,7 @@ Message (hidden and tool ones too, marked by kind). The active branch is
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
@@ -41,6 +42,16 @@ KNOWN_CONTENT_TYPES = frozenset(
     }
 )
 ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM, "tool": Role.TOOL}
+_SYSTEM, _ASSISTANT, _TOOL = Role.SYSTEM, Role.ASSISTANT, Role.TOOL
+_TURN, _HIDDEN, _REASONING = MessageKind.TURN, MessageKind.HIDDEN, MessageKind.REASONING
+_TOOL_CALL, _TOOL_RESULT = MessageKind.TOOL_CALL, MessageKind.TOOL_RESULT
+_from_epoch, _UTC = datetime.fromtimestamp, timezone.utc
+_message_of_fields = Message.of_fields
+# the fields a message from this reader has set (all but `reasoning`; the branch fields are set by the resolver)
+_MESSAGE_GIVEN = (
+    "message_id", "parent_id", "role", "kind", "text", "created_at", "model", "author_name", "recipient", "content_type",
+    "tool_calls", "tool_results", "citations", "attachments", "extra",
+)
 # Inline citation markers a person never sees as text: \ue200cite\ue202turn0search3\ue201 and 【1†source】
 _CITE_MARKER = re.compile("\ue200[^\ue200\ue201]*\ue201|【[^】\n]{0,200}†[^】\n]{0,200}】")
 
@@ -65,7 +76,8 @@ def conversation_from_chatgpt(record: dict, report: ReadReport) -> Conversation:
     messages = _messages_from_mapping(mapping, report)
     default_model = record.get("default_model_slug")
     title = record.get("title")
-    return Conversation(
+    current_node = record.get("current_node")
+    return Conversation.fast(
         source=Source.CHATGPT,
         platform="chatgpt",
         conversation_id=conv_id,
@@ -74,7 +86,7 @@ def conversation_from_chatgpt(record: dict, report: ReadReport) -> Conversation:
         updated_at=parse_time(record.get("update_time")),
         model=default_model if isinstance(default_model, str) else None,
         url=f"https://chatgpt.com/c/{conv_id}",
-        current_node=record.get("current_node") if isinstance(record.get("current_node"), str) else None,
+        current_node=current_node if isinstance(current_node, str) else None,
         messages=messages,
         meta=meta,
     )
@@ -83,18 +95,19 @@ def conversation_from_chatgpt(record: dict, report: ReadReport) -> Conversation:
 def _messages_from_mapping(mapping: dict, report: ReadReport) -> list[Message]:
     # Parents: the node's own `parent`, else derived from some node's `children` (some files omit one side).
     parent_of: dict[str, str | None] = {}
-    for node_id, node in mapping.items():
-        if isinstance(node, dict) and "parent" in node:
-            parent_of[node_id] = node.get("parent")
+    nodes: list[tuple[str, dict]] = []  # the nodes that are objects, in file order
+    has_message: set[str] = set()
     for node_id, node in mapping.items():
         if isinstance(node, dict):
-            for child in node.get("children") or []:
-                if isinstance(child, str) and parent_of.get(child) is None and child in mapping:
-                    parent_of.setdefault(child, node_id)
-                    if parent_of[child] is None:
-                        parent_of[child] = node_id
-
-    has_message = {nid for nid, node in mapping.items() if isinstance(node, dict) and isinstance(node.get("message"), dict)}
+            nodes.append((node_id, node))
+            if "parent" in node:
+                parent_of[node_id] = node["parent"]
+            if isinstance(node.get("message"), dict):
+                has_message.add(node_id)
+    for node_id, node in nodes:
+        for child in node.get("children") or ():
+            if isinstance(child, str) and parent_of.get(child) is None and child in mapping:
+                parent_of[child] = node_id
 
     def message_parent(node_id: str) -> str | None:
         """Nearest ancestor that holds a message (the root node and empty nodes are skipped)."""
@@ -108,14 +121,19 @@ def _messages_from_mapping(mapping: dict, report: ReadReport) -> list[Message]:
         return parent
 
     messages: list[Message] = []
-    for node_id, node in mapping.items():
+    for node_id, node in nodes:
         if node_id not in has_message:
             continue
-        msg = message_from_chatgpt(node["message"], report, message_id=node_id)
-        if msg is None:
-            continue
-        msg.parent_id = message_parent(node_id)
-        messages.append(msg)
+        parent = parent_of.get(node_id)
+        try:
+            if parent is not None and parent not in has_message:
+                parent = message_parent(node_id)
+        except TypeError:  # an unhashable parent: the message's own damage, if any, is reported first (as it was)
+            message_from_chatgpt(node["message"], report, message_id=node_id)
+            raise
+        msg = message_from_chatgpt(node["message"], report, node_id, parent)
+        if msg is not None:
+            messages.append(msg)
     pair_tool_results(messages)
     return messages
 
@@ -128,14 +146,14 @@ def pair_tool_results(messages: list[Message]) -> None:
     """
     by_id = {m.message_id: m for m in messages}
     for m in messages:
-        if m.kind is not MessageKind.TOOL_RESULT or not m.tool_results:
+        if m.kind is not _TOOL_RESULT or not m.tool_results:
             continue
         seen: set[str] = set()
         parent = by_id.get(m.parent_id) if m.parent_id else None
-        while parent is not None and parent.kind is MessageKind.TOOL_RESULT and parent.message_id not in seen:
+        while parent is not None and parent.kind is _TOOL_RESULT and parent.message_id not in seen:
             seen.add(parent.message_id)
             parent = by_id.get(parent.parent_id) if parent.parent_id else None
-        if parent is not None and parent.kind is MessageKind.TOOL_CALL and parent.tool_calls:
+        if parent is not None and parent.kind is _TOOL_CALL and parent.tool_calls:
             m.tool_results[0].tool_call_id = parent.tool_calls[0].id
 
 
@@ -143,73 +161,97 @@ def _text_of(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None = None) -> Message | None:
-    """One ChatGPT message object (a mapping node's `message`) as a canonical Message."""
+def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None = None, parent_id: str | None = None) -> Message | None:
+    """One ChatGPT message object (a mapping node's `message`) as a canonical Message under `parent_id`."""
     if not isinstance(raw, dict):
         return None
-    mid = message_id or raw.get("id")
+    get = raw.get
+    mid = message_id or get("id")
     if not isinstance(mid, str) or not mid:
         raise ValueError("message without id")
-    author = raw.get("author") if isinstance(raw.get("author"), dict) else {}
+    author = get("author")
+    if not isinstance(author, dict):
+        author = {}
     role_name = author.get("role")
     extra: dict[str, Any] = {}
-    role = known_role(ROLES, role_name, report, drift="chatgpt.role", extra=extra, keep_as="raw_role", default=Role.TOOL)
+    role = ROLES.get(role_name) if isinstance(role_name, str) else None
+    if role is None:
+        role = known_role(ROLES, role_name, report, drift="chatgpt.role", extra=extra, keep_as="raw_role", default=Role.TOOL)
     keep_unknown(raw, KNOWN_MESSAGE_FIELDS, extra, report, "chatgpt.message_field")
-    content = raw.get("content") if isinstance(raw.get("content"), dict) else {}
+    content = get("content")
+    if not isinstance(content, dict):
+        content = {}
     ctype = content.get("content_type")
-    metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-    recipient = raw.get("recipient")
-    author_name = author.get("name") if isinstance(author.get("name"), str) else None
+    metadata = get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
+    recipient = get("recipient")
+    author_name = author.get("name")
+    if not isinstance(author_name, str):
+        author_name = None
 
     text, attachments, citations = _content_text(content, ctype, report, extra)
-    citations += _citations_from_metadata(metadata)
-    attachments += _attachments_from_metadata(metadata)
+    if metadata:
+        if "citations" in metadata or "content_references" in metadata or "search_result_groups" in metadata:
+            citations += _citations_from_metadata(metadata)
+        if "attachments" in metadata:
+            attachments += _attachments_from_metadata(metadata)
     visible_text = _CITE_MARKER.sub("", text) if ("\ue200" in text or "【" in text) else text
     if visible_text != text:
         extra["raw_text"] = text
 
     hidden = (
-        role is Role.SYSTEM
+        role is _SYSTEM
         or bool(metadata.get("is_visually_hidden_from_conversation"))
         or ctype in HIDDEN_CONTENT_TYPES
     )
     tool_calls: list[ToolCall] = []
     tool_results: list[ToolResult] = []
     if hidden:
-        kind = MessageKind.HIDDEN
+        kind = _HIDDEN
     elif ctype in REASONING_CONTENT_TYPES:
-        kind = MessageKind.REASONING
-    elif role is Role.ASSISTANT and isinstance(recipient, str) and recipient != "all":
-        kind = MessageKind.TOOL_CALL
-        tool_calls.append(ToolCall(id=mid, name=recipient, input=text))
-    elif role is Role.TOOL:
-        kind = MessageKind.TOOL_RESULT
+        kind = _REASONING
+    elif role is _ASSISTANT and isinstance(recipient, str) and recipient != "all":
+        kind = _TOOL_CALL
+        tool_calls.append(ToolCall.fast(id=mid, name=recipient, input=text))
+    elif role is _TOOL:
+        kind = _TOOL_RESULT
         # paired with its call after the tree is known (pair_tool_results)
-        tool_results.append(ToolResult(tool_call_id=None, name=author_name, output=text, is_error=ctype == "system_error"))
-    elif raw.get("weight") == 0:
-        kind = MessageKind.HIDDEN  # weight 0: kept out of the conversation shown to the user
+        tool_results.append(ToolResult.fast(tool_call_id=None, name=author_name, output=text, is_error=ctype == "system_error"))
+    elif get("weight") == 0:
+        kind = _HIDDEN  # weight 0: kept out of the conversation shown to the user
     elif not visible_text.strip() and not attachments:
-        kind = MessageKind.HIDDEN  # an empty placeholder nobody saw
+        kind = _HIDDEN  # an empty placeholder nobody saw
         extra["empty"] = True
     else:
-        kind = MessageKind.TURN
+        kind = _TURN
 
     model = metadata.get("model_slug") or metadata.get("resolved_model_slug")
-    return Message(
-        message_id=mid,
-        role=role,
-        kind=kind,
-        text=visible_text if kind is MessageKind.TURN else text,
-        created_at=parse_time(raw.get("create_time")),
-        model=model if isinstance(model, str) else None,
-        author_name=author_name,
-        recipient=recipient if isinstance(recipient, str) else None,
-        content_type=ctype if isinstance(ctype, str) else None,
-        tool_calls=tool_calls,
-        tool_results=tool_results,
-        citations=citations,
-        attachments=attachments,
-        extra=extra,
+    when = get("create_time")  # mostly epoch seconds: read here as parse_time reads them
+    # every field of Message in its order (Message.of_fields): values of their kinds, as checked above
+    return _message_of_fields(
+        {
+            "message_id": mid,
+            "parent_id": parent_id,
+            "role": role,
+            "kind": kind,
+            "text": visible_text if kind is _TURN else text,
+            "created_at": _from_epoch(when, _UTC) if type(when) is float and 0.0 <= when <= 1e11 else parse_time(when),
+            "model": model if isinstance(model, str) else None,
+            "author_name": author_name,
+            "recipient": recipient if isinstance(recipient, str) else None,
+            "content_type": ctype if isinstance(ctype, str) else None,
+            "reasoning": None,
+            "tool_calls": tool_calls,
+            "tool_results": tool_results,
+            "citations": citations,
+            "attachments": attachments,
+            "on_active_branch": False,
+            "seq": None,
+            "branch_index": None,
+            "extra": extra,
+        },
+        _MESSAGE_GIVEN,
     )
 
 
@@ -232,11 +274,12 @@ def _content_text(content: dict, ctype: Any, report: ReadReport, extra: dict) ->
                     pointer = part.get("asset_pointer")
                     if not pointer and isinstance(part.get("audio_asset_pointer"), dict):
                         pointer = part["audio_asset_pointer"].get("asset_pointer")
+                    size = part.get("size_bytes")
                     attachments.append(
-                        Attachment(
+                        Attachment.fast(
                             kind=kind,
                             pointer=pointer if isinstance(pointer, str) else None,
-                            size=part.get("size_bytes") if isinstance(part.get("size_bytes"), int) else None,
+                            size=int(size) if isinstance(size, int) else None,  # (a bool as pydantic reads it: 0 or 1)
                             text=text_or_none(dalle.get("prompt")),
                         )
                     )
@@ -264,7 +307,7 @@ def _content_text(content: dict, ctype: Any, report: ReadReport, extra: dict) ->
         return _text_of(content.get("content")), attachments, citations
     if ctype in ("tether_quote", "sonic_webpage"):
         citations.append(
-            Citation(
+            Citation.fast(
                 title=text_or_none(content.get("title")),
                 url=text_or_none(content.get("url")),
                 snippet=text_or_none(content.get("snippet")),
@@ -297,7 +340,7 @@ def _citations_from_metadata(metadata: dict) -> list[Citation]:
     seen: set[tuple[str | None, str | None]] = set()
 
     def add(title: Any, url: Any, snippet: Any = None, source: Any = None) -> None:
-        c = Citation(title=text_or_none(title), url=text_or_none(url), snippet=text_or_none(snippet), source=text_or_none(source))
+        c = Citation.fast(title=text_or_none(title), url=text_or_none(url), snippet=text_or_none(snippet), source=text_or_none(source))
         if (c.url or c.title) and (c.url, c.title) not in seen:
             seen.add((c.url, c.title))
             out.append(c)
@@ -326,12 +369,12 @@ def _attachments_from_metadata(metadata: dict) -> list[Attachment]:
             continue
         size = att.get("size", att.get("fileSizeBytes"))
         out.append(
-            Attachment(
+            Attachment.fast(
                 kind="image" if str(att.get("mime_type") or att.get("mimeType") or "").startswith("image/") else "file",
                 id=text_or_none(att.get("id")),
                 name=text_or_none(att.get("name")),
                 mime_type=text_or_none(att.get("mime_type") or att.get("mimeType")),
-                size=size if isinstance(size, int) else None,
+                size=int(size) if isinstance(size, int) else None,  # (a bool as pydantic reads it: 0 or 1)
             )
         )
     return out

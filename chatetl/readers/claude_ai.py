@@ -96,7 +96,8 @@ def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = ""
             msg.parent_id = prev.message_id
 
     leaf = text_or_none(record.get("current_leaf_message_uuid"))
-    return Conversation(
+    # (fast: every value below is checked to be of its field's kind, as pydantic would take it)
+    return Conversation.fast(
         source=Source.CLAUDE_AI,
         platform=PLATFORM,
         conversation_id=conv_id,
@@ -189,7 +190,7 @@ def message_from_claude_ai(raw: dict, report: ReadReport, fallback_id: str) -> M
         kind, text = MessageKind.HIDDEN, ""  # an empty assistant message: nothing anyone saw
         extra["empty"] = True
 
-    return Message(
+    return Message.fast(
         message_id=mid,
         parent_id=parent_id,
         role=role,

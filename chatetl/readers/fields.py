@@ -64,6 +64,8 @@ def keep_unknown(
 ) -> None:
     """Every field of `record` not in `known`, in name order: counted as `{drift}:{field}` and kept
     in `into` under its own name (as it is, or as `keep` makes it)."""
+    if record.keys() <= known:  # the common case, without building the difference
+        return
     for key in sorted(record.keys() - known):
         report.unknown(f"{drift}:{key}")
         into[key] = record[key] if keep is None else keep(record[key])

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from chatetl.model import Conversation, Message, MessageKind
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_BRANCH_FIELDS = ("on_active_branch", "seq", "branch_index")
 
 
 class TreeProblems:
@@ -50,26 +51,32 @@ def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] =
     """
     problems = TreeProblems()
     by_id: dict[str, Message] = {}
-    order: dict[str, int] = {}
+    duplicates = problems.duplicates
     for m in conv.messages:
-        if m.message_id in by_id:
-            problems.duplicates.append(m.message_id)
-        else:
-            order[m.message_id] = len(order)
-        by_id[m.message_id] = m
-    messages = sorted(by_id.values(), key=lambda m: order[m.message_id])
+        mid = m.message_id
+        if mid in by_id:
+            duplicates.append(mid)
+        by_id[mid] = m
+    # a dict keeps a key where it first appeared, with the last value given: file order of first appearance
+    messages = list(by_id.values())
 
+    # Fields are set in the instance __dict__ and marked as set, as the model's own (unvalidated)
+    # assignment does, without its per-assignment cost.
     has_children: set[str] = set()
     for m in messages:
-        m.on_active_branch = False
-        m.seq = None
-        m.branch_index = None
-        if m.parent_id is not None and m.parent_id not in by_id:
-            problems.dangling.append(m.message_id)
-            m.extra.setdefault("dangling_parent_id", m.parent_id)
-            m.parent_id = None
-        if m.parent_id is not None:
-            has_children.add(m.parent_id)
+        d = m.__dict__
+        d["on_active_branch"] = False
+        d["seq"] = None
+        d["branch_index"] = None
+        m.__pydantic_fields_set__.update(_BRANCH_FIELDS)
+        parent = d["parent_id"]
+        if parent is not None:
+            if parent not in by_id:
+                problems.dangling.append(m.message_id)
+                m.extra.setdefault("dangling_parent_id", parent)
+                m.parent_id = None
+            else:
+                has_children.add(parent)
 
     conv.messages = messages
     if not messages:
@@ -81,6 +88,7 @@ def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] =
         if leaf is None:
             problems.missing_current_node = conv.current_node
     if leaf is None:
+        order = {mid: i for i, mid in enumerate(by_id)}  # file order of first appearance
         leaves = [m for m in messages if m.message_id not in has_children] or messages
         # latest by time; ties and missing times broken by file order (later wins)
         leaf = max(leaves, key=lambda m: (m.created_at or _EPOCH, order[m.message_id]))
@@ -103,10 +111,11 @@ def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] =
 
     seq = 0
     for i, m in enumerate(path):
-        m.on_active_branch = True
-        m.branch_index = i
-        if m.kind in visible_kinds:
-            m.seq = seq
+        d = m.__dict__
+        d["on_active_branch"] = True
+        d["branch_index"] = i
+        if d["kind"] in visible_kinds:
+            d["seq"] = seq
             seq += 1
     if conv.current_node is None or problems.missing_current_node:
         conv.current_node = leaf.message_id

@@ -16,7 +16,7 @@ from graph_inputs import EXPECTED, LONG_PASTE, read, wipe, write_inputs
 
 from chatetl.graph.documents import load_documents
 from chatetl.graph.load import load_conversations
-from chatetl.graph.properties import CONTENT_LIMIT
+from chatetl.graph.properties import CONTENT_LIMIT, MOVED_OFF_MESSAGE
 from chatetl.graph.schema import CONSTRAINTS, INDEXES, ensure_schema
 from chatetl.labels import platform_label
 from chatetl.rag.documents import document_for
@@ -192,6 +192,7 @@ def test_abandoned_branch_stays_reachable_but_off_the_thread(loaded):
         with_parent[conv.key] = sum(1 for m in conv.messages if m.parent_id in ids)
     assert counts and {r["key"]: r["replies"] for r in counts} == with_parent
     assert not q(driver, "MATCH (m:Message) WHERE m.parent_key IS NOT NULL OR m.next_key IS NOT NULL RETURN m.key")  # off the node
+    assert not q(driver, "MATCH (m:Message) WHERE any(k IN keys(m) WHERE k IN $moved) RETURN m.key", moved=list(MOVED_OFF_MESSAGE))
 
 
 def test_every_message_hangs_off_its_conversation_and_documents_attach(loaded):

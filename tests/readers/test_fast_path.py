@@ -145,3 +145,135 @@ def test_splitter_any_chunking_and_any_value(chunk):
 def test_splitter_refuses_a_damaged_array(data):
     with pytest.raises(SplitError):
         list(ArraySplitter(io.BytesIO(data), chunk=3))
+
+
+# ---- the fast construction (Model.fast / of_fields, assignment through __dict__) against the
+# pydantic-validated conversion as it was (tests/legacy_readers.py, frozen from afdc011) ----
+
+
+def _reference_reader(monkeypatch):
+    """The reference path of _tables, with the frozen conversion and branch resolver."""
+    import legacy_readers
+
+    from chatetl.readers import chatgpt
+
+    monkeypatch.setattr(chatgpt, "conversation_from_chatgpt", legacy_readers.conversation_from_chatgpt)
+    monkeypatch.setattr(jsonstream, "resolve_branches", legacy_readers.resolve_branches)
+
+
+def _generated_file(tmp_path, copies: int = 25):
+    conversations = _generated_chatgpt(copies)
+    # edge values the checks by hand must read as pydantic did: bool sizes, odd times, drift
+    odd = copy.deepcopy(conversations[0])
+    odd["id"] = odd["conversation_id"] = "odd"
+    odd["create_time"], odd["update_time"], odd["current_node"] = "2024-05-01T12:00:00+02:00", 1.7e12, None
+    for i, node in enumerate(n for n in odd["mapping"].values() if n.get("message")):
+        msg = node["message"]
+        msg["create_time"] = [None, -5.0, 1.7e12, "2024-01-01T00:00:00", True, 3, "x", float("1e300")][i % 8]
+        msg["metadata"] = {"attachments": [{"id": "f", "name": "n", "size": True, "mime_type": "image/png"}, "junk"], "model_slug": 5}
+        msg["author"] = {"role": ["odd"] if i == 1 else "critic" if i == 2 else msg["author"]["role"], "name": 7}
+        msg["surprise"] = i
+    conversations.insert(5, odd)
+    path = tmp_path / "conversations.json"
+    path.write_bytes(json.dumps(conversations).encode())
+    return path
+
+
+def test_fast_construction_gives_the_tables_of_the_validated_conversion(tmp_path, monkeypatch):
+    path = _generated_file(tmp_path)
+    fast = _tables(path, tmp_path, True, monkeypatch)
+    _reference_reader(monkeypatch)
+    ref = _tables(path, tmp_path, False, monkeypatch)
+    assert fast[0].num_rows == ref[0].num_rows > 25 * 3
+    assert fast[0].equals(ref[0]) and fast[1].equals(ref[1])
+    assert fast[2] == ref[2] and fast[3] == ref[3]
+
+
+def test_fast_construction_gives_the_models_of_the_validated_conversion(tmp_path, monkeypatch):
+    """Equal models, fields in the same order and marked set the same way (model_fields_set)."""
+    path = _generated_file(tmp_path, copies=2)
+    fast = list(read_path(path, ReadReport()))
+    _reference_reader(monkeypatch)
+    ref = list(read_path(path, ReadReport()))
+    assert len(fast) == len(ref) > 6
+
+    def shape(model):
+        if isinstance(model, list):
+            return [shape(m) for m in model]
+        if hasattr(model, "model_fields_set"):
+            return (type(model).__name__, sorted(model.model_fields_set), [(k, shape(v)) for k, v in model.__dict__.items()])
+        return model
+
+    for a, b in zip(fast, ref):
+        assert a == b
+        assert shape(a) == shape(b)
+        assert a.model_dump_json() == b.model_dump_json()
+
+
+def test_fast_constructor_refuses_what_pydantic_would_and_runs_the_validators():
+    from datetime import datetime, timedelta, timezone
+
+    from chatetl.model import Conversation, Message, Role, Source, ToolCall
+
+    plus2 = datetime(2024, 1, 1, 12, tzinfo=timezone(timedelta(hours=2)))
+    for when in (plus2, datetime(2024, 1, 1), None):
+        kw = {"message_id": "m", "role": Role.USER, "created_at": when, "tool_calls": [ToolCall.fast(id="c")]}
+        assert Message.fast(**kw) == Message(**kw) and Message.fast(**kw).model_fields_set == Message(**kw).model_fields_set
+    conv = Conversation.fast(source=Source.CHATGPT, platform="chatgpt", conversation_id="c", updated_at=plus2)
+    assert conv == Conversation(source=Source.CHATGPT, platform="chatgpt", conversation_id="c", updated_at=plus2)
+    assert conv.updated_at.tzinfo is timezone.utc
+    a, b = Message.fast(message_id="a", role=Role.USER), Message.fast(message_id="b", role=Role.USER)
+    assert a.tool_calls is not b.tool_calls and a.extra is not b.extra  # a new list and dict each
+    with pytest.raises(TypeError, match="unknown"):
+        Message.fast(message_id="a", role=Role.USER, bogus=1)
+    with pytest.raises(TypeError, match="missing"):
+        Message.fast(message_id="a")
+    with pytest.raises(TypeError):
+        Message.of_fields({"message_id": "a"}, ())
+
+
+def _generated_claude(tmp_path, copies: int = 20):
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(claude_export())) as z:
+        base = json.loads(z.read("conversations.json"))
+    conversations = []
+    for i in range(copies):
+        for conv in base:
+            conv = copy.deepcopy(conv)
+            conv["uuid"] = f"{conv['uuid']}-{i}"
+            conversations.append(conv)
+    odd = copy.deepcopy(base[0])
+    odd["uuid"], odd["created_at"], odd["updated_at"], odd["surprise"] = "odd", 1.7e12, "2024-05-01T12:00:00+02:00", [1]
+    for j, msg in enumerate(odd["chat_messages"]):
+        msg["created_at"] = [None, "2024-01-01T00:00:00", 5, "x"][j % 4]
+        msg["sender"] = "critic" if j == 1 else msg.get("sender")
+        msg.pop("parent_message_uuid", None)  # no parent pointers: array order
+        msg["index"], msg["odd_field"] = j, {"k": j}
+    conversations.insert(3, odd)
+    conversations.insert(6, {"uuid": "no-messages", "chat_messages": 5})
+    path = tmp_path / "conversations.json"
+    path.write_bytes(json.dumps(conversations).encode())
+    return path
+
+
+def test_fast_claude_construction_gives_the_tables_and_models_of_the_validated_conversion(tmp_path, monkeypatch):
+    import legacy_readers
+
+    from chatetl.readers import claude_ai
+
+    path = _generated_claude(tmp_path)
+    fast = _tables(path, tmp_path, True, monkeypatch)
+    fast_models = list(read_path(path, ReadReport()))
+    monkeypatch.setattr(claude_ai, "conversation_from_claude_ai", legacy_readers.conversation_from_claude_ai)
+    monkeypatch.setattr(jsonstream, "resolve_branches", legacy_readers.resolve_branches)
+    ref = _tables(path, tmp_path, False, monkeypatch)
+    ref_models = list(read_path(path, ReadReport()))
+    assert fast[0].num_rows == ref[0].num_rows > 20
+    assert fast[0].equals(ref[0]) and fast[1].equals(ref[1])
+    assert fast[2] == ref[2] and fast[3] == ref[3]
+    assert any("no-messages" in where for _, where, _, _ in fast[2])
+    for a, b in zip(fast_models, ref_models, strict=True):
+        assert a == b and a.model_fields_set == b.model_fields_set
+        assert [m.model_fields_set for m in a.messages] == [m.model_fields_set for m in b.messages]
+        assert [list(m.__dict__) for m in a.messages] == [list(m.__dict__) for m in b.messages]
