@@ -506,7 +506,7 @@ def load_conversations(
     batch_messages: int = DEFAULT_BATCH_MESSAGES,
     deep: bool = False,
     on_batch: Callable[[list[Conversation]], None] | None = None,
-    parallel: bool = True,
+    parallel: bool = False,
 ) -> LoadSummary:
     """Write conversations (streamed), one managed transaction per batch; returns what changed.
 
@@ -519,9 +519,8 @@ def load_conversations(
     is written (unchanged or older states, no new source) opens no write transaction. A batch
     made only of conversations that have no node yet, and sharing none with the batch in
     flight, is written on a second session in a thread with `parallel`, beside the next batch on
-    the first. On by default: measured on a quiet 2-core machine (bench/graph_load.py, 100k
-    messages) it loads 1.65x faster than one session (15.3k vs 9.2k msgs/s); under heavy load
-    from other processes on the same cores it was slower, so `parallel=False` stays available.
+    the first. Off by default: on the 2-core machine measured (bench/graph_load.py) the server
+    creating two batches at once was 1.1-2.2x slower than one after the other.
     """
     ensure_schema(driver, database)
     total = LoadSummary()
