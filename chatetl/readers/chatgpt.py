@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.detect import Layout
@@ -57,10 +57,12 @@ _CITE_MARKER = re.compile("\ue200[^\ue200\ue201]*\ue201|【[^】\n]{0,200}†[^�
 
 
 def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    def convert(record: Any, where: str) -> Conversation | None:
-        return conversation_from_chatgpt(expect_object(record, "a conversation object"), report)
+    yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, record_converter(entry.name, report))
 
-    yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, convert)
+
+def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
+    """How one record of file `name` becomes a Conversation (also what the two-core path calls)."""
+    return lambda record, where: conversation_from_chatgpt(expect_object(record, "a conversation object"), report)
 
 
 def conversation_from_chatgpt(record: dict, report: ReadReport) -> Conversation:

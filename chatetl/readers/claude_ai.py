@@ -14,7 +14,7 @@ counted as drift and never shown as text.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import urlparse
 
 from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
@@ -50,10 +50,12 @@ SENDERS = {"human": Role.USER, "user": Role.USER, "assistant": Role.ASSISTANT}
 
 
 def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    def convert(record: Any, where: str) -> Conversation | None:
-        return conversation_from_claude_ai(expect_object(record, "a conversation object"), report, file=entry.name, where=where)
+    yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, record_converter(entry.name, report))
 
-    yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, convert)
+
+def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
+    """How one record of file `name` becomes a Conversation (also what the two-core path calls)."""
+    return lambda record, where: conversation_from_claude_ai(expect_object(record, "a conversation object"), report, file=name, where=where)
 
 
 def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = "", where: str = "") -> Conversation:

@@ -37,15 +37,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Callable, Iterable
 
 from chatetl.model import Conversation
-from chatetl.readers import _read_leaves
+from chatetl.readers import _read_leaves, chatgpt, claude_ai, jsonstream
 from chatetl.readers.archive import DAMAGED_MEMBER, expand, expand_folder
+from chatetl.readers.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.detect import Format, Layout
 from chatetl.readers.entry import Entry
-from chatetl.readers.fields import expect_object
-from chatetl.readers import jsonstream
 from chatetl.readers.jsonstream import convert_records
 from chatetl.readers.report import ReadError, ReadReport
-from chatetl.readers.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.splitter import WS, ArraySplitter, BadRecord, SplitError, decode, nests_too_deep
 from chatetl.tables import TableWriter
 
@@ -114,24 +112,12 @@ def read_into(writer: TableWriter, leaves: Iterable[Leaf], report: ReadReport, w
                     writer.add(conv, upload_key=upload_key)
 
 
-# ---- the per-record conversions (as each reader's `read` makes them) ----
-
-
-def _chatgpt(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
-    from chatetl.readers.chatgpt import conversation_from_chatgpt
-
-    return lambda record, where: conversation_from_chatgpt(expect_object(record, "a conversation object"), report)
-
-
-def _claude_ai(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
-    from chatetl.readers.claude_ai import conversation_from_claude_ai
-
-    return lambda record, where: conversation_from_claude_ai(expect_object(record, "a conversation object"), report, file=name, where=where)
+# ---- the per-record conversions: each reader's own (the one its `read` uses) ----
 
 
 CONVERTERS: dict[Format, Callable[[str, ReadReport], Callable[[Any, str], Conversation | None]]] = {
-    Format.CHATGPT: _chatgpt,
-    Format.CLAUDE_AI: _claude_ai,
+    Format.CHATGPT: chatgpt.record_converter,
+    Format.CLAUDE_AI: claude_ai.record_converter,
 }
 
 
