@@ -36,6 +36,13 @@ READERS: dict[Format, str] = {
     Format.SHAREGPT: "chatetl.readers.sharegpt:read",
     Format.REX: "chatetl.readers.rex:read",
     Format.CLAUDE_CODE: "chatetl.readers.claude_code:read",
+    Format.GEMINI: "chatetl.readers.gemini:read",
+    Format.GEMINI_HTML: "chatetl.readers.gemini:read_html",
+    Format.DEEPSEEK: "chatetl.readers.deepseek:read",
+    Format.GROK: "chatetl.readers.grok:read",
+    Format.OPEN_WEBUI: "chatetl.readers.open_webui:read",
+    Format.AI_STUDIO: "chatetl.readers.ai_studio:read",
+    Format.LE_CHAT: "chatetl.readers.le_chat:read",
 }
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import io
 import json
 import re
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 import ijson
 
@@ -33,9 +35,17 @@ class Format(StrEnum):
     SHAREGPT = "sharegpt"  # dataset: [{"id", "conversations": [{"from", "value"}]}] or JSONL
     REX = "rex"  # rex-* records, array or JSONL
     CLAUDE_CODE = "claude-code"  # session log JSONL
+    CLAUDE_AI_MANIFEST = "claude-ai-manifest"  # 2026 downloads: manifest-*.json linking several zips
+    GEMINI = "gemini"  # Takeout: My Activity/Gemini Apps/MyActivity.json (array of activities)
+    GEMINI_HTML = "gemini-html"  # Takeout: My Activity/Gemini Apps/MyActivity.html
+    DEEPSEEK = "deepseek"  # conversations.json: `mapping` tree rooted at "root", `fragments`
+    GROK = "grok"  # prod-grok-backend.json: {"conversations": [{"conversation", "responses"}]}
+    OPEN_WEBUI = "open-webui"  # chat export: [{"id", "title", "chat": {"history": {"messages", "currentId"}}}]
+    AI_STUDIO = "ai-studio"  # Google AI Studio prompt file: {"runSettings", "chunkedPrompt": {"chunks"}}
+    LE_CHAT = "le-chat"  # Mistral Le Chat chat-<uuid>.json: array of messages with `contentChunks`
 
 
-SIDECARS = frozenset({Format.CHATGPT_SIDECAR, Format.CLAUDE_AI_SIDECAR})
+SIDECARS = frozenset({Format.CHATGPT_SIDECAR, Format.CLAUDE_AI_SIDECAR, Format.CLAUDE_AI_MANIFEST})
 
 
 # a ```md fence whose first line is a chat-export label (sys, sources, user:, assistant:, grok: ...):
@@ -48,6 +58,110 @@ class Layout(StrEnum):
     OBJECT = "object"  # one top-level JSON object
     JSONL = "jsonl"  # one JSON object per line
     TEXT = "text"
+
+
+@dataclass
+class Head:
+    """What the head of a file shows of its first record: its top-level keys, a few of their scalar
+    values, and the keys found under them (`inner["chat.history"]`, `inner["conversations.item"]`,
+    `inner["mapping"]` the node ids, `inner["mapping.*"]` the keys of the nodes), three levels deep."""
+
+    keys: set[str] = field(default_factory=set)
+    scalars: dict[str, Any] = field(default_factory=dict)
+    inner: dict[str, set[str]] = field(default_factory=dict)
+
+    def under(self, path: str) -> set[str]:
+        return self.inner.get(path, set())
+
+    @classmethod
+    def of(cls, record: dict) -> Head:
+        """The head of a record already decoded (a JSON Lines line)."""
+        head = cls(keys=set(record), scalars={k: record[k] for k in _SCALAR_KEYS if isinstance(record.get(k), (str, int, float))})
+        _inner_of(record, "", head.inner, 0)
+        _wildcard_mapping(head)
+        return head
+
+
+_SCALAR_KEYS = ("schema", "name", "type", "header", "title")
+INNER_DEPTH = 3  # levels below the record's own keys that detection looks at
+_INNER_KEYS_CAP = 64  # keys kept per path (a mapping of thousands of nodes needs only a few)
+
+
+def _inner_of(value: Any, path: str, inner: dict[str, set[str]], depth: int) -> None:
+    if depth >= INNER_DEPTH:
+        return
+    if isinstance(value, dict):
+        if path:
+            inner.setdefault(path, set()).update(list(value)[:_INNER_KEYS_CAP])
+        for key, child in list(value.items())[:_INNER_KEYS_CAP]:
+            _inner_of(child, f"{path}.{key}" if path else key, inner, depth + (1 if path else 0))
+    elif isinstance(value, list) and path:
+        for item in value[:3]:
+            _inner_of(item, f"{path}.item", inner, depth + 1)
+
+
+def classify(head: Head) -> Format | None:
+    """Decide a JSON record's format from what its head shows. The rules for formats whose keys
+    overlap come first and look one level deeper (DeepSeek's `mapping` is not ChatGPT's, Grok's
+    `conversations` are not a ShareGPT record's)."""
+    for rule, fmt in _SHAPE_RULES:
+        if rule(head):
+            return fmt
+    return _classify_keys(head.keys, head.scalars)
+
+
+def _is_deepseek(head: Head) -> bool:
+    # {id, title, inserted_at, updated_at, mapping: {"root": {...}, "<n>": {id, parent, children, message: {fragments}}}}
+    if "mapping" not in head.keys:
+        return False
+    nodes = head.under("mapping")
+    return "inserted_at" in head.keys or ("root" in nodes and "current_node" not in head.keys and "create_time" not in head.keys)
+
+
+def _is_grok(head: Head) -> bool:
+    # prod-grok-backend.json: {"conversations": [{"conversation": {...}, "responses": [{"response": {...}}]}]}
+    inner = head.under("conversations.item")
+    return "conversations" in head.keys and "conversation" in inner and "responses" in inner
+
+
+def _is_open_webui(head: Head) -> bool:
+    # [{"id", "user_id", "title", "chat": {"history": {"messages", "currentId"}, "messages": [...]}, ...}]
+    chat = head.under("chat")
+    return "chat" in head.keys and ("history" in chat or ("messages" in chat and "models" in chat))
+
+
+def _is_ai_studio(head: Head) -> bool:
+    # {"runSettings": {...}, "systemInstruction": {...}, "chunkedPrompt": {"chunks": [...], "pendingInputs": [...]}}
+    return "chunkedPrompt" in head.keys
+
+
+def _is_le_chat(head: Head) -> bool:
+    # chat-<uuid>.json: [{"id", "chatId", "role", "content", "contentChunks", "createdAt", ...}] (one record per message)
+    return "chatId" in head.keys and "role" in head.keys and ("contentChunks" in head.keys or "content" in head.keys)
+
+
+def _is_gemini_activity(head: Head) -> bool:
+    # Takeout My Activity: [{"header": "Gemini Apps", "title": "Prompted ...", "time", "products": ["Gemini Apps"], "safeHtmlItem"}]
+    if not ("header" in head.keys and "time" in head.keys and ("products" in head.keys or "title" in head.keys)):
+        return False
+    header = head.scalars.get("header")
+    return isinstance(header, str) and ("Gemini" in header or "Bard" in header)
+
+
+def _is_claude_ai_manifest(head: Head) -> bool:
+    # 2026 Claude.ai downloads: manifest-*.json naming the zips of one export (conversations-000.zip, ...)
+    return False
+
+
+_SHAPE_RULES = (
+    (_is_deepseek, Format.DEEPSEEK),
+    (_is_grok, Format.GROK),
+    (_is_open_webui, Format.OPEN_WEBUI),
+    (_is_ai_studio, Format.AI_STUDIO),
+    (_is_le_chat, Format.LE_CHAT),
+    (_is_gemini_activity, Format.GEMINI),
+    (_is_claude_ai_manifest, Format.CLAUDE_AI_MANIFEST),
+)
 
 
 def _classify_keys(keys: set[str], first: dict | None = None) -> Format | None:
@@ -80,18 +194,15 @@ def _classify_keys(keys: set[str], first: dict | None = None) -> Format | None:
     return None
 
 
-_SCALAR_KEYS = ("schema", "name", "type")
-
-
-def _first_record_keys(head: bytes, array: bool) -> tuple[set[str], dict]:
-    """Top-level keys (and a few scalar values) of the first record, from the head of a file."""
-    keys: set[str] = set()
-    scalars: dict = {}
+def _first_record_head(head: bytes, array: bool) -> Head:
+    """What the head of a file shows of its first record (keys, scalars, keys below them)."""
+    out = Head()
     depth_target = 2 if array else 1
+    record_prefix = "item" if array else ""
     depth = 0
     last_key = None
     try:
-        for _prefix, event, value in ijson.parse(DepthGuard(io.BytesIO(head)), buf_size=4096):
+        for prefix, event, value in ijson.parse(DepthGuard(io.BytesIO(head)), buf_size=4096):
             if event in ("start_map", "start_array"):
                 depth += 1
             elif event in ("end_map", "end_array"):
@@ -99,15 +210,33 @@ def _first_record_keys(head: bytes, array: bool) -> tuple[set[str], dict]:
                 if depth < depth_target:
                     break
             elif event == "map_key" and depth == depth_target:
-                keys.add(value)
+                out.keys.add(value)
                 last_key = value
                 continue
+            elif event == "map_key" and depth_target < depth <= depth_target + INNER_DEPTH:
+                path = prefix[len(record_prefix) + 1 :] if record_prefix else prefix
+                keys = out.inner.setdefault(path, set())
+                if len(keys) < _INNER_KEYS_CAP:
+                    keys.add(value)
             elif depth == depth_target and last_key in _SCALAR_KEYS and event in ("string", "number"):
-                scalars[last_key] = value
+                out.scalars[last_key] = value
             last_key = None if event != "map_key" else last_key
     except (ijson.common.IncompleteJSONError, ijson.common.JSONError, NestingTooDeep):
         pass  # the head is cut mid-document (or absurdly nested): what was seen so far decides
-    return keys, scalars
+    _wildcard_mapping(out)
+    return out
+
+
+def _wildcard_mapping(head: Head) -> None:
+    """`inner["<key>.*"]`: the keys of a dict-of-objects' values (a `mapping` of nodes by id)."""
+    for path, keys in list(head.inner.items()):
+        if "." in path:
+            continue
+        merged: set[str] = set()
+        for key in keys:
+            merged |= head.inner.get(f"{path}.{key}", set())
+        if merged:
+            head.inner.setdefault(f"{path}.*", set()).update(merged)
 
 
 def _decode_head(data: bytes) -> str | None:
@@ -146,21 +275,20 @@ def _long_first_line_jsonl(entry: Entry) -> tuple[Format | None, Layout] | None:
         return None
     if not isinstance(obj, dict):
         return None
-    return _classify_keys(set(obj), obj), Layout.JSONL
+    return classify(Head.of(obj)), Layout.JSONL
 
 
 def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layout | None]:
     """Return (format, layout) of an entry, or (None, None) when it is no chat format known."""
     if head is None:
         head = entry.head()
-    if head.startswith(ZIP_MAGIC) or head.startswith(EMPTY_ZIP_MAGIC):
+    if head.startswith((ZIP_MAGIC, EMPTY_ZIP_MAGIC)):
         return Format.ZIP, None
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text:
         return None, None
     if text[:1] == b"[":
-        keys, scalars = _first_record_keys(text, array=True)
-        return _classify_keys(keys, scalars), Layout.ARRAY
+        return classify(_first_record_head(text, array=True)), Layout.ARRAY
     if text[:1] == b"{":
         first_line = text.split(b"\n", 1)[0].strip()
         single_line_record = False
@@ -181,7 +309,7 @@ def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layo
                 except (ValueError, RecursionError):
                     continue
                 if isinstance(obj, dict):
-                    fmt = _classify_keys(set(obj), obj)
+                    fmt = classify(Head.of(obj))
                     if fmt is not None:
                         return fmt, Layout.JSONL
             return None, Layout.JSONL
@@ -189,8 +317,7 @@ def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layo
             jsonl = _long_first_line_jsonl(entry)
             if jsonl is not None:
                 return jsonl
-        keys, scalars = _first_record_keys(text, array=False)
-        return _classify_keys(keys, scalars), Layout.OBJECT
+        return classify(_first_record_head(text, array=False)), Layout.OBJECT
     sample = _decode_head(text)
     if sample is None:
         return None, None
