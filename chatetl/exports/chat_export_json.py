@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from chatetl.exports.jsontext import pretty_json
 from chatetl.exports.meta import ExportView, source_list
 
 SCHEMA = "chat-export/1"
@@ -27,4 +27,4 @@ def chat_export_record(view: ExportView) -> dict[str, Any]:
 
 
 def to_chat_export_json(view: ExportView) -> str:
-    return json.dumps(chat_export_record(view), ensure_ascii=False, indent=2) + "\n"
+    return pretty_json(chat_export_record(view)) + "\n"

@@ -18,7 +18,8 @@ reads back into the same turns (each one keeps its rendering):
   line is written ``` md (the same info string to any Markdown renderer).
 
 The writer checks its output with the reader's own parser and applies these only to the
-bodies that need them (`MarkdownResult.adjusted`). The layout also has no way to carry
+bodies that need them (`MarkdownResult.adjusted`); bodies whose fence lines are all balanced
+and hold no top-level ```md block read back as written and skip that check (`reads_back_plainly`). The layout also has no way to carry
 line breaks as `\\r` or blank lines at the end of a body: `\\r\\n` and `\\r` become `\\n`,
 trailing blank lines are dropped (`markdown_equivalent` says what a body reads back as).
 """
@@ -46,10 +47,13 @@ def _one_line(value: str) -> str:
 
 def markdown_equivalent(text: str) -> str:
     """What a body reads back as from this layout: `\\n` line breaks, no trailing blank lines."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return "\n".join(lines)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    content = len(text.rstrip())  # the end of the last line that is not blank
+    if not content:
+        return ""
+    end = text.find("\n", content)
+    return text if end < 0 else text[:end]
 
 
 def marker_label(turn: OutputTurn) -> str:
@@ -128,9 +132,36 @@ class MarkdownResult:
     exact: bool = True  # False only if the reader still reads something else back (never seen: a bug)
 
 
+# the lines that can open or close a code fence (CommonMark: up to 3 spaces, then ``` or ~~~)
+_FENCE_LINES = re.compile(r"^ {0,3}(?:`{3,}|~{3,})[^\n]*$", re.MULTILINE)
+
+
+def reads_back_plainly(body: str) -> bool:
+    """Whether the reader reads `body` back as written, decided from its fence lines alone (the only
+    lines that can end a body): every fence it opens is closed, and no ```md block stands at its top
+    level (which the reader might take for a marker). Everything else is text to the reader."""
+    if "```" not in body and "~~~" not in body:
+        return True
+    fence: tuple[str, int] | None = None
+    for m in _FENCE_LINES.finditer(body):
+        line = m.group(0)
+        if fence is not None:
+            if _closes(line, *fence):
+                fence = None
+            continue
+        if _MD_LINE.match(line):
+            return False
+        f = _FENCE.match(line)
+        if f and not (f.group(1)[0] == "`" and "`" in f.group(2)):
+            fence = (f.group(1)[0], len(f.group(1)))
+    return fence is None
+
+
 def render_markdown(view: ExportView) -> MarkdownResult:
     bodies = [markdown_equivalent(t.text) for t in view.turns]
     text = _render(view, bodies)
+    if all(reads_back_plainly(b) for b in bodies):
+        return MarkdownResult(text)  # (most chats; tests/exports/test_roundtrip.py checks it on random bodies)
     back = _read_back(text)
     if back == bodies:
         return MarkdownResult(text)

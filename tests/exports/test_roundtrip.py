@@ -166,3 +166,44 @@ def test_yaml_fast_emitter_writes_what_the_python_emitter_writes():
     record = yaml_record(export_views(chat(_turns(bmp), title="yes: no"))[0])
     kw = dict(sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000)
     assert yaml.dump(record, Dumper=_FastDumper, **kw) == yaml.dump(record, Dumper=_Dumper, **kw)
+
+
+def test_bodies_that_read_back_plainly_do_so_without_the_check():
+    """render_markdown skips reading back bodies whose fences are balanced and hold no top-level ```md
+    block (reads_back_plainly): the reader reads them back as written. Checked on random bodies made of
+    the pieces that matter to the layout."""
+    import random
+
+    from chatetl.exports.markdown import _read_back, reads_back_plainly
+
+    rng = random.Random(5)
+    pieces = ["md", "user:", "sources", "sys", "``", "`", "~~", "~", " ", "   ", "    ", "\t", "\n", "\n\n", "\r\n",
+              "1. [x](y)", "a", ":", "é", "```", "\n```\n", "\n```md\n", "\n~~~\n", "\n````\n", "\n```python\n", "\n ```\n", "\n```a`b\n"]
+    checked = 0
+    for _ in range(3000):
+        texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12))) for _ in range(rng.randrange(1, 5))]
+        turns = [("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)]
+        result = render_markdown(export_views(chat(turns))[0])
+        bodies = [markdown_equivalent(t) for t in texts]
+        if all(reads_back_plainly(b) for b in bodies):
+            checked += 1
+            assert result.adjusted == [] and _read_back(result.text) == bodies
+        else:
+            assert result.exact
+    assert checked > 500
+
+
+def test_markdown_equivalent_drops_exactly_the_trailing_blank_lines():
+    import random
+
+    def by_lines(text: str) -> str:  # the rule, line by line
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        while lines and not lines[-1].strip():
+            lines.pop()
+        return "\n".join(lines)
+
+    rng = random.Random(3)
+    pieces = ["a", " ", "\t", "\n", "\r", "\r\n", "\x85", "\u2028", "\x0b", "é", "  b  "]
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 10)))
+        assert markdown_equivalent(text) == by_lines(text), repr(text)
