@@ -8,7 +8,7 @@ Escaping: the page is a Jinja2 template with autoescape on, so titles, meta and 
 titles are escaped; bodies go through markdown-it-py with `html=False`, so raw HTML in a
 message (`<script>`, `<img onerror=...>`) is shown as text, and markdown-it's link check
 drops `javascript:`, `vbscript:`, `file:` and `data:` links. Links in the meta and sources are
-kept only for http(s) and mailto. Images are not fetched: Markdown images render as links,
+kept only for http(s) and mailto (`meta.safe_link`); raw control characters (NUL, ESC ...) are taken out. Images are not fetched: Markdown images render as links,
 and a Content-Security-Policy forbids scripts and remote loads even if something slipped through.
 """
 
@@ -17,17 +17,15 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from chatetl.exports.meta import ExportView, source_list
+from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
 from chatetl.labels import platform_label, turn_label
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-_SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 
 
 @lru_cache(maxsize=1)
@@ -43,18 +41,7 @@ def _markdown() -> MarkdownIt:
     return md
 
 
-def safe_href(url: str | None) -> str | None:
-    """A URL fit for an href (http, https, mailto), else None."""
-    if not url:
-        return None
-    candidate = url.strip()
-    try:
-        scheme = urlsplit(candidate).scheme.lower()
-    except ValueError:
-        return None
-    if scheme not in _SAFE_SCHEMES or any(ord(ch) < 0x20 for ch in candidate):
-        return None
-    return candidate
+safe_href = safe_link  # (the name the template code uses)
 
 
 def render_body(text: str) -> Markup:
@@ -91,4 +78,5 @@ def to_html(view: ExportView) -> str:
                 "sources": sources,
             }
         )
-    return _environment().get_template("conversation.html.j2").render(title=title, meta=_meta(view), messages=messages)
+    page = _environment().get_template("conversation.html.j2").render(title=title, meta=_meta(view), messages=messages)
+    return without_controls(page)  # (everything in it is escaped text: taking controls out cannot make markup)

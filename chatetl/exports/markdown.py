@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from chatetl.exports.meta import ExportView, source_list
+from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
 from chatetl.model import MessageKind, Role
 from chatetl.readers.chat_export.markdown import parse_markdown_lines
 from chatetl.readers.report import ReadReport
@@ -42,7 +42,29 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
 def _one_line(value: str) -> str:
-    return " ".join(value.split())  # a title with newlines must not break the fence
+    return " ".join(without_controls(value).split())  # a title with newlines must not break the fence
+
+
+def link_text(value: str) -> str:
+    """A link's text on one line, with what would end the link early escaped (`\\`, `[`, `]`)."""
+    return _LINK_SPECIAL.sub(r"\\\g<0>", _one_line(value))
+
+
+_LINK_SPECIAL = re.compile(r"[\\\[\]]")
+
+
+def link_url(url: str) -> str:
+    """A link's destination: whitespace percent-encoded, and parentheses too unless they pair up
+    (`…/wiki/Foo_(bar)` stays as it is), so nothing in it ends the link early."""
+    url = re.sub(r"\s", lambda m: f"%{ord(m.group(0)):02X}", url)
+    depth = 0
+    for ch in url:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            break
+    if depth:
+        url = url.replace("(", "%28").replace(")", "%29")
+    return url
 
 
 def markdown_equivalent(text: str) -> str:
@@ -113,9 +135,9 @@ def _render(view: ExportView, bodies: list[str]) -> str:
         if links:
             out += ["```md", "sources"]
             for i, s in enumerate(links, 1):
-                url = re.sub(r"\s", lambda m: f"%{ord(m.group(0)):02X}", s.get("url", ""))
-                title = _one_line(s.get("title") or url)
-                out.append(f"{i}. [{title}]({url})" if url else f"{i}. {title}")
+                url = safe_link(s.get("url"))  # javascript:, data: ... are never links: their title (or the URL) as text
+                title = s.get("title") or s.get("url") or ""
+                out.append(f"{i}. [{link_text(title)}]({link_url(url)})" if url else f"{i}. {_one_line(title)}")
             out += ["```", ""]
     return "\n".join(out)
 
@@ -158,7 +180,7 @@ def reads_back_plainly(body: str) -> bool:
 
 
 def render_markdown(view: ExportView) -> MarkdownResult:
-    bodies = [markdown_equivalent(t.text) for t in view.turns]
+    bodies = [without_controls(markdown_equivalent(t.text)) for t in view.turns]
     text = _render(view, bodies)
     if all(reads_back_plainly(b) for b in bodies):
         return MarkdownResult(text)  # (most chats; tests/exports/test_roundtrip.py checks it on random bodies)

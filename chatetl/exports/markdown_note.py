@@ -29,7 +29,8 @@ from typing import Any
 
 import yaml
 
-from chatetl.exports.meta import ExportView, source_list
+from chatetl.exports.markdown import link_text, link_url
+from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
 from chatetl.exports.yaml_export import _Dumper
 from chatetl.labels import platform_label, turn_label
 from chatetl.readers.timeutil import iso
@@ -54,16 +55,16 @@ def front_matter(view: ExportView) -> dict[str, Any]:
 
 def to_markdown_note(view: ExportView) -> str:
     meta = yaml.dump(front_matter(view), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=1_000_000)
-    title = " ".join((view.title or front_matter(view)["title"]).split())
+    title = " ".join(without_controls(view.title or front_matter(view)["title"]).split())
     out = ["---", meta.rstrip("\n"), "---", "", f"# {title}", ""]
     for t in view.turns:
-        out += [f"## {turn_label(t)}", "", t.text.rstrip("\n"), ""]
+        out += [f"## {turn_label(t)}", "", without_controls(t.text).rstrip("\n"), ""]
         links = source_list(t.citations)
         if links:
             out += ["Sources:", ""]
             for i, s in enumerate(links, 1):
-                label = " ".join((s.get("title") or s.get("url") or "").split()).replace("[", "\\[").replace("]", "\\]")
-                url = s.get("url", "").replace(" ", "%20").replace("(", "%28").replace(")", "%29")
-                out.append(f"{i}. [{label}]({url})" if url else f"{i}. {label}")
+                url = safe_link(s.get("url"))  # javascript:, data: ... are never links
+                label = s.get("title") or s.get("url") or ""
+                out.append(f"{i}. [{link_text(label)}]({link_url(url)})" if url else f"{i}. {link_text(label)}")
             out.append("")
     return "\n".join(out)

@@ -12,8 +12,10 @@ An abandoned branch (exported only with include_branches) is a file of its own w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from chatetl.model import Citation, Conversation
 from chatetl.readers.timeutil import iso
@@ -78,3 +80,32 @@ def source_list(citations: tuple[Citation, ...]) -> list[dict[str, str]]:
         out.append(item)
     return out
 
+
+
+# What a link may point at in a file a person opens (HTML, Markdown): never javascript:, data:, file: ...
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+
+
+def safe_link(url: str | None) -> str | None:
+    """A URL fit to be a link (http, https, mailto, without control characters), else None: the
+    HTML and Markdown exports then write the source's title as plain text, never the link."""
+    if not url:
+        return None
+    candidate = url.strip()
+    try:
+        scheme = urlsplit(candidate).scheme.lower()
+    except ValueError:
+        return None
+    if scheme not in SAFE_SCHEMES or _CONTROL.search(candidate) or any(ch.isspace() for ch in candidate[: len(scheme) + 1]):
+        return None
+    return candidate
+
+
+# C0 controls but tab, line feed and carriage return; DEL; C1 controls but NEL (a line break some text holds)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x84\x86-\x9f]")
+
+
+def without_controls(text: str) -> str:
+    """Text with its raw control characters (NUL, ESC, ...) taken out: they never reach a file a
+    person opens (HTML, Markdown; YAML escapes them itself, JSON too). Ordinary text is returned as it is."""
+    return _CONTROL.sub("", text) if _CONTROL.search(text) else text

@@ -25,6 +25,7 @@ _KNOWN_ROLE_LABEL = re.compile(r"^(user|assistant|system|human):$", re.IGNORECAS
 _SOURCE_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*+])\s+(.*?)\s*$")
 _MD_LINK = re.compile(r"^\[(?P<title>.*)\]\((?P<url>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"]*\")?\)$")
 _BARE_URL = re.compile(r"https?://\S+")
+_LINK_ESCAPE = re.compile(r"\\([\\\[\]])")  # `\[`, `\]`, `\\` in a link's text (Markdown's backslash escapes)
 
 
 def _closes(line: str, char: str, length: int) -> bool:
@@ -178,7 +179,7 @@ def _parse_sources(lines: list[str]) -> list[dict[str, str]]:
         item = m.group(1)
         link = _MD_LINK.match(item)
         if link:
-            out.append({"title": link.group("title"), "url": link.group("url")})
+            out.append({"title": _LINK_ESCAPE.sub(r"\1", link.group("title")), "url": link.group("url")})
             continue
         bare = _BARE_URL.search(item)
         if bare:
