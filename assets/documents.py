@@ -1,7 +1,13 @@
 """Documents and chunks for RAG: bucket JSONL, Document and Chunk nodes with a full-text index."""
 
 
-from dagster import AssetExecutionContext, AssetsDefinition, Failure, MaterializeResult, MetadataValue
+from dagster import (
+    AssetExecutionContext,
+    AssetsDefinition,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+)
 
 from assets.config import DocumentsConfig
 from assets.metadata import counts_table, key_list, md_fenced, md_text
@@ -10,7 +16,8 @@ from assets.policies import NEO4J_POOL, daily_asset
 from chatetl.graph.chunks import FULLTEXT_INDEX
 from chatetl.layout import RAG_CHUNKS_PREFIX, RAG_DOCUMENTS_PREFIX
 from chatetl.rag.embeddings import load_embedder
-from chatetl.rag.partition import DocumentsResult, write_partition_documents
+from chatetl.rag.partition import DocumentsResult
+from chatetl.rag.retract import write_day_documents
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
@@ -24,7 +31,7 @@ def write_documents(context: AssetExecutionContext, config: DocumentsConfig, obj
         raise Failure(description=f"documents run config: {exc}", allow_retries=False) from exc
     embedder = load_embedder()
     total = DocumentsResult.total(
-        write_partition_documents(store, neo4j.driver, day, database=neo4j.database, content=content, chunking=chunking, embedder=embedder)
+        write_day_documents(store, neo4j.driver, day, database=neo4j.database, content=content, chunking=chunking, embedder=embedder)
         for day in partition_days(context)
     )
     graph_chunks = total.chunks_in_graph

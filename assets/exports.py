@@ -1,13 +1,19 @@
 """Exported files per conversation, the partition's training file and zip, in the bucket's exports/ prefix."""
 
 
-from dagster import AssetExecutionContext, AssetsDefinition, MaterializeResult, MetadataValue
+from dagster import (
+    AssetExecutionContext,
+    AssetsDefinition,
+    MaterializeResult,
+    MetadataValue,
+)
 
 from assets.config import ExportsConfig
 from assets.metadata import counts_table, key_list, md_fenced
 from assets.partitions import partition_days
 from assets.policies import daily_asset
-from chatetl.exports.partition import ExportsResult, write_partition_exports
+from chatetl.exports.archive import ARCHIVE, write_archive
+from chatetl.exports.partition import ExportsResult, write_day_exports
 from chatetl.layout import EXPORTS_PREFIX
 from resources.object_store import ObjectStoreResource
 
@@ -15,8 +21,13 @@ from resources.object_store import ObjectStoreResource
 def write_exports(context: AssetExecutionContext, config: ExportsConfig, object_store: ObjectStoreResource) -> MaterializeResult:
     store = object_store.store
     plan, content = config.plan(), config.content()
-    per_day = [write_partition_exports(store, day, plan=plan, content=content) for day in partition_days(context)]
+    # the archive page covers the whole bucket: rebuilt once, after the run's days
+    per_day = [write_day_exports(store, day, plan=plan, content=content, archive_page=False) for day in partition_days(context)]
     total = ExportsResult.total(per_day)
+    archive = write_archive(store) if ARCHIVE in plan.formats else None
+    if archive is not None:
+        total.files[ARCHIVE] = 1
+        (total.written if archive.written else total.unchanged).append(archive.key)
     # the exported Markdown is upload text: shown as its source, never rendered (links, images, HTML)
     preview = md_fenced(store.get_bytes(total.preview_key).decode("utf-8", "replace"), 3000) if total.preview_key else "_no conversations_"
     metadata = {
@@ -40,6 +51,9 @@ def write_exports(context: AssetExecutionContext, config: ExportsConfig, object_
     }
     for fmt in plan.formats:
         metadata[f"prefix_{fmt.replace('-', '_')}"] = MetadataValue.path(store.uri(f"{EXPORTS_PREFIX}{fmt}/"))
+    if archive is not None:
+        metadata["archive"] = MetadataValue.path(store.uri(archive.key))
+        metadata["archive_conversations"] = archive.conversations
     if total.preview_key:
         metadata["preview_key"] = MetadataValue.path(store.uri(total.preview_key))
     return MaterializeResult(metadata=metadata)
@@ -52,7 +66,8 @@ def exports_asset(config_class: type[ExportsConfig] = ExportsConfig) -> AssetsDe
     def exports(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource) -> MaterializeResult:
         """Every conversation as chat-export/1 JSON, sharegpt/1 JSON, fenced Markdown, note Markdown (front matter),
         YAML and HTML (exports/<format>/<platform>-<title>-<date>-<id>.<ext>, newest state wins), the partition's
-        ShareGPT JSONL training file and a zip of the chosen formats. The run config chooses the formats, the zip's
+        ShareGPT JSONL training file, a zip of the chosen formats and the archive page of the whole bucket
+        (exports/archive/index.html: every conversation, a filter, messages per month). The run config chooses the formats, the zip's
         formats and which internals go out (defaults: CHATETL_EXPORT_FORMATS, CHATETL_EXPORT_ZIP_FORMATS,
         CHATETL_EXPORT_INCLUDE_* / CHATETL_INCLUDE_*)."""
         return write_exports(context, config, object_store)

@@ -1,26 +1,41 @@
 """The Neo4j graph, loaded from the partition's normalized tables."""
 
 
-from dagster import AssetExecutionContext, AssetsDefinition, MaterializeResult, MetadataValue
+from dagster import (
+    AssetExecutionContext,
+    AssetsDefinition,
+    MaterializeResult,
+    MetadataValue,
+)
 
 from assets.config import GraphConfig
-from assets.metadata import counts_table
+from assets.metadata import counts_table, md_list
 from assets.partitions import partition_days
 from assets.policies import NEO4J_POOL, daily_asset
 from chatetl.graph.load import LoadSummary, load_graph_partition
+from chatetl.graph.retract import RetractSummary, apply_graph_retractions
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
 
 def load_graph(context: AssetExecutionContext, config: GraphConfig, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
-    summary = LoadSummary.total(
-        load_graph_partition(object_store.store, neo4j.driver, day, neo4j.database, deep=config.deep) for day in partition_days(context)
-    )
+    loads, retracted = [], []
+    for day in partition_days(context):  # what left the bucket leaves the graph first (chatetl.retractions)
+        gone, taken_over = apply_graph_retractions(object_store.store, neo4j.driver, day, neo4j.database, deep=config.deep)
+        retracted.append(gone)
+        loads += [taken_over, load_graph_partition(object_store.store, neo4j.driver, day, neo4j.database, deep=config.deep)]
+    summary = LoadSummary.total(loads)
+    gone = RetractSummary.total(retracted)
     context.log.info(f"graph load: {summary.to_dict()}")
+    if summary.conversations_failed:  # the rest of the day is loaded; these are tried again, alone, by the next run
+        context.log.warning(f"graph load: {summary.conversations_failed} conversations failed: {summary.failures[:10]}")
     return MaterializeResult(
         metadata={
             **summary.to_dict(),
             "summary": counts_table(summary.to_dict()),
+            "failed_conversations": md_list(summary.failures),
+            "conversations_retracted": gone.conversations,
+            "messages_retracted": gone.messages,
             "deep_mode": MetadataValue.bool(config.deep),
             "deep_mode_setting": MetadataValue.text("run config `deep` (default: CHATETL_GRAPH_DEEP)"),
             "neo4j": MetadataValue.text(f"{neo4j.uri} (database {neo4j.database})"),

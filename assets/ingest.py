@@ -17,7 +17,12 @@ from assets.policies import REPROCESS_TAG, daily_asset
 from chatetl.ingest.index import find_uploads, info_from_dict, info_to_dict
 from chatetl.ingest.ledger import parser_fingerprint
 from chatetl.ingest.partition import PartitionIngest, ingest_partition
-from chatetl.layout import NORMALIZED_PREFIX, QUARANTINE_PREFIX, index_prefix, ledger_key
+from chatetl.layout import (
+    NORMALIZED_PREFIX,
+    QUARANTINE_PREFIX,
+    index_prefix,
+    ledger_key,
+)
 from chatetl.storage import put_bytes_if_changed
 from resources.object_store import ObjectStoreResource
 
@@ -128,6 +133,7 @@ def normalized_metadata(store, r: PartitionIngest, days: list[str], per_day: lis
         "records_skipped": counts_table(r.records_skipped, "reason"),
         "formats": counts_table(r.formats, "format"),
         "retracted": md_table(["upload", "why"], sorted(r.retracted.items())),
+        "duplicate_states": md_list(r.duplicates),  # one id twice in an upload: the newest kept (model.state_order)
         "written": key_list(r.written),
         "unchanged": key_list(r.unchanged),
         "tables": MetadataValue.path(store.uri(NORMALIZED_PREFIX)),

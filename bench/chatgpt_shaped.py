@@ -7,7 +7,7 @@ import random
 import uuid
 from pathlib import Path
 
-WORDS = "the of and to in is that for it as with was on be by this are from at or an have not which but can more".split()
+WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "this", "are", "from", "at", "or", "an", "have", "not", "which", "but", "can", "more"]
 
 
 def _text(rng: random.Random, words: int) -> str:

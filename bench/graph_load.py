@@ -18,7 +18,12 @@ ratio to the ceiling measured in the same run:
 - chatetl, first load in deep mode (DecisionTrace/TraceStep too);
 - the naive baseline: one auto-commit MERGE query per conversation, per message, per
   HAS_MESSAGE/NEXT/REPLIES_TO link, the same nodes and relationships. It runs on a slice
-  (--baseline-conversations, 100 by default) because it is slow; its rate is per message.
+  (--baseline-conversations, 100 by default) because it is slow; its rate is per message;
+- one big conversation (--big-messages, 50,000 messages of 400 characters; 0 skips it): written
+  in one transaction (`stage_messages` above its size: how every conversation was written before
+  chatetl.graph.staging), staged (the default: steps of 5,000, swapped in 20,000 a transaction),
+  and a newer state of it staged over it; beside each, the largest transaction's memory as the
+  server estimates it (`largest_transaction_bytes`).
 
 The benchmark's nodes live under their own platforms (`bench`, `bench-naive`) and are deleted
 before and after, so it never touches other data in the database.
@@ -30,23 +35,36 @@ import argparse
 import statistics
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "deploy"))
 
-from local_env import ensure_local_env  # noqa: E402
+from local_env import ensure_local_env
 
-from chatetl.graph.connection import neo4j_settings, open_driver, write_session  # noqa: E402
-from chatetl.graph.load import load_conversations  # noqa: E402
-from chatetl.graph.properties import conversation_props, message_key, message_links, message_props  # noqa: E402
-from chatetl.graph.schema import ensure_schema  # noqa: E402
-from chatetl.model import Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult  # noqa: E402
-from chatetl.readers.tree import resolve_branches  # noqa: E402
+from chatetl.graph.connection import neo4j_settings, open_driver, write_session
+from chatetl.graph.load import load_conversations
+from chatetl.graph.properties import (
+    conversation_props,
+    message_key,
+    message_links,
+    message_props,
+)
+from chatetl.graph.schema import ensure_schema
+from chatetl.model import (
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
+from chatetl.readers.tree import resolve_branches
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PLATFORM, NAIVE_PLATFORM = "bench", "bench-naive"
 
 
@@ -85,8 +103,30 @@ def make_conversation(i: int, turns: int, platform: str, version: int = 0) -> Co
     return conv
 
 
+def big_conversation(messages: int, platform: str, version: int = 0) -> Conversation:
+    """One long linear chat of `messages` turns of 400 characters (a newer `version`: one more, the last reworded)."""
+    cid = "bench-big"
+    filler = "lorem ipsum dolor sit amet " * 15
+    msgs: list[Message] = []
+    parent = None
+    for n in range(messages + version):
+        mid = f"{cid}-m{n}"
+        text = (f"Reworded in version {version}: " if version and n >= messages - 1 else "") + f"Message {n}: {filler}"
+        msgs.append(Message(message_id=mid, parent_id=parent, role=Role.USER if n % 2 == 0 else Role.ASSISTANT, text=text[:400],
+                            created_at=T0 + timedelta(seconds=n)))
+        parent = mid
+    conv = Conversation(source=Source.CHATGPT, platform=platform, conversation_id=cid, title="Bench big chat", created_at=T0,
+                        updated_at=T0 + timedelta(days=1 + version), messages=msgs, source_file="bench-big.json")
+    resolve_branches(conv)
+    return conv
+
+
 def cleanup(driver: Any, database: str | None) -> None:
     with driver.session(database=database) as session:
+        # what a staged load stopped halfway left (chatetl.graph.staging)
+        session.run("MATCH (m:StagedMessage) WHERE m.platform IN $platforms CALL (m) { DETACH DELETE m } IN TRANSACTIONS OF 5000 ROWS",
+                    platforms=[PLATFORM, NAIVE_PLATFORM]).consume()
+        session.run("MATCH (s:LoadStage) WHERE s.conversation_key STARTS WITH $prefix DELETE s", prefix=f"{PLATFORM}:").consume()
         for platform in (PLATFORM, NAIVE_PLATFORM):
             session.run(
                 """
@@ -94,9 +134,22 @@ def cleanup(driver: Any, database: str | None) -> None:
                 CALL (c) {
                   OPTIONAL MATCH (c)-[:HAS_TRACE]->(t:DecisionTrace)
                   OPTIONAL MATCH (t)-[:HAS_STEP]->(s:TraceStep)
-                  OPTIONAL MATCH (c)-[:HAS_MESSAGE]->(m:Message)
-                  DETACH DELETE s, t, m, c
+                  DETACH DELETE s, t
                 } IN TRANSACTIONS OF 50 ROWS
+                """,
+                platform=platform,
+            ).consume()
+            session.run(  # messages apart, in bounded transactions: one conversation may have 50,000
+                """
+                MATCH (:Conversation {source: $platform})-[:HAS_MESSAGE]->(m:Message)
+                CALL (m) { DETACH DELETE m } IN TRANSACTIONS OF 5000 ROWS
+                """,
+                platform=platform,
+            ).consume()
+            session.run(
+                """
+                MATCH (c:Conversation {source: $platform})
+                CALL (c) { DETACH DELETE c } IN TRANSACTIONS OF 500 ROWS
                 """,
                 platform=platform,
             ).consume()
@@ -163,6 +216,7 @@ def main() -> None:
     parser.add_argument("--baseline-conversations", type=int, default=40, help="the naive load's slice")
     parser.add_argument("--runs", type=int, default=3, help="runs per figure (the median is printed)")
     parser.add_argument("--skip-deep", action="store_true")
+    parser.add_argument("--big-messages", type=int, default=50_000, help="one conversation this long (0: skip)")
     args = parser.parse_args()
 
     ensure_local_env()  # deploy/local.env's settings where the environment has none (starts the script again)
@@ -187,6 +241,12 @@ def main() -> None:
     def fresh() -> None:
         cleanup(driver, database)
         cleanup_ceiling(driver, database)
+
+    def big(items: list[Conversation], **options: Any) -> str:
+        s = load_conversations(driver, items, database=database, **options)
+        d = s.to_dict()
+        return f"largest transaction {s.largest_transaction_bytes / 2**20:,.0f} MiB; " + ", ".join(
+            f"{k.replace('conversations_', '')}={v}" for k, v in d.items() if v and k != "largest_transaction_bytes")
 
     try:
         fresh()
@@ -219,6 +279,21 @@ def main() -> None:
         if not args.skip_deep:
             secs, out = median_run(args.runs, lambda: load(convs, deep=True), fresh)
             row("chatetl first load, deep mode (traces too)", total, secs, ceiling, out)
+        if args.big_messages:
+            one, newer = big_conversation(args.big_messages, PLATFORM), big_conversation(args.big_messages, PLATFORM, version=1)
+            n = len(one.messages)
+            secs, out = median_run(args.runs, lambda: big([one], stage_messages=10**9), fresh)
+            row(f"one conversation of {n:,} messages, one transaction", n, secs, ceiling, out)
+            secs, out = median_run(args.runs, lambda: big([one]), fresh)
+            row(f"one conversation of {n:,} messages, staged", n, secs, ceiling, out)
+            times, outs = [], []
+            for _ in range(args.runs):
+                fresh()
+                big([one])
+                start = time.perf_counter()
+                outs.append(big([newer]))
+                times.append(time.perf_counter() - start)
+            row("a newer state of it, staged over it", len(newer.messages), statistics.median(times), ceiling, outs[-1])
         fresh()
         secs, _ = median_run(args.runs, lambda: naive_load(driver, database, naive), lambda: cleanup(driver, database))
         naive_rate = row(f"naive one query per row ({args.baseline_conversations} conversations)", naive_total, secs, ceiling)

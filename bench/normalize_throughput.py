@@ -6,15 +6,18 @@ prints MB/s (median of --runs) and peak RSS of:
 - bare ijson: `ijson.items` over the records (the streaming parser alone, yajl2_c),
 - split+orjson: chatetl.readers.splitter cutting the array, orjson decoding each record (the ceiling),
 - normalize 1 proc: `chatetl normalize` (detect, read, canonical model, branches, Parquet),
-- normalize 2 cores: `chatetl normalize --workers 2` (chatetl.readers.parallel: the parent cuts the
-  records and writes Parquet, two worker processes convert them),
-and normalize's ratios to bare ijson measured in the same run (the target: >= 0.75 with both cores).
-Each case runs in its own process; peak RSS is the largest of its processes (the workers' too,
-sampled from /proc while it runs), the target being per process. With --compare (default on the
-200 MB ChatGPT file) the tables of the fast path and of the reference path (ijson behind the
-DepthGuard, Table.from_pylist) are compared with Table.equals, row order included.
+- normalize 2 cores: `chatetl normalize --workers 2` (chatetl.readers.parallel: this process cuts
+  the records, writes Parquet and converts records whenever its one worker process has enough),
+and normalize's ratios to bare ijson and of 2 cores to 1 process, measured in the same run (the
+targets: >= 0.75 of bare ijson with both cores, and faster than one process). Each case runs in its
+own process; peak RSS is the largest of its processes (the workers' too, sampled from /proc while it
+runs), the target being per process. Under each input: whether the 2-core tables equal the one
+process's (Table.equals, row order included), and with --compare (default on the 200 MB ChatGPT
+file) the fast path's against the reference path's (ijson behind the DepthGuard, Table.from_pylist).
+--profile N: the top N functions of the one-process normalize of the largest ChatGPT file up to
+200 MB by cumulative share of samples (py-spy, from the venv; the Parquet thread's own samples apart).
 
-    .venv/bin/python bench/normalize_throughput.py [--sizes 20,200] [--runs 3] [--keep DIR] [--no-compare]
+    .venv/bin/python bench/normalize_throughput.py [--sizes 20,200] [--runs 3] [--keep DIR] [--no-compare] [--profile 5]
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chatgpt_shaped import write_chatgpt_file, write_claude_file, write_sharded_zip  # noqa: E402
+from chatgpt_shaped import write_chatgpt_file, write_claude_file, write_sharded_zip
 
 PY = sys.executable
 _MEMBERS = (
@@ -155,43 +158,74 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="runs per case (the median is printed)")
     ap.add_argument("--keep", type=Path, help="keep generated files here")
     ap.add_argument("--no-compare", action="store_true", help="skip the reference-path table comparison")
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the top N of a py-spy profile")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="chatetl-bench-"))
     work = args.keep or tmp
     work.mkdir(parents=True, exist_ok=True)
     names = list(CASES)
-    print(f"{'input':<18}" + "".join(f" {n + ' MB/s':>22} {'RSS MB':>7}" for n in names) + f" {'1 proc/ijson':>13} {'2 cores/ijson':>14}")
+    print(f"{'input':<18}" + "".join(f" {n + ' MB/s':>22} {'RSS MB':>7}" for n in names)
+          + f" {'1 proc/ijson':>13} {'2 cores/ijson':>14} {'2 cores/1 proc':>15}")
     try:
-        for label, path, mb in inputs(work, [int(s) for s in args.sizes.split(",")]):
+        files = inputs(work, [int(s) for s in args.sizes.split(",")])
+        for label, path, mb in files:
             row = {}
             for case in CASES:
                 runs = []
                 for _ in range(args.runs):
                     out = tmp / ("out2" if case == "normalize 2 cores" else "out")
+                    shutil.rmtree(out, ignore_errors=True)
                     runs.append(timed(case_cmd(case, path, out)))
-                    if not (case.startswith("normalize") and label == "chatgpt 200MB" and not args.no_compare):
-                        shutil.rmtree(out, ignore_errors=True)
                 row[case] = (mb / statistics.median(r[0] for r in runs), max(r[1] for r in runs))
             cells = "".join(f" {row[n][0]:>22.1f} {row[n][1]:>7.0f}" for n in CASES)
-            ijson_rate = row["bare ijson"][0]
-            print(f"{label:<18}{cells} {row['normalize 1 proc'][0] / ijson_rate:>13.2f}"
-                  f" {row['normalize 2 cores'][0] / ijson_rate:>14.2f}", flush=True)
+            ijson_rate, one, two = row["bare ijson"][0], row["normalize 1 proc"][0], row["normalize 2 cores"][0]
+            print(f"{label:<18}{cells} {one / ijson_rate:>13.2f} {two / ijson_rate:>14.2f} {two / one:>15.2f}", flush=True)
+            same = subprocess.run([PY, "-c", SAME_TABLES, str(tmp / "out"), str(tmp / "out2")],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+            print(f"{'':<18} 2 cores vs 1 process tables: {same}", flush=True)
             if label == "chatgpt 200MB" and not args.no_compare:
                 ref = tmp / "ref"
                 ref.mkdir(exist_ok=True)
                 verdict = subprocess.run([PY, "-c", COMPARE, str(path), str(ref), str(tmp / "out")],
                                          capture_output=True, text=True, check=True).stdout.strip()
-                print(f"{'':<18} fast path vs reference path tables on {label}: {verdict}", flush=True)
-                two = subprocess.run([PY, "-c", SAME_TABLES, str(tmp / "out"), str(tmp / "out2")],
-                                     capture_output=True, text=True, check=True).stdout.strip()
-                print(f"{'':<18} 2 cores vs 1 process tables on {label}: {two}", flush=True)
-                shutil.rmtree(tmp / "out", ignore_errors=True)
-                shutil.rmtree(tmp / "out2", ignore_errors=True)
+                print(f"{'':<18} fast path vs reference path tables: {verdict}", flush=True)
                 shutil.rmtree(ref, ignore_errors=True)
-        print("targets: normalize >= 50 MB/s in 1 process, >= 100 MB/s and >= 0.75 x bare ijson on 2 cores, "
-              "peak RSS <= 128 MB per process")
+        print("targets: normalize >= 50 MB/s in 1 process, >= 100 MB/s and >= 0.75 x bare ijson on 2 cores (and "
+              "faster than 1 process), peak RSS <= 128 MB per process")
+        if args.profile:
+            chatgpt = [f for f in files if f[0].startswith("chatgpt ") and f[2] <= 201] or files[:1]  # the largest to 200 MB
+            profile(chatgpt[-1][1], tmp / "out", args.profile)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def profile(path: Path, out: Path, top: int) -> None:
+    """The top functions of one normalize by cumulative share of its main thread's samples."""
+    spy = Path(PY).parent / "py-spy"
+    if not spy.exists():
+        print(f"(no profile: {spy} is not installed)")
+        return
+    raw = out.parent / "profile.txt"
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [str(spy), "record", "-r", "250", "-f", "raw", "-o", str(raw), "--", *case_cmd("normalize 1 proc", path, out)]
+    subprocess.run(cmd, capture_output=True, check=True)
+    cumulative: dict[str, int] = {}
+    own: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = [f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0].split("/main/")[-1] + ")" for f in stack.split(";") if " (" in f]
+        if not frames or any("thread.py" in f or "threading.py" in f for f in frames):
+            continue  # the Parquet thread, which runs beside the main one
+        total += int(n)
+        for f in set(frames):
+            cumulative[f] = cumulative.get(f, 0) + int(n)
+        own[frames[-1]] = own.get(frames[-1], 0) + int(n)
+    shown = ("chatetl/", "pyarrow/", "orjson", "ijson")
+    print(f"profile of normalize 1 proc on {path.name} (py-spy, main thread, {total} samples):")
+    for title, counts in (("cumulative", cumulative), ("self", own)):
+        top_n = sorted(((n, f) for f, n in counts.items() if any(s in f for s in shown) and "cli/" not in f), reverse=True)[:top]
+        print(f"  top {top} by {title} share: " + "; ".join(f"{100 * n / total:.1f}% {f}" for n, f in top_n))
 
 
 if __name__ == "__main__":

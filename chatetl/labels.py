@@ -26,6 +26,8 @@ PLATFORM_LABELS = {
     "huggingchat": "HuggingChat",
     "you": "You.com",
     "rex": "REX",
+    "open-webui": "Open WebUI",
+    "ai-studio": "Google AI Studio",
     "unknown": "Chat",
 }
 

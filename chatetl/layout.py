@@ -6,6 +6,7 @@
     quarantine/date=D/<upload-id>/...                    what could not be read, with errors.json
     rag/documents/date=D/<upload-id>.jsonl               one Document per conversation
     rag/chunks/date=D/<upload-id>.jsonl                  its chunks for retrieval
+    rag/embeddings/date=D/<upload-id>.parquet            the chunks' vectors (fixed-size float32 lists)
     exports/<format>/<platform>-<title>-<date>-<id>.<ext>   one file per conversation and format
     exports/_conversations/<digest>.json                 which files a conversation's newest state has
     exports/sharegpt-jsonl/sharegpt-D.jsonl, exports/zip/chats-D.zip   per partition
@@ -32,6 +33,7 @@ TABLES = ("conversations", "messages")
 QUARANTINE_PREFIX = "quarantine/"
 RAG_DOCUMENTS_PREFIX = "rag/documents/"
 RAG_CHUNKS_PREFIX = "rag/chunks/"
+RAG_EMBEDDINGS_PREFIX = "rag/embeddings/"
 EXPORTS_PREFIX = "exports/"
 EXPORT_MANIFEST_PREFIX = f"{EXPORTS_PREFIX}_conversations/"
 STATE_PREFIX = "state/"
@@ -75,9 +77,14 @@ def quarantine_prefix(day: str, uid: str) -> str:
     return f"{QUARANTINE_PREFIX}date={day}/{uid}/"
 
 
-def document_keys(day: str, uid: str) -> tuple[str, str]:
-    """The upload's Documents and chunks (JSON Lines)."""
-    return f"{RAG_DOCUMENTS_PREFIX}date={day}/{uid}.jsonl", f"{RAG_CHUNKS_PREFIX}date={day}/{uid}.jsonl"
+def document_keys(day: str, uid: str) -> tuple[str, str, str]:
+    """The upload's Documents and chunks (JSON Lines) and its chunks' vectors (Parquet)."""
+    return f"{RAG_DOCUMENTS_PREFIX}date={day}/{uid}.jsonl", f"{RAG_CHUNKS_PREFIX}date={day}/{uid}.jsonl", embeddings_key(day, uid)
+
+
+def embeddings_key(day: str, uid: str) -> str:
+    """The upload's chunk vectors (Parquet), beside its chunks."""
+    return f"{RAG_EMBEDDINGS_PREFIX}date={day}/{uid}.parquet"
 
 
 def export_prefix(fmt: str) -> str:

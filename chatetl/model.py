@@ -29,6 +29,12 @@ class Source(StrEnum):
     SHAREGPT = "sharegpt"
     REX = "rex"
     CLAUDE_CODE = "claude-code"
+    GEMINI = "gemini"  # Google Takeout (My Activity) and AI Studio prompt files say `platform` apart
+    AI_STUDIO = "ai-studio"
+    DEEPSEEK = "deepseek"
+    GROK = "grok"
+    OPEN_WEBUI = "open-webui"
+    LE_CHAT = "le-chat"
 
 
 class Role(StrEnum):
@@ -83,6 +89,7 @@ class Citation(_Model):
     url: str | None = None
     snippet: str | None = None
     source: str | None = None  # domain or citing system
+    offset: int | None = None  # where its marker stood in Message.text (a str index), where the source says
 
 
 class Attachment(_Model):
@@ -273,6 +280,12 @@ SOURCE_FIDELITY: dict[str, int] = {
     Source.CHATGPT.value: 3,
     Source.CLAUDE_AI.value: 3,
     Source.CLAUDE_CODE.value: 3,
+    Source.GEMINI.value: 3,
+    Source.AI_STUDIO.value: 3,
+    Source.DEEPSEEK.value: 3,
+    Source.GROK.value: 3,
+    Source.OPEN_WEBUI.value: 3,
+    Source.LE_CHAT.value: 3,
     Source.REX.value: 2,
     Source.CHAT_EXPORT.value: 1,
     Source.SHAREGPT.value: 1,
@@ -282,6 +295,28 @@ SOURCE_FIDELITY: dict[str, int] = {
 def state_hash(conv: Conversation) -> str:
     """A fingerprint of a conversation's state (everything but the file it was read from)."""
     return hashlib.sha256(conv.model_dump_json(exclude={"source_file"}).encode()).hexdigest()[:32]
+
+
+StateOrder = tuple[float, int, str]
+
+
+def state_order(conv: Conversation, digest: str | None = None) -> StateOrder:
+    """The one order of a conversation's states every output follows (larger wins): the source's
+    own update time (`state_version`), then the richer format (`SOURCE_FIDELITY`), then the larger
+    `state_hash` (`digest`, when already computed), so the pick never depends on the order states
+    are read in: the graph, the per-conversation export files, the day's zip and training file, the
+    Documents and one upload's tables (two states of one chat in one file) all keep the last."""
+    return state_version(conv), SOURCE_FIDELITY.get(conv.source.value, 0), digest or state_hash(conv)
+
+
+def order_of(version: float, source: str | None, digest: str) -> StateOrder:
+    """`state_order` from stored fields (a manifest, a node's properties)."""
+    return float(version), SOURCE_FIDELITY.get(source or "", 0), digest
+
+
+def newest(states: list[Conversation]) -> Conversation | None:
+    """The winning state among several (None for none)."""
+    return max(states, key=state_order, default=None)
 
 
 def state_batches(conversations: Iterable[Conversation], max_items: int, weight=lambda conv: 1) -> Iterator[list[Conversation]]:

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ENV_FILE = PROJECT_ROOT / "deploy" / "local.env"
@@ -81,6 +81,10 @@ OPTIONAL_VARIABLES = (
     *(f"CHATETL_{scope}{name.upper()}" for scope in ("", *(f"{s}_" for s in SCOPES)) for name in INCLUDE_FIELDS),
     "CHATETL_CHUNK_MAX_CHARS",
     "CHATETL_CHUNK_OVERLAP_CHARS",
+    "CHATETL_EMBEDDINGS",
+    "CHATETL_MAX_VALUE_BYTES",
+    "CHATETL_MAX_INFLATED_BYTES",
+    "CHATETL_MAX_INFLATE_RATIO",
 )
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -103,7 +107,7 @@ def parse_flag(name: str, raw: str | None, default: bool = False) -> bool:
     raise SettingError(f"{name}={raw!r}: expected one of true/false, yes/no, 1/0, on/off")
 
 
-def parse_number(name: str, raw: str | None, default: int | float | None, *, kind: type = int, minimum: int | float | None = None):
+def parse_number(name: str, raw: str | None, default: float | None, *, kind: type = int, minimum: float | None = None):
     """An integer (`kind=int`) or a finite number (`kind=float`) setting, at least `minimum`; unset or blank: `default`."""
     if raw is None or not raw.strip():
         return default
@@ -178,6 +182,11 @@ class Settings:
     sensor_max_keys: int
     sensor_max_seconds: float
     embedder: str | None  # `package.module:callable`
+    embeddings: bool  # embed every chunk (CHATETL_EMBEDDINGS, on unless turned off)
+    # what one upload may take (chatetl.readers.limits)
+    max_value_bytes: int  # one JSON string longer than this: its record is quarantined
+    max_inflated_bytes: int  # bytes an upload's zips may inflate to in all
+    max_inflate_ratio: float  # ... and times the upload's own size (past limits.RATIO_FREE_BYTES)
     # run defaults
     graph_deep: bool
     includes: Mapping[str | None, Mapping[str, bool]]  # scope (None: every output) -> include_* -> on/off
@@ -189,7 +198,7 @@ class Settings:
     set_in_environment: frozenset[str] = frozenset()
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """The settings of `environ` (default: os.environ, read now)."""
         env = os.environ if environ is None else environ
 
@@ -239,6 +248,10 @@ class Settings:
             sensor_max_keys=parse_number("CHATETL_SENSOR_MAX_KEYS", raw("CHATETL_SENSOR_MAX_KEYS"), 5000, minimum=1),
             sensor_max_seconds=parse_number("CHATETL_SENSOR_MAX_SECONDS", raw("CHATETL_SENSOR_MAX_SECONDS"), 15.0, kind=float, minimum=0),
             embedder=(raw("CHATETL_EMBEDDER") or "").strip() or None,
+            embeddings=parse_flag("CHATETL_EMBEDDINGS", raw("CHATETL_EMBEDDINGS"), True),
+            max_value_bytes=parse_number("CHATETL_MAX_VALUE_BYTES", raw("CHATETL_MAX_VALUE_BYTES"), 64 * 1024**2, minimum=1),
+            max_inflated_bytes=parse_number("CHATETL_MAX_INFLATED_BYTES", raw("CHATETL_MAX_INFLATED_BYTES"), 8 * 1024**3, minimum=1),
+            max_inflate_ratio=parse_number("CHATETL_MAX_INFLATE_RATIO", raw("CHATETL_MAX_INFLATE_RATIO"), 100.0, kind=float, minimum=1),
             graph_deep=parse_flag("CHATETL_GRAPH_DEEP", raw("CHATETL_GRAPH_DEEP")),
             includes=MappingProxyType(includes),
             chunk_max_chars=parse_number("CHATETL_CHUNK_MAX_CHARS", raw("CHATETL_CHUNK_MAX_CHARS"), None),

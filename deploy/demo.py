@@ -26,6 +26,7 @@ from local_env import ensure_local_env  # noqa: E402
 from chatetl.graph.connection import neo4j_settings, open_driver  # noqa: E402
 from chatetl.ingest.index import partition_of  # noqa: E402
 from chatetl.layout import EXPORTS_PREFIX, NORMALIZED_PREFIX, QUARANTINE_PREFIX, RAG_DOCUMENTS_PREFIX, RAW_PREFIX  # noqa: E402
+from chatetl.search import search  # noqa: E402
 from chatetl.settings import Settings  # noqa: E402
 from chatetl.storage import put_bytes_if_changed  # noqa: E402
 
@@ -71,6 +72,7 @@ def main() -> int:
             "MATCH (c:Conversation) RETURN c.source AS source, count(c) AS conversations, sum(c.message_count) AS total_messages",
             database_=neo4j["database"],
         )
+        hits = search(driver, DEMO_QUERY, k=3, store=store, database=neo4j["database"])
     print()
     print("Done. What it produced and where to look:")
     for r in records:
@@ -82,7 +84,18 @@ def main() -> int:
     print(f"  S3 endpoint:        {settings.s3_endpoint_url} (keys in deploy/local.env)")
     print("  Dagster UI:         make ui   (then open http://127.0.0.1:3000)")
     print(f"  Run at:             {datetime.now(timezone.utc).isoformat(timespec='seconds')}")
+    print()
+    print(f'Search (hybrid: full text and embeddings) for "{DEMO_QUERY}", top {len(hits)}:')
+    for hit in hits:
+        c = hit.conversation
+        snippet = " ".join(hit.snippet(160)[0].split())
+        print(f"  {hit.rank}. {c['title'] or c['conversation_id']} ({c['platform']}, {str(c['created_at'] or '')[:10]}): {snippet}")
+    print(f'  More: .venv/bin/chatetl search "{DEMO_QUERY}" (with deploy/local.env\'s settings)')
     return 0
+
+
+# a paraphrase, not a quote, of what one sample chat is about (the average of a list of numbers)
+DEMO_QUERY = "how do I compute the average of some numbers"
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from chatetl.readers.claude_ai import (
     ROOT_PARENT,
     SENDERS,
     _attachments,
+    _in_time_order,
     _text_citations,
     _tool_call,
     _tool_result,
@@ -468,8 +469,10 @@ def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = ""
             continue
         messages.append(message_from_claude_ai(raw, report, fallback_id=f"{conv_id}:{index}"))
 
-    # Older exports carry no parent pointers at all: the array order is the conversation.
+    # Older exports carry no parent pointers at all: the messages in time order are the conversation
+    # (the order of issue 12, imported: this reference is about construction, not about ordering)
     if not any("parent_message_uuid" in raw for raw in raw_messages if isinstance(raw, dict)):
+        messages = _in_time_order(messages)
         for prev, msg in zip(messages, messages[1:]):
             msg.parent_id = prev.message_id
 

@@ -5,7 +5,9 @@ twice reads back whole, each state with its own messages and message count."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+
+import pyarrow.parquet as pq
 
 from chatetl import tables
 from chatetl.model import Conversation, Message, Role, Source
@@ -16,7 +18,7 @@ def _conv(conv_id: str, n: int, updated: float) -> Conversation:
     msgs = [Message(message_id=f"{conv_id}:{updated}:{i}", parent_id=None, role=Role.USER, text=f"m{i}") for i in range(n)]
     return Conversation(
         source=Source.CHAT_EXPORT, platform="chatgpt", conversation_id=conv_id,
-        updated_at=datetime.fromtimestamp(updated, tz=timezone.utc), messages=msgs,
+        updated_at=datetime.fromtimestamp(updated, tz=UTC), messages=msgs,
     )
 
 
@@ -51,3 +53,29 @@ def test_folder_with_the_same_chat_exported_twice_reads_back_whole(tmp_path):
     back = [conv for conv, _ in tables.iter_conversations(c, m)]
     assert [len(x.messages) for x in back] == [2, 4]
     assert [x.message_count for x in back] == [2, 4]
+
+
+def test_a_batch_built_elsewhere_writes_the_tables_add_writes(tmp_path):
+    """TableBatch (what the two-core path's workers build) and TableWriter.write_tables: the same
+    tables as TableWriter.add, whatever the Arrow chunks (CHUNK_BYTES) the batch was built in."""
+    convs = [_conv(f"c{i}", i % 4, float(i)) for i in range(40)]
+    with tables.TableWriter(tmp_path / "c1.parquet", tmp_path / "m1.parquet", batch_bytes=2000) as writer:
+        for conv in convs:
+            writer.add(conv, upload_key="u")
+    small = tables.TableBatch()
+    small.CHUNK_BYTES = 300  # many Arrow chunks per batch
+    with tables.TableWriter(tmp_path / "c2.parquet", tmp_path / "m2.parquet") as writer:
+        for i, conv in enumerate(convs):
+            small.add(conv, upload_key="u")
+            if i % 7 == 6:
+                writer.write_tables(*small.tables())
+        writer.write_tables(*small.tables())
+        assert small.tables() is None  # emptied
+    assert (writer.conversations, writer.messages) == (40, sum(i % 4 for i in range(40)))
+    for name in ("c", "m"):
+        one, two = pq.read_table(tmp_path / f"{name}1.parquet"), pq.read_table(tmp_path / f"{name}2.parquet")
+        assert one.num_rows and one.equals(two)
+    no_messages = tables.TableBatch()
+    no_messages.add(_conv("empty", 0, 1.0))
+    convs_table, msgs_table = no_messages.tables()
+    assert convs_table.num_rows == 1 and msgs_table is None

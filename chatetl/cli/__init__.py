@@ -1,7 +1,8 @@
 """The command line: the same library functions the Dagster assets call, one module per command.
 
 Each command's module is imported when that command runs (`chatetl normalize` never imports
-the exporters' Markdown, Jinja2 and YAML, nor the graph driver)."""
+the exporters' Markdown, Jinja2 and YAML, nor the graph driver). What they share: `options`
+(`--quiet`, `--progress`, the exit codes) and `progress` (the bar on stderr)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import importlib
 import click
 
 from chatetl.cli.normalize import iter_inputs
+from chatetl.cli.options import EXIT_CODES
 
 _COMMANDS = {
     "normalize": "chatetl.cli.normalize:normalize",
     "export": "chatetl.cli.export:export",
     "load": "chatetl.cli.load:load",
+    "search": "chatetl.cli.search:search",
 }
 
 
@@ -29,9 +32,24 @@ class _LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
 
-@click.group(cls=_LazyGroup)
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's), or what a source tree without it has."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("chatetl")
+    except PackageNotFoundError:
+        return "0+unknown (not installed: pip install -e .)"
+
+
+@click.group(cls=_LazyGroup, epilog=EXIT_CODES)
+@click.version_option(version(), "-V", "--version", prog_name="chatetl", message="%(prog)s %(version)s")
 def main() -> None:
-    """chatetl: AI-chat exports into normalized tables, a Neo4j graph, RAG text and files."""
+    """chatetl: AI-chat exports into normalized tables, a Neo4j graph, RAG text and files.
+
+    Each command prints a one-line JSON summary on stdout; errors, and a progress bar when stderr
+    is a terminal, go to stderr. `chatetl COMMAND --help` tells a command's options."""
 
 
 __all__ = ["iter_inputs", "main"]

@@ -2,10 +2,12 @@
 
     chatetl export INPUT... --out DIR --format FORMAT [--format FORMAT ...] [--zip FORMATS]
 
-FORMAT: chat-export-json, sharegpt, md, md-frontmatter, yaml, html, sharegpt-jsonl, or all
-(repeat the option or separate with commas). Files go to DIR/<format>/<name>.<ext>, the
-training file to DIR/sharegpt-jsonl/sharegpt.jsonl, the zip to DIR/chats.zip. A conversation
-met more than once (the same chat in two files, a resync) is written once, in its newest state.
+FORMAT: chat-export-json, sharegpt, md, md-frontmatter, yaml, html, sharegpt-jsonl, archive, or
+all (repeat the option or separate with commas). Files go to DIR/<format>/<name>.<ext>, the
+training file to DIR/sharegpt-jsonl/sharegpt.jsonl, the archive page (every conversation of this
+run, linking to its html file, which `archive` brings along) to DIR/archive/index.html, the zip to
+DIR/chats.zip. A conversation met more than once (the same chat in two files, a resync) is
+written once, in its newest state.
 What goes out is the visible branch; --include-* (or CHATETL_EXPORT_INCLUDE_* /
 CHATETL_INCLUDE_* in the environment) let in reasoning, tool internals, hidden context, branches.
 """
@@ -18,9 +20,32 @@ from pathlib import Path
 
 import click
 
-from chatetl.cli.normalize import iter_inputs
-from chatetl.exports.files import conversation_files, temporary_collector, training_lines
-from chatetl.exports.formats import ALL_FORMATS, PER_CONVERSATION, TRAINING, parse_formats
+from chatetl.cli.normalize import input_meter, read_inputs
+from chatetl.cli.options import (
+    EXIT_CODES,
+    INPUT_ERRORS,
+    OK,
+    quiet_and_progress,
+    report_errors,
+)
+from chatetl.exports.archive import (
+    ARCHIVE,
+    ARCHIVE_PAGE,
+    ArchiveEntry,
+    archive_entry,
+    render_archive,
+)
+from chatetl.exports.files import (
+    conversation_files,
+    temporary_collector,
+    training_lines,
+)
+from chatetl.exports.formats import (
+    ALL_FORMATS,
+    PER_CONVERSATION,
+    TRAINING,
+    parse_formats,
+)
 from chatetl.model import state_version
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
@@ -38,7 +63,7 @@ def _flag(name: str) -> click.Option:
     return click.option(f"--include-{name}/--exclude-{name}", f"include_{name}", default=None, help=f"Let {name} in (default: the environment, else out).")
 
 
-@click.command("export")
+@click.command("export", epilog=EXIT_CODES)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
 @click.option("--format", "formats", multiple=True, required=True, metavar="FORMAT", help=f"One of {', '.join(ALL_FORMATS)}, or all (repeatable, comma-separated)")
@@ -47,7 +72,11 @@ def _flag(name: str) -> click.Option:
 @_flag("tools")
 @_flag("hidden")
 @_flag("branches")
-def export(inputs: tuple[str, ...], out: Path, formats: tuple[str, ...], zip_formats: str | None, **flags: bool | None) -> None:
+@quiet_and_progress
+def export(
+    inputs: tuple[str, ...], out: Path, formats: tuple[str, ...], zip_formats: str | None, quiet: bool, progress: bool | None,
+    **flags: bool | None,
+) -> None:
     """Read INPUTS (files, folders, zips, s3://bucket/prefix) and write every conversation in each FORMAT to OUT."""
     try:
         chosen = parse_formats(list(formats))
@@ -62,9 +91,12 @@ def export(inputs: tuple[str, ...], out: Path, formats: tuple[str, ...], zip_for
     report = ReadReport()
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, tuple[float, list[Path]]] = {}  # conversation key -> (state, its files on disk)
+    rows: dict[str, ArchiveEntry] = {}  # conversation key -> its archive row (its newest state's)
+    want_archive = ARCHIVE in chosen or ARCHIVE in bundle
     conversations = empty = superseded = 0
-    with temporary_collector(bundle) as collector:
-        for conv in iter_inputs(inputs, report):
+    meter = input_meter(inputs, progress, quiet, "export")
+    with temporary_collector(bundle) as collector, meter:
+        for conv in read_inputs(inputs, report, meter):
             conversations += 1
             files = conversation_files(conv, rendered, options)
             lines = training_lines(conv, options) if want_training else []
@@ -91,14 +123,24 @@ def export(inputs: tuple[str, ...], out: Path, formats: tuple[str, ...], zip_for
                         stale.unlink(missing_ok=True)
             written[conv.key] = (version, paths)
             collector.add(conv, files, lines)
+            if want_archive:
+                rows[conv.key] = archive_entry(conv, next((f.path for f in files if f.format == "html"), None))
         records = 0
         # a training file wanted only for the zip is written beside the collector, never into OUT
         training_target = _inside(out, f"{TRAINING}/sharegpt.jsonl") if TRAINING in chosen else collector.workdir / "sharegpt.jsonl"
         if want_training:
             training_target.parent.mkdir(parents=True, exist_ok=True)
             records = collector.write_training(training_target)
+        page = render_archive(rows.values()).encode("utf-8", "replace") if want_archive else b""
+        if ARCHIVE in chosen:
+            target = _inside(out, f"{ARCHIVE}/{ARCHIVE_PAGE}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(page)
         if bundle:
             extra = [(f"{TRAINING}/sharegpt.jsonl", training_target)] if TRAINING in bundle and records else []
+            if ARCHIVE in bundle:
+                (collector.workdir / "archive.html").write_bytes(page)
+                extra.append((f"{ARCHIVE}/{ARCHIVE_PAGE}", collector.workdir / "archive.html"))
             collector.write_zip(_inside(out, "chats.zip"), extra)
         if TRAINING in chosen and not records:  # nothing to train on: no (stale) training file
             training_target.unlink(missing_ok=True)
@@ -111,8 +153,9 @@ def export(inputs: tuple[str, ...], out: Path, formats: tuple[str, ...], zip_for
             counts[p.parent.name] += 1
     if TRAINING in chosen:
         counts[TRAINING] = records
-    for err in report.errors:
-        click.echo(f"error: {err}", err=True)
+    if ARCHIVE in chosen:
+        counts[ARCHIVE] = 1
+    report_errors(report.errors, quiet)
     summary: dict[str, object] = {
         "files": report.files,
         "conversations": conversations,
@@ -127,4 +170,4 @@ def export(inputs: tuple[str, ...], out: Path, formats: tuple[str, ...], zip_for
     if bundle:
         summary["zip"] = str(out / "chats.zip")
     click.echo(json.dumps(summary, sort_keys=True))
-    sys.exit(1 if report.errors else 0)
+    sys.exit(INPUT_ERRORS if report.errors else OK)

@@ -7,7 +7,15 @@ import sys
 
 import click
 
-from chatetl.cli.normalize import iter_inputs
+from chatetl.cli.normalize import input_meter, read_inputs
+from chatetl.cli.options import (
+    EXIT_CODES,
+    INPUT_ERRORS,
+    OK,
+    USAGE_OR_GRAPH,
+    quiet_and_progress,
+    report_errors,
+)
 from chatetl.graph.connection import neo4j_settings, open_driver
 from chatetl.graph.load import DEFAULT_BATCH_MESSAGES, load_conversations
 from chatetl.model import Conversation
@@ -19,15 +27,15 @@ from chatetl.selection import ContentOptions
 from chatetl.settings import Settings
 
 
-@click.command()
+@click.command(epilog=EXIT_CODES)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--deep/--no-deep", default=None, help="DecisionTrace/TraceStep for tool use (default: CHATETL_GRAPH_DEEP, else off)")
 @click.option("--documents/--no-documents", default=True, show_default=True, help="Also load the Documents (RAG text)")
 @click.option("--batch-messages", type=click.IntRange(min=1), default=DEFAULT_BATCH_MESSAGES, show_default=True, help="Messages per transaction")
-def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_messages: int) -> None:
+@quiet_and_progress
+def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_messages: int, quiet: bool, progress: bool | None) -> None:
     """Load INPUTS (files, folders, zips, s3://bucket/prefix) into Neo4j (NEO4J_URI, NEO4J_USER,
-    NEO4J_PASSWORD, NEO4J_DATABASE); print a one-line JSON summary. Exits 1 when an input had
-    errors (the good ones are still loaded), 2 when the graph could not be written."""
+    NEO4J_PASSWORD, NEO4J_DATABASE); print a one-line JSON summary."""
     from neo4j.exceptions import DriverError, Neo4jError
 
     try:
@@ -42,6 +50,7 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
     docs = DocumentsResult()
     embedder = load_embedder(settings.embedder or "")
     driver = open_driver(settings=settings)
+    meter = input_meter(inputs, progress, quiet, "load")
 
     def load_batch_documents(batch: list[Conversation]) -> None:
         # the same Documents and chunks (full-text index) as the Dagster documents asset
@@ -49,16 +58,17 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
             process_documents(driver, batch, docs, database=database, content=content, chunking=chunking, embedder=embedder)
 
     try:
-        summary = load_conversations(
-            driver, iter_inputs(inputs, report), database=database, batch_messages=batch_messages, deep=deep, on_batch=load_batch_documents
-        )
+        with meter:
+            summary = load_conversations(
+                driver, read_inputs(inputs, report, meter), database=database, batch_messages=batch_messages, deep=deep,
+                on_batch=load_batch_documents,
+            )
     except (Neo4jError, DriverError, OSError) as exc:
         click.echo(f"error: writing the graph at {conf['uri']} failed: {type(exc).__name__}: {exc}", err=True)
-        sys.exit(2)
+        sys.exit(USAGE_OR_GRAPH)
     finally:
         driver.close()
-    for err in report.errors:
-        click.echo(f"error: {err}", err=True)
+    report_errors(report.errors, quiet)
     out = {
         "files": report.files,
         "conversations_read": report.conversations,
@@ -71,4 +81,4 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
     if report.skipped:
         out["inputs_skipped"] = dict(report.skipped)
     click.echo(json.dumps(out, sort_keys=True))
-    sys.exit(1 if report.errors else 0)
+    sys.exit(INPUT_ERRORS if report.errors else OK)

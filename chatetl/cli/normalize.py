@@ -1,16 +1,28 @@
-"""`chatetl normalize`: inputs into the normalized tables in a local folder."""
+"""`chatetl normalize`: inputs into the normalized tables in a local folder.
+
+Also where the commands find their inputs: `iter_inputs` (conversations), `iter_leaves` (the chat
+files inside them) and `read_inputs` (the conversations of the leaves, counted by an `InputMeter`).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import click
 
+from chatetl.cli.options import (
+    EXIT_CODES,
+    INPUT_ERRORS,
+    OK,
+    quiet_and_progress,
+    report_errors,
+)
+from chatetl.cli.progress import InputMeter, leaf_bytes, show_progress
 from chatetl.model import Conversation
-from chatetl.readers import ReadReport, read_entries, read_path
+from chatetl.readers import ReadReport, _read_leaves, read_entries, read_path
 from chatetl.readers.entry import Entry
 from chatetl.settings import Settings
 from chatetl.storage import S3ObjectStore, s3_client
@@ -49,6 +61,20 @@ def iter_leaves(inputs: tuple[str, ...], report: ReadReport) -> Iterator[tuple]:
             yield from path_leaves(Path(item), report)
 
 
+def read_inputs(inputs: tuple[str, ...], report: ReadReport, meter: InputMeter) -> Iterator[Conversation]:
+    """The conversations `iter_inputs` gives, read leaf by leaf through `meter` (and counted by it)."""
+    return iter(meter.conversations(_read_leaves(meter.leaves(iter_leaves(inputs, report)), report)))
+
+
+def input_meter(inputs: tuple[str, ...], progress: bool | None, quiet: bool, label: str) -> InputMeter:
+    """The meter for a command's `--progress` / `--quiet`; its total (the leaves' bytes) only for local inputs."""
+    show = show_progress(progress, quiet)
+    total = None
+    if show and not any(item.startswith("s3://") for item in inputs):
+        total = leaf_bytes(iter_leaves(inputs, ReadReport()))  # a listing only: its findings are the real pass's
+    return InputMeter(show, total, label)
+
+
 def _local_bytes(inputs: tuple[str, ...]) -> int | None:
     """The size of the local inputs (None when one is in S3: not known before listing)."""
     total = 0
@@ -63,33 +89,32 @@ def _local_bytes(inputs: tuple[str, ...]) -> int | None:
     return total
 
 
-@click.command()
+@click.command(epilog=EXIT_CODES)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
 @click.option(
     "--workers", type=click.IntRange(min=1), default=None,
-    help="Worker processes converting records (chatetl.readers.parallel); 1 (the default for now): this process alone.",
+    help="Processes converting records: this one and N-1 workers (chatetl.readers.parallel); 1 (the default for now): this one alone.",
 )
-def normalize(inputs: tuple[str, ...], out: Path, workers: int | None) -> None:
-    """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages."""
+@quiet_and_progress
+def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bool, progress: bool | None) -> None:
+    """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages;
+    print a one-line JSON summary."""
     from chatetl.readers.parallel import read_into, resolve_workers
 
     report = ReadReport()
     (out / "conversations").mkdir(parents=True, exist_ok=True)
     (out / "messages").mkdir(parents=True, exist_ok=True)
     n = resolve_workers(workers, _local_bytes(inputs))
-    with TableWriter(out / "conversations" / "part-0.parquet", out / "messages" / "part-0.parquet") as writer:
-        if n == 1:
-            for conv in iter_inputs(inputs, report):
-                writer.add(conv)
-        else:
-            read_into(writer, iter_leaves(inputs, report), report, n)
-    for err in report.errors:
-        click.echo(f"error: {err}", err=True)
+    meter = input_meter(inputs, progress, quiet, "normalize")
+    with TableWriter(out / "conversations" / "part-0.parquet", out / "messages" / "part-0.parquet") as writer, meter:
+        meter.count_with(lambda: writer.conversations)
+        read_into(writer, meter.leaves(iter_leaves(inputs, report)), report, n)
+    report_errors(report.errors, quiet)
     summary = {"files": report.files, "conversations": writer.conversations, "messages": writer.messages, "errors": len(report.errors)}
     if report.skipped:
         summary["skipped"] = dict(report.skipped)
     if report.drift:
         summary["drift"] = dict(report.drift)
     click.echo(json.dumps(summary, sort_keys=True))
-    sys.exit(1 if report.errors else 0)
+    sys.exit(INPUT_ERRORS if report.errors else OK)

@@ -4,22 +4,28 @@ Every conversation has a small manifest at `exports/_conversations/<sha256(key)[
 listing its state version and its files per format. Publishing a conversation:
 
 - when the bucket already holds a newer state of it (an older upload processed later, a
-  backfill), nothing is written: exports never regress;
+  backfill), nothing is written: exports never regress. "Newer" is model.state_order (update
+  time, then format, then state hash, all kept in the manifest), the graph's, so two states of one
+  time give the same winner whichever is published first;
 - otherwise its files are written (a file whose bytes are unchanged is skipped, so a rerun
   writes nothing), and the files of the formats just written that the manifest lists but
   this state no longer has (the title changed, a branch went away) are deleted; files of
   formats not written this time are left alone.
+
+`retract_conversation` removes a conversation's files and manifest (no upload holds it any more,
+or another upload's state is to be published in its place: chatetl.retractions).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from chatetl.exports.files import ExportFile
 from chatetl.layout import EXPORTS_PREFIX, export_manifest_key, export_prefix
-from chatetl.model import Conversation, state_version
+from chatetl.model import Conversation, order_of, state_hash, state_order, state_version
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
 
@@ -44,9 +50,9 @@ def read_manifest(store: ObjectStore, conversation_key: str) -> dict[str, Any] |
 
 def publish_conversation(store: ObjectStore, conv: Conversation, files: list[ExportFile], formats: Iterable[str]) -> PublishResult:
     result = PublishResult()
-    version = state_version(conv)
+    version, digest = state_version(conv), state_hash(conv)
     old = read_manifest(store, conv.key)
-    if old is not None and float(old.get("state_version", 0.0)) > version:
+    if old is not None and _stored_order(old) > state_order(conv, digest):
         result.skipped_older = True
         return result
     formats = list(formats)
@@ -63,7 +69,33 @@ def publish_conversation(store: ObjectStore, conv: Conversation, files: list[Exp
                 result.deleted.append(key)
     merged = {fmt: sorted(keys) for fmt, keys in old_files.items() if fmt not in new}
     merged.update({fmt: sorted(keys) for fmt, keys in new.items() if keys})
-    manifest = {"key": conv.key, "state_version": version, "files": dict(sorted(merged.items()))}
+    manifest = {"key": conv.key, "state_version": version, "state_source": conv.source.value, "state_hash": digest,
+                "files": dict(sorted(merged.items()))}
     data = (json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8", "replace")
     put_bytes_if_changed(store, export_manifest_key(conv.key), data, "application/json")
     return result
+
+
+def _stored_order(manifest: dict[str, Any]) -> tuple:
+    """A manifest's state in model.state_order (one written before it kept source and hash: its time alone,
+    so any state of that time may replace it)."""
+    version = float(manifest.get("state_version", 0.0))
+    if not manifest.get("state_hash"):
+        return (version, -1, "")
+    return order_of(version, manifest.get("state_source"), str(manifest["state_hash"]))
+
+
+def retract_conversation(store: ObjectStore, conversation_key: str) -> list[str]:
+    """Delete every file the conversation's manifest lists, then the manifest; the keys deleted."""
+    manifest = read_manifest(store, conversation_key)
+    deleted: list[str] = []
+    for fmt, keys in ((manifest or {}).get("files") or {}).items():
+        for key in keys:
+            if key.startswith(export_prefix(fmt)) and store.head(key) is not None:
+                store.delete(key)
+                deleted.append(key)
+    key = export_manifest_key(conversation_key)
+    if store.head(key) is not None:
+        store.delete(key)
+        deleted.append(key)
+    return deleted

@@ -2,14 +2,17 @@
 
 Per conversation (one file each, `exports/<format>/<name>.<ext>` in the bucket):
 `chat-export-json`, `sharegpt`, `md`, `md-frontmatter`, `yaml`, `html`. Per partition (or per
-CLI run): `sharegpt-jsonl`, one training file across all conversations.
+CLI run): `sharegpt-jsonl`, one training file across all conversations. For the whole bucket
+(or per CLI run): `archive`, one page listing every conversation and linking to its `html`
+file, so choosing `archive` chooses `html` too (`chatetl.exports.archive`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable
 
+from chatetl.exports.archive import ARCHIVE
 from chatetl.exports.chat_export_json import to_chat_export_json
 from chatetl.exports.html import to_html
 from chatetl.exports.markdown import to_markdown
@@ -39,7 +42,7 @@ PER_CONVERSATION: dict[str, FileFormat] = {
     )
 }
 TRAINING = "sharegpt-jsonl"
-ALL_FORMATS: tuple[str, ...] = (*PER_CONVERSATION, TRAINING)
+ALL_FORMATS: tuple[str, ...] = (*PER_CONVERSATION, TRAINING, ARCHIVE)
 READABLE = ("chat-export-json", "sharegpt", "md", "yaml", TRAINING)  # what chatetl's readers read back
 
 
@@ -56,4 +59,12 @@ def parse_formats(values: str | list[str] | tuple[str, ...] | None, default: tup
     unknown = [n for n in names if n not in ALL_FORMATS]
     if unknown:
         raise ValueError(f"unknown export format(s): {', '.join(unknown)} (known: {', '.join(ALL_FORMATS)}, all)")
-    return tuple(n for n in ALL_FORMATS if n in names)
+    return with_needed(names)
+
+
+def with_needed(names: Iterable[str]) -> tuple[str, ...]:
+    """Known format names in registry order, with the formats they need (`archive` links to `html` files)."""
+    chosen = set(names)
+    if ARCHIVE in chosen:
+        chosen.add("html")
+    return tuple(n for n in ALL_FORMATS if n in chosen)

@@ -4,26 +4,57 @@
     exports/sharegpt-jsonl/sharegpt-<day>.jsonl               the partition's ShareGPT training file
     exports/zip/chats-<day>.zip                               the partition's bundle of the chosen formats
     exports/_conversations/<hash>.json                        per conversation: its state and files
+    exports/_archive/date=<day>.json, exports/archive/index.html   the archive's rows, its page (`archive`)
 
 Per-conversation files follow newest-wins across partitions (see `bucket`); the training
-file and the zip hold each conversation of the partition once, in its newest state within
-the partition. A rerun writes no byte that is already there.
+file, the zip and the archive rows hold each conversation of the partition once, and only in the
+state its manifest holds (model.state_order, across partitions): a conversation whose newer
+state another partition published is left out, never shown older. `write_day_exports` first applies
+the day's retractions (chatetl.retractions): the files of a conversation no upload holds go, and
+the partitions still holding one are exported again, their state published as the winner. The archive page covers the whole bucket: each partition writes its rows, and the
+page is rebuilt from every partition's (`archive.write_archive`). A rerun writes no byte that is
+already there.
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from chatetl.exports.bucket import publish_conversation
-from chatetl.exports.files import conversation_files, temporary_collector, training_lines
-from chatetl.exports.formats import ALL_FORMATS, PER_CONVERSATION, TRAINING, parse_formats
+from chatetl.exports.archive import (
+    ARCHIVE,
+    NewestEntries,
+    archive_entry,
+    render_archive,
+    write_archive,
+    write_day_rows,
+)
+from chatetl.exports.bucket import publish_conversation, retract_conversation
+from chatetl.exports.files import (
+    conversation_files,
+    temporary_collector,
+    training_lines,
+)
+from chatetl.exports.formats import (
+    ALL_FORMATS,
+    PER_CONVERSATION,
+    TRAINING,
+    parse_formats,
+    with_needed,
+)
 from chatetl.layout import bundle_key, export_prefix, training_key
 from chatetl.model import Conversation
+from chatetl.retractions import (
+    holder_days,
+    holders,
+    mark_applied,
+    pending,
+    retracted_keys,
+)
 from chatetl.selection import VISIBLE, ContentOptions
 from chatetl.settings import SettingError, Settings
 from chatetl.storage import ObjectStore, put_if_changed
@@ -41,8 +72,16 @@ class ExportPlan(BaseModel):
     formats: tuple[str, ...] = ALL_FORMATS
     bundle_formats: tuple[str, ...] = DEFAULT_BUNDLE
 
+    @field_validator("formats", "bundle_formats")
     @classmethod
-    def from_settings(cls, settings: Settings) -> "ExportPlan":
+    def _known_with_needed(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [n for n in value if n not in ALL_FORMATS]
+        if unknown:
+            raise ValueError(f"unknown export format(s): {', '.join(unknown)}")
+        return with_needed(value)  # archive brings html
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ExportPlan:
         """`CHATETL_EXPORT_FORMATS` (default all) and `CHATETL_EXPORT_ZIP_FORMATS` (default chat-export-json,md,html;
         `none` for no zip); an unknown format name is an error naming the variable."""
         try:
@@ -57,7 +96,7 @@ class ExportPlan(BaseModel):
         return cls(formats=formats, bundle_formats=bundle)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ExportPlan":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ExportPlan:
         return cls.from_settings(Settings.from_env(environ))
 
     @property
@@ -86,6 +125,10 @@ class ExportsResult(Tally):
     bundle_key: str | None = None
     bundle_files: int = 0
     preview_key: str | None = None
+    archive_key: str | None = None  # the bucket's archive page, when rebuilt by this call
+    archive_rows_key: str | None = None  # the partition's rows for it
+    retracted: int = 0  # conversations whose files a retraction removed (chatetl.retractions)
+    days_rewritten: list[str] = field(default_factory=list)  # other partitions exported again for a retraction
 
     @property
     def items(self) -> int:
@@ -102,14 +145,19 @@ def write_partition_exports(
     uploads: Iterable[tuple[str, Iterator[tuple[Conversation, str | None]]]] | None = None,
     plan: ExportPlan | None = None,
     content: ContentOptions = VISIBLE,
+    archive_page: bool = True,
 ) -> ExportsResult:
     """Every conversation of the partition (`uploads`: its normalized uploads, read from the
-    bucket when not given) in every chosen format, the training file and the zip."""
+    bucket when not given) in every chosen format, the training file and the zip; with `archive`,
+    the partition's rows and (unless `archive_page` is False: a run over several days rebuilds it
+    once, `write_archive`) the bucket's archive page."""
     plan = plan or ExportPlan()
     if uploads is None:
         uploads = iter_partition(store, day)
     result = ExportsResult(files={f: 0 for f in plan.formats})
     want_training = TRAINING in plan.formats or TRAINING in plan.bundle_formats
+    want_archive = ARCHIVE in plan.formats or ARCHIVE in plan.bundle_formats
+    rows = NewestEntries()
     with temporary_collector(plan.bundle_formats) as collector:
         for _uid, convs in uploads:
             for conv, _ in convs:
@@ -122,15 +170,26 @@ def write_partition_exports(
                 written_files = [f for f in files if f.format in plan.formats]
                 published = publish_conversation(store, conv, written_files, plan.file_formats)
                 result.skipped_older += published.skipped_older
-                if not published.skipped_older:
-                    for f in written_files:
-                        result.files[f.format] += 1
+                if published.skipped_older:
+                    continue  # another partition holds a newer state: not in this one's zip, training file, rows
+                for f in written_files:
+                    result.files[f.format] += 1
                 result.written += published.written
                 result.unchanged += published.unchanged
                 result.deleted += published.deleted
                 if result.preview_key is None:
                     result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(export_prefix("md"))), None)
                 collector.add(conv, files, lines)
+                if want_archive:
+                    rows.add(archive_entry(conv, next((f.path for f in files if f.format == "html"), None)))
+        if ARCHIVE in plan.formats:
+            result.archive_rows_key, changed = write_day_rows(store, day, rows.entries())
+            (result.written if changed else result.unchanged).append(result.archive_rows_key)
+            if archive_page:
+                page = write_archive(store)
+                result.archive_key = page.key
+                result.files[ARCHIVE] = 1
+                (result.written if page.written else result.unchanged).append(page.key)
         with tempfile.TemporaryDirectory(prefix="chatetl-partition-") as tmp:
             training_path = Path(tmp, "sharegpt.jsonl")
             records = collector.write_training(training_path) if want_training else 0
@@ -146,7 +205,42 @@ def write_partition_exports(
             if plan.bundle_formats:
                 zip_path = Path(tmp, "bundle.zip")
                 extra = [(f"{TRAINING}/sharegpt-{day}.jsonl", training_path)] if TRAINING in plan.bundle_formats and records else []
+                if ARCHIVE in plan.bundle_formats:  # the day's own page, linking into the zip's html/
+                    day_page = Path(tmp, "archive.html")
+                    day_page.write_bytes(render_archive(rows.entries(), title=f"Chats of {day}").encode("utf-8", "replace"))
+                    extra.append((f"{ARCHIVE}/index.html", day_page))
                 result.bundle_files = collector.write_zip(zip_path, extra)
                 result.bundle_key = bundle_key(day)
                 _put(store, result.bundle_key, zip_path, "application/zip", result)
+    return result
+
+
+def write_day_exports(
+    store: ObjectStore,
+    day: str,
+    plan: ExportPlan | None = None,
+    content: ContentOptions = VISIBLE,
+    archive_page: bool = True,
+) -> ExportsResult:
+    """The day's retractions applied, then the partition's exports (`write_partition_exports`), then those of
+    the partitions that still hold a retracted conversation (their state is published in its place)."""
+    records = pending(store, day, "exports")
+    keys = retracted_keys(records)
+    deleted: list[str] = []
+    redo: set[str] = set()
+    if keys:
+        redo = holder_days(holders(store, keys)) - {day}
+        for key in sorted(keys):
+            deleted += retract_conversation(store, key)
+    result = write_partition_exports(store, day, plan=plan, content=content, archive_page=archive_page and not redo)
+    for other in sorted(redo):
+        result.add(write_partition_exports(store, other, plan=plan, content=content, archive_page=False))
+    if redo and archive_page and ARCHIVE in (plan or ExportPlan()).formats:
+        page = write_archive(store)
+        result.archive_key = page.key
+        (result.written if page.written else result.unchanged).append(page.key)
+    result.retracted = len(keys)
+    result.days_rewritten = sorted(redo)
+    result.deleted = deleted + result.deleted
+    mark_applied(store, records, "exports")
     return result

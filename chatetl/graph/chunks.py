@@ -1,15 +1,28 @@
 """Chunks in Neo4j: `(:Document)-[:HAS_CHUNK]->(:Chunk)`, `(:Chunk)-[:NEXT]->(:Chunk)` in order,
-a full-text index `chunk_text` on `Chunk.text` (`search_chunks`), and (optional) a vector index
-`chunk_embedding` on `Chunk.embedding` once embeddings exist (`similar_chunks`).
+a full-text index `chunk_text` on `Chunk.text` (`search_chunks`), and a vector index
+`chunk_embedding` on `Chunk.embedding` (cosine, the model's dimensions) once embeddings exist
+(`similar_chunks`).
+
+A chunk's vector is written in the same batch as the chunk, through
+`db.create.setNodeVectorProperty` (Neo4j 5.26: a float32 array, half the size of a `SET` list;
+the vector index reads both). `Chunk.text_sha256` (range index) and `Chunk.embedding_model`
+say what a vector was computed from, so a later load finds an unchanged text's vector
+(`stored_embeddings`) instead of computing it again. When the model's dimensions change, the
+vector index is rebuilt for the new size.
+
+`chunk_matches` is the retrieval half of hybrid search (chatetl.search): the nearest chunks of
+one index, filtered by platform, dates, role and model, with their Document and Conversation.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from chatetl.graph.connection import run_read, run_write, write_session
 from chatetl.tally import Tally
@@ -30,31 +43,53 @@ TextEmbedder = Callable[[list[str]], Sequence[Sequence[float]]]
 
 FULLTEXT_INDEX = "chunk_text"
 VECTOR_INDEX = "chunk_embedding"
+TEXT_HASH_INDEX = "chunk_text_sha256"
 
 
 SCHEMA = (
     "CREATE CONSTRAINT chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE",
     f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text]",
+    f"CREATE INDEX {TEXT_HASH_INDEX} IF NOT EXISTS FOR (c:Chunk) ON (c.text_sha256)",
 )
 
 
+def vector_index_statement(dimensions: int) -> str:
+    dims = int(dimensions)
+    return (
+        f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (c:Chunk) ON c.embedding "
+        f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
+    )
+
+
 def ensure_chunk_schema(driver: Any, database: str | None = None, dimensions: int | None = None) -> None:
-    """The Chunk constraint and full-text index (and the vector index once vectors exist), online before use."""
-    records = run_read(driver, database, "SHOW INDEXES YIELD name RETURN collect(name) AS names")
-    existing = set(records[0]["names"]) if records else set()
-    wanted = {"chunk_id": SCHEMA[0], FULLTEXT_INDEX: SCHEMA[1]}
+    """The Chunk constraint, full-text and text-hash indexes (and the vector index of `dimensions`
+    once vectors exist; one of another size is rebuilt), online before use."""
+    records = run_read(driver, database, "SHOW INDEXES YIELD name, options RETURN name, options")
+    existing = {r["name"]: r["options"] or {} for r in records}
+    wanted = {"chunk_id": SCHEMA[0], FULLTEXT_INDEX: SCHEMA[1], TEXT_HASH_INDEX: SCHEMA[2]}
+    stale = False
     if dimensions:
-        dims = int(dimensions)
-        wanted[VECTOR_INDEX] = (
-            f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (c:Chunk) ON c.embedding "
-            f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dims}, `vector.similarity_function`: 'cosine'}}}}"
-        )
-    missing = [stmt for name, stmt in wanted.items() if name not in existing]
+        wanted[VECTOR_INDEX] = vector_index_statement(dimensions)
+        current = (existing.get(VECTOR_INDEX) or {}).get("indexConfig", {}).get("vector.dimensions")
+        stale = VECTOR_INDEX in existing and current != int(dimensions)
+    missing = [stmt for name, stmt in wanted.items() if name not in existing or (stale and name == VECTOR_INDEX)]
     if missing:
         with write_session(driver, database) as session:
+            if stale:  # vectors of another model: the index is rebuilt for the new size
+                session.run(f"DROP INDEX {VECTOR_INDEX} IF EXISTS").consume()
             for stmt in missing:
                 session.run(stmt).consume()
             session.run("CALL db.awaitIndexes(300)").consume()
+
+
+def chunk_indexes(driver: Any, database: str | None = None) -> dict[str, Any]:
+    """What search can use: `fulltext` (the full-text index exists) and `vector_dimensions` (the
+    vector index's size; None when there is none, e.g. no embeddings loaded yet)."""
+    records = run_read(driver, database, "SHOW INDEXES YIELD name, options WHERE name IN $names RETURN name, options",
+                       names=[FULLTEXT_INDEX, VECTOR_INDEX])
+    found = {r["name"]: r["options"] or {} for r in records}
+    dims = found.get(VECTOR_INDEX, {}).get("indexConfig", {}).get("vector.dimensions") if VECTOR_INDEX in found else None
+    return {"fulltext": FULLTEXT_INDEX in found, "vector_dimensions": dims}
 
 
 _CURRENT_DOCUMENTS = """
@@ -80,10 +115,15 @@ RETURN count(*) AS deleted
 
 _UPSERT_CHUNKS = """
 UNWIND $rows AS row
-MATCH (d:Document {key: row.document_key})
-MERGE (c:Chunk {id: row.id})
-SET c = row
+MATCH (d:Document {key: row.props.document_key})
+MERGE (c:Chunk {id: row.props.id})
+SET c = row.props
 MERGE (d)-[:HAS_CHUNK]->(c)
+WITH c, row
+CALL (c, row) {
+  WITH c, row WHERE row.embedding IS NOT NULL
+  CALL db.create.setNodeVectorProperty(c, 'embedding', row.embedding)
+}
 RETURN count(c) AS written
 """
 
@@ -116,6 +156,11 @@ def chunks_digest(chunks: list[ChunkRow]) -> str:
         h.update(json.dumps(c.graph_row(), sort_keys=True, ensure_ascii=False).encode("utf-8", "replace"))
         h.update(b"\n")
     return h.hexdigest()
+
+
+def _upsert_row(chunk: ChunkRow) -> dict[str, Any]:
+    props = chunk.graph_row()
+    return {"props": {k: v for k, v in props.items() if k != "embedding"}, "embedding": props.get("embedding")}
 
 
 def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_digests: dict[str, str], database: str | None = None, batch: int = 1000) -> ChunkLoadSummary:
@@ -166,8 +211,8 @@ def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_d
 
     for k in keys:
         chunks = chunks_by_doc[k]
-        rows.extend(c.graph_row() for c in chunks)
-        pairs.extend([a.id, b.id] for a, b in zip(chunks, chunks[1:]))
+        rows.extend(_upsert_row(c) for c in chunks)
+        pairs.extend([a.id, b.id] for a, b in itertools.pairwise(chunks))
         summary.documents += 1
         if len(rows) >= batch:
             flush()
@@ -184,6 +229,28 @@ _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 def lucene_escape(text: str) -> str:
     """A user's words as a literal Lucene query (no operators, no syntax errors)."""
     return _LUCENE_SPECIAL.sub(r"\\\1", text)
+
+
+_STORED_EMBEDDINGS = """
+UNWIND $hashes AS h
+CALL (h) {
+  MATCH (c:Chunk {text_sha256: h})
+  WHERE c.embedding_model = $model AND c.embedding IS NOT NULL
+  RETURN c.embedding AS embedding
+  LIMIT 1
+}
+RETURN h, embedding
+"""
+
+
+def stored_embeddings(driver: Any, model: str, hashes: Sequence[str], database: str | None = None, batch: int = 2000) -> dict[str, list[float]]:
+    """The vectors the graph already holds for these text hashes, computed by `model`: what a load need not embed again."""
+    out: dict[str, list[float]] = {}
+    hashes = list(dict.fromkeys(hashes))
+    for i in range(0, len(hashes), batch):
+        for r in run_read(driver, database, _STORED_EMBEDDINGS, hashes=hashes[i:i + batch], model=model):
+            out[r["h"]] = r["embedding"]
+    return out
 
 
 _SEARCH = f"""
@@ -218,3 +285,56 @@ def similar_chunks(driver: Any, text: str, embedder: TextEmbedder, k: int = 5, d
     """Nearest chunks to a text through the vector index (only where an embedder is configured)."""
     vector = [float(x) for x in embedder([text])[0]]
     return run_read(driver, database, _VECTOR_SEARCH, k=int(k), vector=vector)
+
+
+# The filters of chunk_matches, applied to the candidates an index returns (Neo4j 5.26's
+# indexes cannot filter inside the index): a chunk's messages are its Document key + ':' + id.
+_FILTERED = """
+MATCH (d:Document)-[:HAS_CHUNK]->(node)
+OPTIONAL MATCH (c:Conversation)-[:HAS_DOCUMENT]->(d)
+WITH node, score, d, c, [id IN node.message_ids | d.key + ':' + id] AS message_keys
+WHERE ($platform IS NULL OR d.source = $platform)
+  AND ($since IS NULL OR coalesce(d.updated_at, d.created_at) >= $since)
+  AND ($until IS NULL OR d.created_at < $until)
+  AND ($role IS NULL OR EXISTS { MATCH (m:Message) WHERE m.key IN message_keys AND m.role = $role })
+  AND ($model IS NULL OR toLower(coalesce(c.model_slug, '')) STARTS WITH $model
+       OR EXISTS { MATCH (m:Message) WHERE m.key IN message_keys AND toLower(m.model_slug) STARTS WITH $model })
+RETURN node.id AS chunk_id, node.text AS text, node.position AS position, node.char_start AS char_start,
+       node.char_end AS char_end, node.message_ids AS message_ids, score,
+       d.key AS document_key, d.title AS title, d.source AS platform, d.created_at AS created_at,
+       d.updated_at AS updated_at, d.message_count AS message_count,
+       c.conversation_id AS conversation_id, c.name AS conversation, c.url AS url, c.model_slug AS model
+ORDER BY score DESC, chunk_id
+LIMIT $limit
+"""
+
+_TEXT_MATCHES = f"CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', $query, {{limit: $pool}}) YIELD node, score" + _FILTERED
+_VECTOR_MATCHES = f"CALL db.index.vector.queryNodes('{VECTOR_INDEX}', $pool, $vector) YIELD node, score" + _FILTERED
+FILTERS = ("platform", "since", "until", "role", "model")
+
+
+def chunk_matches(
+    driver: Any,
+    *,
+    query: str | None = None,
+    vector: Sequence[float] | None = None,
+    limit: int = 10,
+    pool: int = 100,
+    filters: dict[str, Any] | None = None,
+    database: str | None = None,
+) -> list[dict[str, Any]]:
+    """The best chunks of one index: the full-text index for `query` (Lucene syntax: escape a
+    user's words with `lucene_escape`), or the vector index for `vector`. The `pool` nearest are
+    filtered (`filters`: platform, since and until as ISO dates or times (until exclusive), role,
+    model as a lower-case prefix; None: any) and the first `limit` returned, best first, each with
+    its Document and Conversation. The index must exist (`chunk_indexes` says which do)."""
+    if (query is None) == (vector is None):
+        raise ValueError("chunk_matches: give either a query or a vector")
+    params = {name: None for name in FILTERS}
+    for name, value in (filters or {}).items():
+        if name not in params:
+            raise ValueError(f"unknown filter {name!r}: expected one of {', '.join(FILTERS)}")
+        params[name] = value
+    if query is not None:
+        return run_read(driver, database, _TEXT_MATCHES, query=query, pool=int(pool), limit=int(limit), **params)
+    return run_read(driver, database, _VECTOR_MATCHES, vector=[float(x) for x in vector or ()], pool=int(pool), limit=int(limit), **params)

@@ -8,16 +8,33 @@ planner hints) do not fill the logs, and not for "unrecognized" ones (a fresh da
 know the property keys the loader reads before it first writes them). The loader's queries
 raise no other warnings (deprecations included: subqueries use the `CALL (x) { ... }` form),
 a test holds it so.
+
+`run_counted` runs one statement and reports the updates the server counted (what every
+load's `graph_updates` adds up); `write_measured` runs one write transaction and reports the
+memory the server held for it, and raises TransactionTooBig at once where the server refuses
+one for its size (`out_of_memory`: Neo4j reports those as transient, so a managed transaction
+would retry the same oversized write for `max_transaction_retry_time` and fail again).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 from chatetl.settings import Settings
 
 NOTIFICATIONS_MIN_SEVERITY = "WARNING"
 NOTIFICATIONS_DISABLED_CLASSIFICATIONS = ["UNRECOGNIZED"]
+
+# what the server counts as an update: nodes, relationships, labels and properties written or deleted
+UPDATE_COUNTERS = ("nodes_created", "nodes_deleted", "relationships_created", "relationships_deleted", "properties_set",
+                   "labels_added", "labels_removed")
+
+# the status codes of a transaction too big for the server's memory limits (GQL 51N72, 51N73):
+# `dbms.memory.transaction.total.max` (70% of the heap by default), `db.memory.transaction.max`
+OUT_OF_MEMORY_CODES = ("Neo.TransientError.General.MemoryPoolOutOfMemoryError", "Neo.TransientError.General.TransactionMemoryLimit",
+                       "Neo.ClientError.General.TransactionOutOfMemoryError")
 
 
 def neo4j_settings(settings: Settings | None = None) -> dict[str, str]:
@@ -66,3 +83,54 @@ def run_read(driver: Any, database: str | None, cypher: str, **params: Any) -> l
     """One read transaction, same session policy."""
     with write_session(driver, database) as session:
         return session.execute_read(lambda tx: tx.run(cypher, params).data())
+
+
+def run_counted(tx: Any, cypher: str, params: dict[str, Any]) -> tuple[list[Any], int]:
+    """Run one statement in `tx`: its records and the updates the server counted."""
+    result = tx.run(cypher, params)
+    records = list(result)
+    counters = result.consume().counters
+    return records, sum(getattr(counters, name) for name in UPDATE_COUNTERS)
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) is the server refusing a transaction for the memory it needs."""
+    while exc is not None:
+        code = getattr(exc, "code", None) or ""
+        if code in OUT_OF_MEMORY_CODES or "OutOfMemory" in code or "MemoryLimit" in code:
+            return True
+        exc = exc.__cause__  # type: ignore[assignment]
+    return False
+
+
+class TransactionTooBig(Exception):
+    """The server refused a transaction for the memory it needs (the cause is its error)."""
+
+
+_OWN_TRANSACTION = """
+SHOW TRANSACTIONS YIELD metaData, estimatedUsedHeapMemory
+WHERE metaData.chatetl_transaction = $tag
+RETURN estimatedUsedHeapMemory AS bytes
+"""
+
+
+def write_measured(session: Any, work: Callable[..., Any], *args: Any) -> tuple[Any, int]:
+    """`work(tx, *args)` in one managed write transaction (retried on transient errors): its result, and the heap the
+    server estimates the transaction held just before it committed (its own row of `SHOW TRANSACTIONS`, found by
+    its metadata: the memory `dbms.memory.transaction.total.max` limits). Where the server refuses the transaction
+    for its size, TransactionTooBig, at once: Neo4j reports that as transient, so a managed transaction would retry
+    the same write (for `max_transaction_retry_time`, 30 s by default, each try as slow as the first)."""
+    tag = uuid.uuid4().hex
+
+    def measured(tx: Any) -> tuple[Any, int]:
+        try:
+            result = work(tx, *args)
+            rows = tx.run(_OWN_TRANSACTION, tag=tag).data()
+        except Exception as exc:
+            if out_of_memory(exc):
+                raise TransactionTooBig(str(exc)) from exc
+            raise
+        return result, (rows[0]["bytes"] or 0) if rows else 0
+
+    measured.metadata = {"chatetl_transaction": tag}  # type: ignore[attr-defined]  (what execute_write sends with it)
+    return session.execute_write(measured)

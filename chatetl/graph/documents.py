@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from chatetl.graph.connection import write_session
 from chatetl.graph.schema import ensure_schema
@@ -26,6 +27,26 @@ WHERE any(k IN keys(row) WHERE coalesce(d[k] <> row[k], (d[k] IS NULL) <> (row[k
 SET d += row
 RETURN count(d) AS written
 """
+
+
+# the Documents whose Conversation holds another state: left out of the rag/ files (model.state_order)
+_SUPERSEDED = """
+UNWIND $rows AS row
+MATCH (c:Conversation {key: row.key})
+WHERE c.state_version IS NOT NULL
+  AND NOT (c.state_version = row.state_version AND c.state_source = row.arrived_via AND c.state_hash = row.state_hash)
+RETURN row.key AS key
+"""
+
+
+def superseded_documents(driver: Any, docs: list[dict[str, Any]], database: str | None = None) -> set[str]:
+    """Keys of the Documents (their properties) whose Conversation in the graph holds another state."""
+    if not docs:
+        return set()
+    rows = [{k: d[k] for k in ("key", "state_version", "arrived_via", "state_hash")} for d in docs]
+    with write_session(driver, database) as session:
+        records = session.execute_read(lambda tx: tx.run(_SUPERSEDED, rows=rows).data())
+    return {r["key"] for r in records}
 
 
 def load_documents(driver: Any, docs: Iterable[dict[str, Any]], database: str | None = None, batch: int = 500) -> int:

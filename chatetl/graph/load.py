@@ -5,6 +5,19 @@ never split; two states of one conversation never share a batch) and each batch 
 one managed transaction (retried on transient errors such as deadlocks), by a handful of
 UNWIND statements: no per-row round trips. A batch commits whole or not at all, so a load
 that is interrupted (process killed, server restarted) and run again ends in the same graph.
+A conversation of more than `stage_messages` messages is a batch of its own and is written in
+steps instead, staged then swapped in (chatetl.graph.staging: bounded transactions, the same
+rules, the same guarantee: a rerun goes on from the last committed step). Every write
+transaction reports the memory the server held for it (`largest_transaction_bytes`).
+
+One conversation fails alone: a batch that fails for a conversation's sake (a value the server
+or the driver refuses, e.g. an id longer than an index key may be; or a transaction too big for
+the server's memory, which Neo4j reports as transient: it is not retried, it would fail again)
+is split in halves and written again, each half whole or not at all, until that conversation
+fails alone; it is counted (`conversations_failed`) and described (`failures`: key, file,
+the server's words), the rest of the load is written, and the next run tries it again (alone:
+the others are unchanged). What is not about one conversation (the connection, the server's
+state, a refused login, a statement of chatetl's own) fails the load as before.
 
 Per conversation (key `{platform}:{conversation_id}`: the same chat arriving as a ChatGPT
 account export, a chat-export file and a REX record is one node):
@@ -39,17 +52,27 @@ account export, a chat-export file and a REX record is one node):
 Per batch: the check; one statement for created conversations and one per ~5,000 of their
 messages; for replaced states the locked upsert, one deleting their old messages and the
 created messages' statements; two or three for traces. Unchanged and older states cost only
-the check.
+the check. A conversation being swapped in, in steps, by another (or a stopped) load
+(`swapping_in` on its node) has that swap finished first.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
-from chatetl.graph.connection import write_session
+from chatetl.graph.connection import (
+    TransactionTooBig,
+    out_of_memory,
+    run_counted,
+    write_measured,
+    write_session,
+)
 from chatetl.graph.properties import (
     MESSAGE_PROPERTIES,
     conversation_graph_row,
@@ -60,13 +83,32 @@ from chatetl.graph.properties import (
     next_ids,
 )
 from chatetl.graph.schema import ensure_schema
+from chatetl.graph.staging import (
+    StagePlan,
+    begin_swap,
+    complete_stage,
+    delete_garbage,
+    drop_stages,
+    has_garbage,
+    pending_stages,
+    stage_key,
+    stage_plan,
+    stage_step,
+    swap_step,
+)
 from chatetl.graph.traces import trace_for
 from chatetl.model import SOURCE_FIDELITY, Conversation, state_batches
 from chatetl.storage import ObjectStore
 from chatetl.tables import iter_partition
-from chatetl.tally import Tally
+from chatetl.tally import Tally, capped, summed_by
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_MESSAGES = 5000
+DEFAULT_STAGE_MESSAGES = 5000  # a conversation of more messages is written in steps of this many (chatetl.graph.staging)
+DEFAULT_SWAP_MESSAGES = 20000  # ... and swapped in this many per transaction (labels and links only: ~3.5 KB a message)
+FAILURES_LISTED = 100  # LoadSummary.failures keeps the first 100 (conversations_failed counts them all)
+STAGE_ATTEMPTS = 3  # a swap that finds its stage discarded (by a concurrent load) stages again, this many times at most
 
 
 @dataclass
@@ -75,26 +117,35 @@ class LoadSummary(Tally):
     conversations_updated: int = 0
     conversations_unchanged: int = 0
     conversations_skipped: int = 0  # an older state (or a poorer one of the same time): recorded as a source only
+    conversations_failed: int = 0  # refused by the server (or the driver) even written alone: see `failures`
+    conversations_staged: int = 0  # written in steps (more messages than `stage_messages`, chatetl.graph.staging)
     messages_written: int = 0
     messages_removed: int = 0
     traces_written: int = 0
     trace_steps_written: int = 0
     traces_removed: int = 0
     graph_updates: int = 0  # what the server reported: nodes, relationships, labels and properties written or deleted
+    # the heap the server held for the largest write transaction, just before it committed (chatetl.graph.connection)
+    largest_transaction_bytes: int = summed_by(max, default=0)
+    failures: list[str] = summed_by(capped(FAILURES_LISTED), default_factory=list)  # noqa: RUF009 - "key (file): why", the first ones
 
     def to_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """The counts (`failures` apart: a list)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "failures"}
 
 
-_COUNTERS = ("nodes_created", "nodes_deleted", "relationships_created", "relationships_deleted", "properties_set",
-             "labels_added", "labels_removed")
+class _SwapInProgress(Exception):
+    """Conversations being swapped in, in steps (chatetl.graph.staging): their swaps are finished before they are
+    written (the transaction that found them is rolled back). `args[0]`: the stages' keys."""
+
 
 # read-only: what decides whether a state wins (no lock: a state that must be written is decided again under the lock)
 _CHECK_CONVERSATIONS = """
 UNWIND $keys AS key
 MATCH (c:Conversation {key: key})
 RETURN key, c.state_version AS version, c.state_hash AS hash, c.state_source AS state_source, c.state_file AS state_file,
-       coalesce(c.deep, false) AS deep, coalesce(c.sources, []) AS sources, coalesce(c.source_files, []) AS source_files
+       coalesce(c.deep, false) AS deep, coalesce(c.sources, []) AS sources, coalesce(c.source_files, []) AS source_files,
+       c.swapping_in AS swapping_in
 """
 
 # conversations that had no node: CREATEd (a concurrent load creating the same one fails on the key constraint,
@@ -109,7 +160,8 @@ OPTIONAL MATCH (d:Document {key: row.key})
 FOREACH (_ IN CASE WHEN d IS NULL THEN [] ELSE [1] END | CREATE (c)-[:HAS_DOCUMENT]->(d))
 """
 
-# a node that exists: locked, its state read again and decided under the lock
+# a node that exists: locked, its state read again and decided under the lock ('busy': a state is being swapped in
+# in steps, chatetl.graph.staging; the transaction is rolled back and that swap finished first)
 _UPSERT_CONVERSATIONS = """
 UNWIND $rows AS row
 MERGE (c:Conversation {key: row.key})
@@ -118,6 +170,7 @@ WITH c, row, c.state_version AS old_version, c.state_hash AS old_hash,
      coalesce($fidelity[c.state_source], 0) AS old_rank
 WITH c, row,
      CASE
+       WHEN c.swapping_in IS NOT NULL THEN 'busy'
        WHEN old_version IS NULL THEN 'created'
        WHEN row.state_version < old_version THEN 'skipped'
        WHEN row.state_version > old_version THEN 'updated'
@@ -148,7 +201,7 @@ REMOVE c._lock
 WITH c, row, outcome
 OPTIONAL MATCH (d:Document {key: row.key})
 FOREACH (_ IN CASE WHEN d IS NOT NULL AND outcome = 'created' THEN [1] ELSE [] END | MERGE (c)-[:HAS_DOCUMENT]->(d))
-RETURN row.key AS key, outcome
+RETURN row.key AS key, outcome, c.swapping_in AS swapping_in
 """
 
 # a created conversation's messages are new (its node did not exist, and messages are only ever written with their
@@ -276,13 +329,16 @@ CALL (s) {
 }
 """
 
+# in a swap (chatetl.graph.staging) the trace is written before the staged messages become Messages
+_LINK_TRACE_STEPS_TO_STAGED = _LINK_TRACE_STEPS.replace(
+    "MATCH (m:Message {key: s.message_key})",
+    "MATCH (m:StagedMessage {key: s.message_key}) USING INDEX m:StagedMessage(key) WHERE m.stage = $token")
+
 
 def _run(tx: Any, summary: LoadSummary, query: str, **params: Any) -> list[Any]:
     """Run one statement; its records, its updates counted in `summary.graph_updates`."""
-    result = tx.run(query, params)
-    records = list(result)
-    counters = result.consume().counters
-    summary.graph_updates += sum(getattr(counters, name) for name in _COUNTERS)
+    records, updates = run_counted(tx, query, params)
+    summary.graph_updates += updates
     return records
 
 
@@ -404,7 +460,11 @@ def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = Fa
         _run(tx, summary, _CREATE_CONVERSATIONS, rows=sorted(to_create, key=lambda r: r["key"]))
     if to_upsert:
         to_upsert.sort(key=lambda r: r["key"])  # one lock order: fewer deadlocks
-        for rec in _run(tx, summary, _UPSERT_CONVERSATIONS, rows=to_upsert, fidelity=SOURCE_FIDELITY):
+        records = _run(tx, summary, _UPSERT_CONVERSATIONS, rows=to_upsert, fidelity=SOURCE_FIDELITY)
+        busy = [rec["swapping_in"] for rec in records if rec["outcome"] == "busy"]
+        if busy:
+            raise _SwapInProgress(busy)
+        for rec in records:
             outcomes[rec["key"]] = rec["outcome"]
     created: list[Conversation] = []
     updated: list[Conversation] = []
@@ -434,20 +494,31 @@ def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = Fa
         _replace_messages(tx, summary, replaced)
     summary.messages_written = sum(len(c.messages) for c in accepted)
 
+    _write_traces(tx, summary, accepted, replaced, deep, safe)
+    return summary
+
+
+def _write_traces(tx: Any, summary: LoadSummary, accepted: list[Conversation], replaced: list[Conversation], deep: bool,
+                  safe: bool, token: str | None = None) -> None:
+    """The DecisionTraces of the accepted states (deep mode), written over their old ones; replaced states without
+    tool use (or loaded without deep mode) lose theirs. `safe`: steps of the same keys elsewhere removed first.
+    `token`: the messages are still staged under this token (a swap's first transaction): linked there."""
     traces = [t for t in (trace_for(c) for c in accepted) if t is not None] if deep else []
     traced = {t["conversation_key"] for t in traces}
     untraced = [c.key for c in replaced if c.key not in traced]
     if untraced:
         [record] = _run(tx, summary, _REMOVE_TRACES, keys=untraced)
-        summary.traces_removed = record["removed"]
+        summary.traces_removed += record["removed"]
     if traces:
         if safe:
             _run(tx, summary, _REMOVE_STEPS, keys=[s["key"] for t in traces for s in t["steps"]])
         _run(tx, summary, _WRITE_TRACES, traces=traces)
-        _run(tx, summary, _LINK_TRACE_STEPS, ids=[t["id"] for t in traces])
-        summary.traces_written = len(traces)
-        summary.trace_steps_written = sum(len(t["steps"]) for t in traces)
-    return summary
+        if token is None:
+            _run(tx, summary, _LINK_TRACE_STEPS, ids=[t["id"] for t in traces])
+        else:
+            _run(tx, summary, _LINK_TRACE_STEPS_TO_STAGED, ids=[t["id"] for t in traces], token=token)
+        summary.traces_written += len(traces)
+        summary.trace_steps_written += sum(len(t["steps"]) for t in traces)
 
 
 def _plan(convs: list[Conversation], rows: list[dict[str, Any]], stored: dict[str, dict[str, Any]],
@@ -494,9 +565,297 @@ def _nothing_to_write(convs: list[Conversation], rows: list[dict[str, Any]], sto
     return summary
 
 
-def batches(conversations: Iterable[Conversation], max_messages: int = DEFAULT_BATCH_MESSAGES) -> Iterator[list[Conversation]]:
-    """Batches bounded by message count (see chatetl.model.state_batches)."""
-    return state_batches(conversations, max_messages, weight=lambda conv: len(conv.messages) + 1)
+def batches(conversations: Iterable[Conversation], max_messages: int = DEFAULT_BATCH_MESSAGES,
+            stage_messages: int | None = None) -> Iterator[list[Conversation]]:
+    """Batches bounded by message count (see chatetl.model.state_batches); with `stage_messages`, a conversation of
+    more messages is a batch of its own (it is staged: chatetl.graph.staging)."""
+    for batch in state_batches(conversations, max_messages, weight=lambda conv: len(conv.messages) + 1):
+        if stage_messages is None or all(len(c.messages) <= stage_messages for c in batch):
+            yield batch
+            continue
+        part: list[Conversation] = []
+        for conv in batch:
+            if len(conv.messages) > stage_messages:
+                if part:
+                    yield part
+                    part = []
+                yield [conv]
+            else:
+                part.append(conv)
+        if part:
+            yield part
+
+
+# ----------------------------------------------------------------------------- one conversation failing alone
+
+_OUR_OWN_MISTAKES = ("Neo.ClientError.Statement.SyntaxError", "Neo.ClientError.Statement.ParameterMissing",
+                     "Neo.ClientError.Statement.TypeError")
+
+
+class _StageLost(Exception):
+    """A state's stage was discarded by other loads every time it was about to be swapped in."""
+
+
+class _NotStaged(Exception):
+    """The state wins under the lock but its messages are not all staged: the swap is rolled back, they are staged."""
+
+
+def _conversation_fault(exc: BaseException) -> bool:
+    """Whether `exc` is about what was written (a conversation's values or size), so the others can still be written:
+    not the connection, the server's state, the credentials or a statement of chatetl's own (those fail the load)."""
+    from neo4j.exceptions import DriverError, Neo4jError
+
+    if isinstance(exc, (TransactionTooBig, _StageLost)) or out_of_memory(exc):
+        return True
+    if isinstance(exc, Neo4jError):
+        code = exc.code or ""
+        return (code.startswith(("Neo.ClientError.Statement.", "Neo.ClientError.Schema.", "Neo.DatabaseError.Statement."))
+                and code not in _OUR_OWN_MISTAKES)
+    if isinstance(exc, DriverError):  # ResultFailedError: a statement's own failure, read from a later result
+        return exc.__cause__ is not None and _conversation_fault(exc.__cause__)
+    # a value the driver cannot send: a lone surrogate in a text, an integer beyond 64 bits
+    return isinstance(exc, (ValueError, OverflowError))
+
+
+def _failure(conv: Conversation, exc: BaseException) -> LoadSummary:
+    """A conversation that could not be written, even alone: counted and described (key, file, the server's words)."""
+    words = (str(exc).strip().splitlines() or [""])[0]
+    key = conv.key if len(conv.key) <= 120 else f"{conv.key[:120]}… ({len(conv.key)} characters)"
+    line = f"{key} ({conv.source_file or 'no file'}, {len(conv.messages)} messages): {type(exc).__name__}: {words}"[:500]
+    log.warning("graph load: %s", line)
+    return LoadSummary(conversations_failed=1, failures=[line])
+
+
+def _counted(tx: Any, work: Callable[..., Any], *args: Any) -> tuple[Any, LoadSummary]:
+    """`work(run, *args)` in `tx` (chatetl.graph.staging's steps): its result and what the server counted."""
+    summary = LoadSummary()
+    result = work(functools.partial(_run, tx, summary), *args)
+    return result, summary
+
+
+def _write(session: Any, work: Callable[..., Any], *args: Any) -> Any:
+    """`work(tx, *args)` in one managed write transaction (chatetl.graph.connection.write_measured: TransactionTooBig
+    at once where the server refuses it for its size); the LoadSummary it returns (alone, or second of a pair) gets
+    the memory the server held for the transaction."""
+    result, held = write_measured(session, work, *args)
+    summary = result if isinstance(result, LoadSummary) else result[1]
+    summary.largest_transaction_bytes = max(summary.largest_transaction_bytes, held)
+    return result
+
+
+# ----------------------------------------------------------------------------- conversations written in steps
+
+
+def _swap(tx: Any, conv: Conversation, row: dict[str, Any], key: str, deep: bool, staged: bool,
+          limit: int) -> tuple[bool, LoadSummary]:
+    """A staged state's swap begins (chatetl.graph.staging), in one transaction: decided under the Conversation's
+    lock; if it wins, the Conversation's properties and trace are written and the first `limit` messages swapped
+    (all of them, for a state of fewer: then readers see the old state until this commits, and the new one after).
+    `staged`: whether its messages were staged (a state expected to lose is not: if it wins after all, _NotStaged
+    rolls the swap back). Returns (whether the swap is over, what was written)."""
+    summary = LoadSummary()
+    run = functools.partial(_run, tx, summary)
+    [rec] = run(_UPSERT_CONVERSATIONS, rows=[row], fidelity=SOURCE_FIDELITY)
+    outcome, over = rec["outcome"], True
+    if outcome == "busy":
+        raise _SwapInProgress([rec["swapping_in"]])
+    if outcome in ("created", "updated"):
+        token = complete_stage(run, key) if staged else None
+        if token is None:
+            raise _NotStaged(key)
+        begin_swap(run, conv.key, key)
+        _write_traces(tx, summary, [conv], [conv] if outcome == "updated" else [], deep, safe=True, token=token)
+        over, summary.messages_removed = swap_step(run, key, limit)
+        summary.messages_written = len(conv.messages)
+        summary.conversations_created, summary.conversations_updated = int(outcome == "created"), int(outcome == "updated")
+    elif outcome == "unchanged":
+        summary.conversations_unchanged = 1
+    else:
+        summary.conversations_skipped = 1
+    return over, summary
+
+
+class _Writer:
+    """One load's writes: batches (a batch that fails for a conversation's sake is split until that conversation
+    fails alone), staged conversations and their swaps, discarded stages, and the clean-up."""
+
+    def __init__(self, deep: bool, stage_messages: int, swap_messages: int, stages: dict[str, list[str]]):
+        self.deep = deep
+        self.step = stage_messages
+        self.swap_step = swap_messages
+        self.stages = stages  # conversation key -> its stages in the graph that this load has not dealt with
+        self.failed: set[str] = set()
+        self.failures = LoadSummary()  # the conversations that failed before any transaction
+        self.garbage = False
+
+    def rows(self, batch: list[Conversation]) -> tuple[list[Conversation], list[dict[str, Any]]]:
+        """The batch's graph rows (its state hashes); a conversation whose row cannot be made (a value that cannot
+        be serialized, e.g. a lone surrogate) fails alone, and leaves the batch."""
+        kept: list[Conversation] = []
+        rows: list[dict[str, Any]] = []
+        for conv in batch:
+            try:
+                row = conversation_graph_row(conv, self.deep)
+            except (ValueError, OverflowError) as exc:
+                self.failed.add(conv.key)
+                self.failures.add(_failure(conv, exc))
+                continue
+            kept.append(conv)
+            rows.append(row)
+        return kept, rows
+
+    def batch(self, session: Any, batch: list[Conversation], rows: list[dict[str, Any]],
+              stored: dict[str, dict[str, Any]] | None) -> LoadSummary:
+        """A batch in one transaction; failing for a conversation's sake, its halves are written apart (each
+        whole or not at all), down to the one conversation, recorded as failed: never retried for minutes."""
+        try:
+            return self._attempt(session, batch, rows, stored)
+        except Exception as exc:
+            if not _conversation_fault(exc):
+                raise
+            if len(batch) == 1:
+                self.failed.add(batch[0].key)
+                return _failure(batch[0], exc)
+        half = len(batch) // 2
+        out = LoadSummary()
+        for lo, hi in ((0, half), (half, len(batch))):
+            part = batch[lo:hi]
+            known = None if stored is None else {c.key: stored[c.key] for c in part if c.key in stored}
+            out.add(self.batch(session, part, rows[lo:hi], known))
+        return out
+
+    def _attempt(self, session: Any, batch: list[Conversation], rows: list[dict[str, Any]],
+                 stored: dict[str, dict[str, Any]] | None) -> LoadSummary:
+        from neo4j.exceptions import ConstraintError, ResultFailedError
+
+        total = LoadSummary()
+        waited: list[str] = []
+        for _ in range(STAGE_ATTEMPTS):
+            try:
+                try:
+                    return total.add(_write(session, _write_batch, batch, self.deep, False, rows, stored))
+                # created meanwhile by another load, or a node outlived its conversation: write it over. The
+                # driver reports the constraint failure as ResultFailedError when a later result of the same
+                # transaction is read first (the loads of test_resync's concurrent test hit both).
+                except (ConstraintError, ResultFailedError):
+                    return total.add(_write(session, _write_batch, batch, self.deep, True, rows))
+            except _SwapInProgress as busy:  # another load began swapping one of them in meanwhile: finish it first
+                waited = busy.args[0]
+                for key in waited:
+                    total.add(self.finish_swap(session, key))
+                stored = None  # read again, in the write transaction
+        raise _StageLost(f"conversations kept being swapped in by other loads: {waited}")
+
+    def staged(self, session: Any, conv: Conversation, row: dict[str, Any], stored: dict[str, dict[str, Any]]) -> LoadSummary:
+        """A conversation of more than `stage_messages` messages: staged in steps, then swapped in (the protocol of
+        chatetl.graph.staging); one that fails is recorded as failed and its stage discarded."""
+        key = stage_key(conv.key, row["state_hash"])
+        pending = self.stages.pop(conv.key, [])  # its stages a stopped load left: this one's goes on, the others go
+        quiet = _nothing_to_write([conv], [row], stored)
+        if quiet is not None:
+            return quiet.add(self.discard(session, pending))
+        total = self.discard(session, [k for k in pending if k != key])
+        row.setdefault("props", conversation_props(conv))
+        old = stored.get(conv.key)
+        wins = old is None or _decide(row, old) in ("created", "updated")  # decided again under the lock, at the swap
+        plan: StagePlan | None = None
+        try:
+            for _ in range(STAGE_ATTEMPTS):
+                if wins:
+                    plan = plan or stage_plan(conv, row["state_hash"])
+                    total.add(self._stage(session, plan))
+                try:
+                    over, swapped = _write(session, _swap, conv, row, key, self.deep, wins, self.swap_step)
+                    break
+                except _NotStaged:  # it wins after all, or its stage was discarded by another load meanwhile
+                    wins = True
+                except _SwapInProgress as busy:  # another state of it is being swapped in: that one first
+                    total.add(self.finish_swap(session, busy.args[0][0]))
+            else:
+                raise _StageLost(f"its stage was discarded {STAGE_ATTEMPTS} times by other loads before its swap")
+            total.add(swapped)
+            if not over:
+                total.add(self.finish_swap(session, key))
+        except Exception as exc:
+            if not _conversation_fault(exc):
+                raise
+            self.failed.add(conv.key)
+            return total.add(_failure(conv, exc)).add(self.discard(session, [key]))
+        if plan is not None:
+            total.conversations_staged += 1
+            if not (swapped.conversations_created or swapped.conversations_updated):  # a newer state won meanwhile
+                total.add(self.discard(session, [key]))
+        return total.add(self.clean(session))
+
+    def _stage(self, session: Any, plan: StagePlan) -> LoadSummary:
+        """Every message of `plan` staged (going on from what is staged already), `step` messages per transaction;
+        a step the server refuses for its size is tried again four times smaller."""
+        total = LoadSummary()
+        step = self.step
+        while True:
+            try:
+                (done, size), summary = _write(session, _counted, stage_step, plan, step)
+            except TransactionTooBig:
+                if step == 1:
+                    raise
+                step = max(1, step // 4)
+                continue
+            total.add(summary)
+            if done >= size:
+                return total
+
+    def finish_swap(self, session: Any, key: str) -> LoadSummary:
+        """A swap that has begun goes on to its end, `swap_messages` messages per transaction (whichever load began
+        it: it needs nothing but what the graph holds)."""
+        total = LoadSummary()
+        limit = self.swap_step
+        while True:
+            try:
+                (over, removed), summary = _write(session, _counted, swap_step, key, limit)
+            except TransactionTooBig:
+                if limit == 1:
+                    raise
+                limit = max(1, limit // 4)
+                continue
+            total.add(summary)
+            total.messages_removed += removed
+            if over:
+                self.garbage = True
+                return total
+
+    def discard(self, session: Any, keys: list[str]) -> LoadSummary:
+        """Stages dropped (their StagedMessages are garbage from then on); never one whose swap has begun."""
+        if not keys:
+            return LoadSummary()
+        dropped, summary = _write(session, _counted, drop_stages, keys)
+        self.garbage = self.garbage or dropped > 0
+        return summary
+
+    def clean(self, session: Any) -> LoadSummary:
+        """Retired and abandoned nodes deleted, `stage_messages` per transaction. Only ever garbage, so best effort: a
+        step the server refuses leaves the rest to the next load (a lost connection fails the load as anywhere)."""
+        from neo4j.exceptions import Neo4jError
+
+        total = LoadSummary()
+        if not session.execute_read(has_garbage):
+            self.garbage = False
+            return total
+        limit = self.step
+        while True:
+            try:
+                deleted, summary = _write(session, _counted, delete_garbage, limit)
+            except TransactionTooBig:
+                if limit == 1:
+                    return total
+                limit = max(1, limit // 4)
+                continue
+            except Neo4jError as exc:  # e.g. a concurrent load deleting the same nodes
+                log.warning("graph load: clean-up left for the next load: %s", exc)
+                return total
+            total.add(summary)
+            if deleted < limit:
+                self.garbage = False
+                return total
 
 
 def load_conversations(
@@ -507,13 +866,15 @@ def load_conversations(
     deep: bool = False,
     on_batch: Callable[[list[Conversation]], None] | None = None,
     parallel: bool = True,
+    stage_messages: int = DEFAULT_STAGE_MESSAGES,
+    swap_messages: int = DEFAULT_SWAP_MESSAGES,
 ) -> LoadSummary:
     """Write conversations (streamed), one managed transaction per batch; returns what changed.
 
     `deep` (off unless asked for: the asset and the CLI read `CHATETL_GRAPH_DEEP`) adds the
     DecisionTrace/TraceStep of every conversation with tool use. `on_batch` is
     called with each batch once it is committed, in the order of the batches (the CLI loads
-    the batch's Documents there).
+    the batch's Documents there), without the conversations that failed.
 
     Each batch's stored states are read first, in a read transaction; a batch of which nothing
     is written (unchanged or older states, no new source) opens no write transaction. A batch
@@ -522,26 +883,29 @@ def load_conversations(
     on a quiet 2-core machine, bench/graph_load.py, 100k messages). A conversation another load
     created meanwhile makes the CREATE fail on the key constraint; that batch is then written again
     the MERGE way (tests/graph/test_resync.py's concurrent loads). `parallel=False` writes on one session.
+
+    A conversation of more than `stage_messages` messages is written alone, in steps of that many,
+    then swapped in, `swap_messages` messages a transaction (chatetl.graph.staging). A batch that fails for a conversation's sake (its size, or a value the
+    server or the driver refuses) is split until that conversation fails alone: it is counted in
+    `conversations_failed` and described in `failures`, and everything else is written.
     """
     ensure_schema(driver, database)
     total = LoadSummary()
-    from neo4j.exceptions import ConstraintError, ResultFailedError
-
-    def write(session: Any, batch: list[Conversation], rows: list[dict[str, Any]], stored: dict[str, dict[str, Any]]) -> LoadSummary:
-        try:
-            return session.execute_write(_write_batch, batch, deep, False, rows, stored)
-        # created meanwhile by another load, or a node outlived its conversation: write it over. The
-        # driver reports the constraint failure as ResultFailedError when a later result of the same
-        # transaction is read first (the loads of test_resync's concurrent test hit both).
-        except (ConstraintError, ResultFailedError):
-            return session.execute_write(_write_batch, batch, deep, True, rows)
 
     with ExitStack() as stack:
         session = stack.enter_context(write_session(driver, database))
         reader = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="chatetl-graph-read"))
+        writer = _Writer(deep, stage_messages, swap_messages, session.execute_read(pending_stages))
+        total.add(writer.clean(session))  # what a stopped load left
         second: Any = None
         pool: ThreadPoolExecutor | None = None
         in_flight: tuple[Future[LoadSummary], list[Conversation], set[str]] | None = None
+
+        def committed(batch: list[Conversation]) -> None:
+            if on_batch is not None:
+                written = [c for c in batch if c.key not in writer.failed]
+                if written:
+                    on_batch(written)
 
         def finish() -> None:
             nonlocal in_flight
@@ -549,40 +913,55 @@ def load_conversations(
                 future, done, _ = in_flight
                 in_flight = None
                 total.add(future.result())
-                if on_batch is not None:
-                    on_batch(done)
+                committed(done)
 
         try:
-            for batch in batches(conversations, batch_messages):
+            for batch in batches(conversations, batch_messages, stage_messages):
                 keys = [c.key for c in batch]
                 if in_flight is not None and not in_flight[2].isdisjoint(keys):
                     finish()  # another state of one of its conversations is being written: read after it
                 reading = reader.submit(session.execute_read, _read_state, keys)  # the server reads while the hashes are made
-                rows = [conversation_graph_row(c, deep) for c in batch]  # the state hashes, computed once
+                batch, rows = writer.rows(batch)  # the state hashes, computed once
                 stored = reading.result()
+                if not batch:
+                    continue
+                keys = [c.key for c in batch]
+                swapping = sorted({old["swapping_in"] for old in stored.values() if old["swapping_in"]})
+                if swapping:  # a swap a stopped (or a concurrent) load began: finished before they are written
+                    finish()
+                    for key in swapping:
+                        total.add(writer.finish_swap(session, key))
+                    stored = session.execute_read(_read_state, keys)
+                if len(batch) == 1 and len(batch[0].messages) > stage_messages:
+                    finish()  # the batches before it first (on_batch in order)
+                    total.add(writer.staged(session, batch[0], rows[0], stored))
+                    committed(batch)
+                    continue
+                total.add(writer.discard(session, [k for key in keys for k in writer.stages.pop(key, [])]))
                 quiet = _nothing_to_write(batch, rows, stored)
                 if quiet is not None:
                     finish()  # the batches before it first (on_batch in order)
                     total.add(quiet)
-                    if on_batch is not None:
-                        on_batch(batch)
+                    committed(batch)
                     continue
                 if parallel and not stored:  # all new (and none in the batch in flight)
                     if in_flight is None:  # on the second session, while the next batch is read and written here
                         if pool is None:
                             pool = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="chatetl-graph"))
                             second = stack.enter_context(write_session(driver, database))
-                        in_flight = (pool.submit(write, second, batch, rows, stored), batch, set(keys))
+                        in_flight = (pool.submit(writer.batch, second, batch, rows, stored), batch, set(keys))
                         continue
-                    summary = write(session, batch, rows, stored)  # beside the one in flight
+                    summary = writer.batch(session, batch, rows, stored)  # beside the one in flight
                     finish()
                 else:
                     finish()  # states that replace others are written alone
-                    summary = write(session, batch, rows, stored)
+                    summary = writer.batch(session, batch, rows, stored)
                 total.add(summary)
-                if on_batch is not None:
-                    on_batch(batch)
+                committed(batch)
             finish()
+            total.add(writer.failures)
+            if writer.garbage:
+                total.add(writer.clean(session))
         finally:
             if in_flight is not None:  # an error here: the batch in flight still ends before the sessions close
                 in_flight[0].exception()

@@ -5,7 +5,9 @@ Conversation and Document `key` = `{platform}:{conversation_id}`, Message `key` 
 `{platform}:{conversation_id}:{message_id}`, DecisionTrace `id` = `{platform}-trace-{conversation_id}`,
 TraceStep `key` = `{trace id}:{index}`. The indexes serve the lookups queries start from:
 conversations by platform (`c.source`) or id (`c.conversation_id`), messages by conversation
-id, Documents by template (`d.template_id`) and platform, traces by platform.
+id, Documents by template (`d.template_id`) and platform, traces by platform. The staging of
+conversations too big for one transaction (chatetl.graph.staging) has its own: a LoadStage by
+key and token, a StagedMessage by key (its links) and by stage (the swap).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ CONSTRAINTS = {
     "document_key": "CREATE CONSTRAINT document_key IF NOT EXISTS FOR (d:Document) REQUIRE d.key IS UNIQUE",
     "trace_id": "CREATE CONSTRAINT trace_id IF NOT EXISTS FOR (t:DecisionTrace) REQUIRE t.id IS UNIQUE",
     "trace_step_key": "CREATE CONSTRAINT trace_step_key IF NOT EXISTS FOR (s:TraceStep) REQUIRE s.key IS UNIQUE",
+    "load_stage_key": "CREATE CONSTRAINT load_stage_key IF NOT EXISTS FOR (s:LoadStage) REQUIRE s.key IS UNIQUE",
+    "load_stage_token": "CREATE CONSTRAINT load_stage_token IF NOT EXISTS FOR (s:LoadStage) REQUIRE s.token IS UNIQUE",
 }
 INDEXES = {
     "conversation_source": "CREATE INDEX conversation_source IF NOT EXISTS FOR (c:Conversation) ON (c.source)",
@@ -28,6 +32,8 @@ INDEXES = {
     "document_template": "CREATE INDEX document_template IF NOT EXISTS FOR (d:Document) ON (d.template_id)",
     "document_source": "CREATE INDEX document_source IF NOT EXISTS FOR (d:Document) ON (d.source)",
     "trace_source": "CREATE INDEX trace_source IF NOT EXISTS FOR (t:DecisionTrace) ON (t.source)",
+    "staged_message_key": "CREATE INDEX staged_message_key IF NOT EXISTS FOR (m:StagedMessage) ON (m.key)",
+    "staged_message_stage": "CREATE INDEX staged_message_stage IF NOT EXISTS FOR (m:StagedMessage) ON (m.stage)",
 }
 STATEMENTS = list(CONSTRAINTS.values()) + list(INDEXES.values())
 

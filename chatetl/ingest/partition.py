@@ -7,7 +7,14 @@ For each upload of the day (as it is in the bucket now):
   updated, unchanged, removed), and recorded in the ledger.
 Uploads the ledger knows but whose current version belongs elsewhere (replaced on a later
 day) or that were deleted from raw/ have their outputs of this day retracted, so each
-upload's rows live in exactly one partition.
+upload's rows live in exactly one partition. What left is recorded (chatetl.retractions: the
+conversations of the retracted outputs, and those a new version of an upload no longer holds),
+so the graph, documents and exports stages take them out too, or write the state another upload
+still holds.
+
+Two states of one conversation in one upload (the same id twice in a file, or in two files of
+a zip) are reduced to one in its tables, the winner of model.state_order, with a warning:
+every later stage then sees the same pick.
 """
 
 from __future__ import annotations
@@ -16,17 +23,34 @@ import logging
 import tempfile
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow.parquet as pq
 
 from chatetl.ingest.index import current_state, partition_of
-from chatetl.ingest.ledger import Ledger, LedgerEntry, parser_fingerprint, read_location, write_location
+from chatetl.ingest.ledger import (
+    Ledger,
+    LedgerEntry,
+    parser_fingerprint,
+    read_location,
+    write_location,
+)
 from chatetl.ingest.upload import normalize_upload
-from chatetl.layout import NORMALIZED_PREFIX, QUARANTINE_PREFIX, TABLES, document_keys, table_key, upload_id
-from chatetl.storage import ObjectInfo, ObjectStore
+from chatetl.layout import (
+    NORMALIZED_PREFIX,
+    QUARANTINE_PREFIX,
+    TABLES,
+    document_keys,
+    table_key,
+    upload_id,
+)
+from chatetl.model import state_order
+from chatetl.retractions import record_retraction
+from chatetl.storage import ObjectInfo, ObjectStore, put_if_changed
+from chatetl.tables import TableWriter, iter_conversations, read_rows
 from chatetl.tally import Tally, capped, summed_by
 
 log = logging.getLogger(__name__)
@@ -59,6 +83,7 @@ class PartitionIngest(Tally):
     processed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     retracted: dict[str, str] = field(default_factory=dict)  # upload key -> why (moved to D / deleted)
+    duplicates: list[str] = field(default_factory=list)  # "upload: key": a second state of a conversation in one upload
     conversations: int = 0  # read from the uploads processed now
     messages: int = 0
     conversations_in_skipped: int = 0
@@ -75,7 +100,7 @@ class PartitionIngest(Tally):
     formats: Counter = field(default_factory=Counter)
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-    preview: list[dict[str, Any]] = summed_by(capped(PREVIEW_ROWS), default_factory=list)
+    preview: list[dict[str, Any]] = summed_by(capped(PREVIEW_ROWS), default_factory=list)  # noqa: RUF009
     seconds: float = 0.0
 
     @property
@@ -101,9 +126,18 @@ def output_keys(day: str, uid: str) -> list[str]:
     return [table_key(t, day, uid) for t in TABLES]
 
 
-def retract(store: ObjectStore, day: str, uid: str) -> list[str]:
-    """Remove one upload's outputs from a day: its normalized rows, quarantine and RAG files."""
+def _keys_of(store: ObjectStore, key: str) -> list[str]:
+    if store.head(key) is None:
+        return []
+    return [r["conversation_key"] for r in _read_states(store, key)]
+
+
+def retract(store: ObjectStore, day: str, uid: str, upload: str | None = None, why: str = "", run_day: str | None = None) -> list[str]:
+    """Remove one upload's outputs from a day: its normalized rows, quarantine and RAG files; with
+    `upload`, its conversations are recorded (under `run_day`) for the later stages to retract."""
     removed = []
+    if upload is not None:
+        record_retraction(store, run_day or day, upload, why, _keys_of(store, table_key("conversations", day, uid)))
     for key in output_keys(day, uid) + list(document_keys(day, uid)):
         if store.head(key) is not None:
             store.delete(key)
@@ -139,7 +173,7 @@ def ingest_partition(
         elif key in ledger.entries:
             why = "deleted from raw/" if info is None else f"replaced: now in partition {partition_of(info)}"
             entry = ledger.entries[key]
-            retract(store, day, entry.upload_id)
+            retract(store, day, entry.upload_id, key, why, day)
             ledger.drop(key)
             out.retracted[key] = why
             warn(f"{key}: {why}; its outputs of {day} were removed")
@@ -165,12 +199,13 @@ def ingest_partition(
         where = read_location(store, uid)
         if where and where.get("day") not in (None, day) and where.get("key") == info.key:
             # the upload was replaced on this later day: its outputs leave the earlier one
-            retract(store, where["day"], uid)
+            retract(store, where["day"], uid, info.key, f"replaced: moved to partition {day}", day)
             out.retracted[info.key] = f"replaced: moved here from partition {where['day']}"
 
         result = normalize_upload(store, info, day)
         report = result.report
         write_location(store, uid, info.key, day, info.etag)
+        out.duplicates += keep_newest_states(store, day, uid, info.key, warn)
         rows = _read_states(store, conv_key)
         out.processed.append(info.key)
         out.bytes_read += info.size
@@ -210,6 +245,8 @@ def ingest_partition(
                 out.preview.append({k: row.get(k) for k in ("platform", "title", "message_count", "updated_at")} | {"upload": info.key})
         for old in previous.values():
             out.sources[old["source"]].removed += 1
+        if previous:  # no longer in this upload: the later stages take them out (or another upload's state)
+            record_retraction(store, day, info.key, "no longer in the upload's new version", previous)
         for source in seen_sources or {"(nothing readable)"}:
             out.sources[source].uploads += 1
 
@@ -240,6 +277,42 @@ def ingest_partition(
     _preview_from_skipped(store, ledger, out)
     out.seconds = time.monotonic() - started
     return out
+
+
+def keep_newest_states(store: ObjectStore, day: str, uid: str, upload: str, warn: Callable[[str], None] = log.warning) -> list[str]:
+    """One state per conversation in an upload's tables: where the upload holds two states of one
+    conversation, the winner of model.state_order stays (rewritten without the others) and each
+    is warned about. Reads only the key column unless there are duplicates; "upload: key" of each."""
+    conv_key, msg_key = table_key("conversations", day, uid), table_key("messages", day, uid)
+    if store.head(conv_key) is None:
+        return []
+    with tempfile.TemporaryDirectory(prefix="chatetl-dedup-") as tmp:
+        c_path = store.download(conv_key, Path(tmp, "c.parquet"))
+        counts = Counter(r["conversation_key"] for r in read_rows(c_path, ["conversation_key"]))
+        twice = {k for k, n in counts.items() if n > 1}
+        if not twice:
+            return []
+        m_path = store.download(msg_key, Path(tmp, "m.parquet"))
+        best: dict[str, tuple[tuple, int]] = {}
+        for i, (conv, _) in enumerate(iter_conversations(c_path, m_path)):
+            if conv.key in twice:
+                order = state_order(conv)
+                if conv.key not in best or order > best[conv.key][0]:
+                    best[conv.key] = (order, i)
+        keep = {i for _, i in best.values()}
+        out_c, out_m = Path(tmp, "c2.parquet"), Path(tmp, "m2.parquet")
+        with TableWriter(out_c, out_m) as writer:
+            for i, (conv, upload_key) in enumerate(iter_conversations(c_path, m_path)):
+                if conv.key not in twice or i in keep:
+                    writer.add(conv, upload_key=upload_key)
+        put_if_changed(store, conv_key, out_c, "application/vnd.apache.parquet")
+        put_if_changed(store, msg_key, out_m, "application/vnd.apache.parquet")
+    found = []
+    for key in sorted(twice):
+        warn(f"{upload}: {counts[key]} states of conversation {key} (the same id twice): kept the newest "
+             f"(update time, then format, then state hash), the same one in every output")
+        found.append(f"{upload}: {key}")
+    return found
 
 
 def _preview_from_skipped(store: ObjectStore, ledger: Ledger, out: PartitionIngest, max_files: int = 3) -> None:

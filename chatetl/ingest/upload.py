@@ -73,7 +73,7 @@ def normalize_upload(
 def quarantine(store: ObjectStore, info: ObjectInfo, day: str, uid: str, report: ReadReport) -> list[str]:
     """Keep the bad parts: each isolated bad record, or the whole upload when nothing in it could be read."""
     prefix = quarantine_prefix(day, uid)
-    if not report.errors:
+    if not report.errors and not report.warnings:
         store.delete_prefix(prefix)  # a replaced upload that now reads cleanly leaves no stale quarantine
         return []
     keys = []
@@ -82,12 +82,18 @@ def quarantine(store: ObjectStore, info: ObjectInfo, day: str, uid: str, report:
             key = f"{prefix}part-{i:05d}.bin"
             put_bytes_if_changed(store, key, err.raw)
             keys.append(key)
-    if report.conversations == 0:
+    for i, warning in enumerate(report.warnings):  # (a cut last line ...: kept, though nothing failed)
+        if warning.raw is not None:
+            key = f"{prefix}warning-{i:05d}.bin"
+            put_bytes_if_changed(store, key, warning.raw)
+            keys.append(key)
+    if report.conversations == 0 and report.errors:
         key = f"{prefix}upload"
         with tempfile.TemporaryDirectory() as tmp:
             put_if_changed(store, key, store.download(info.key, Path(tmp, "upload")))
         keys.append(key)
-    errors = {"upload": info.key, "etag": info.etag, "errors": [e.to_dict() for e in report.errors]}
+    errors = {"upload": info.key, "etag": info.etag, "errors": [e.to_dict() for e in report.errors],
+              "warnings": [w.to_dict() for w in report.warnings]}
     key = f"{prefix}errors.json"
     put_bytes_if_changed(store, key, json.dumps(errors, indent=2, sort_keys=True).encode(), "application/json")
     keys.append(key)

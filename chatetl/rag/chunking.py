@@ -12,16 +12,20 @@ Every chunk is an exact slice of its Document's content: `text == content[char_s
 and `message_ids` names the messages whose text it holds.
 
 Chunks are written to the bucket (chatetl.rag.partition) and to Neo4j (chatetl.graph.chunks);
-embeddings, when an embedder is configured, come from chatetl.rag.embeddings.
+their embeddings come from chatetl.rag.embeddings and go to the graph and to the bucket's
+Parquet (chatetl.rag.vectors), never into the chunks' JSON Lines. `text_sha256` says what a
+chunk's text is: a chunk whose text (and model) did not change is never embedded again.
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -40,19 +44,19 @@ class ChunkOptions(BaseModel):
     min_fill: float = Field(0.5, gt=0, le=1)  # prefer a stronger boundary only while the chunk stays this full
 
     @model_validator(mode="after")
-    def _overlap_below_max(self) -> "ChunkOptions":
+    def _overlap_below_max(self) -> ChunkOptions:
         if self.overlap_chars * 2 > self.max_chars:
             raise ValueError(f"overlap_chars ({self.overlap_chars}) must be at most half of max_chars ({self.max_chars})")
         return self
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "ChunkOptions":
+    def from_settings(cls, settings: Settings) -> ChunkOptions:
         """`CHATETL_CHUNK_MAX_CHARS` and `CHATETL_CHUNK_OVERLAP_CHARS`; unset: the defaults."""
         values = {"max_chars": settings.chunk_max_chars, "overlap_chars": settings.chunk_overlap_chars}
         return cls(**{k: v for k, v in values.items() if v is not None})
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ChunkOptions":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ChunkOptions:
         return cls.from_settings(Settings.from_env(environ))
 
 
@@ -70,13 +74,25 @@ class Chunk(BaseModel):
     text: str
     message_ids: list[str]
     state_version: float
+    text_sha256: str = ""  # filled from `text` when not given
     embedding: list[float] | None = None
+    embedding_model: str | None = None  # the model the embedding comes from (chatetl.rag.embeddings)
+
+    def model_post_init(self, context: Any) -> None:
+        if not self.text_sha256:
+            self.text_sha256 = text_sha256(self.text)
 
     def graph_row(self) -> dict[str, Any]:
         row = self.model_dump(exclude={"title"})
-        if row["embedding"] is None:
-            del row["embedding"]
+        for name in ("embedding", "embedding_model"):
+            if row[name] is None:
+                del row[name]
         return row
+
+
+def text_sha256(text: str) -> str:
+    """What a chunk's text is, in one value: the key under which its vector is reused."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -260,8 +276,7 @@ def chunk_document(doc: Document, options: ChunkOptions | None = None) -> list[C
 
 
 def chunks_jsonl(chunks: Iterable[Chunk]) -> Iterable[bytes]:
+    """The chunks' JSON Lines: everything but the vectors (those are the Parquet beside them)."""
     for chunk in chunks:
-        row = chunk.model_dump()
-        if row["embedding"] is None:
-            del row["embedding"]
+        row = chunk.model_dump(exclude={"embedding", "embedding_model"})
         yield (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8", "replace")

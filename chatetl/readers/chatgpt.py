@@ -3,21 +3,62 @@
 Each conversation's `mapping` is a tree; every node with a message becomes a
 Message (hidden and tool ones too, marked by kind). The active branch is
 `current_node` walked back to the root, resolved by the shared tree resolver.
+
+Citation markers. The inline markers a person never sees as text (`\ue200cite\ue202turn0search3\ue201`
+and its kin, `【6†source】`) are taken out of a turn's visible text (the text as written stays in
+`extra["raw_text"]`). Where the export ties a citation to its marker, the citation keeps the
+marker's place as `Citation.offset`: the str index in `Message.text` (the visible text) where the
+marker stood, so `text[:offset]` is what was written before it. The ties: `metadata.citations[]`
+`start_ix` (the older `【n†source】` markers) and `metadata.content_references[]` `start_idx` or
+`matched_text` (the `\ue200cite…\ue201` ones); a source cited at two places is two citations. A
+citation the export does not place (search results, quotes) has offset None. We chose an offset
+over an inline `[n]` so the visible text stays exactly what the person saw.
+
+Image generation (`dalle.text2im`, `image_gen`, and the research names like `t2uay3k.sj1i4kz`): the
+assistant calls the tool (a TOOL_CALL, its JSON holds the prompt), the tool answers with
+`image_asset_pointer` parts (`metadata.dalle` or `metadata.generation`, the message's
+`metadata.image_gen_title`), then the assistant usually answers (often with no text). The images
+are part of that visible reply: they stay on the tool row (a TOOL_RESULT) and are copied onto the
+assistant turn that answers it, the first assistant message with `recipient` "all" after it on
+the same path (before the next user turn), never onto a `channel` "commentary" row; an answer
+with no text but the images becomes a visible turn. When no assistant message answers, the tool
+row itself is the visible reply (role assistant, `extra["shown_as_reply"]`). Each image's prompt
+(`dalle.prompt`, else the call's `prompt`) is its `text`, the title its `name`.
+
+Layouts researched in mohamed-chs/convoviz (docs/dev/chatgpt-spec.md: tether citations, DALL-E
+asset pointers), public parsers of the ChatGPT stream and share pages (content_references with
+`matched_text`, the image tool's messages and `image_gen_async` placeholders) and the LibreChat
+sample export in the shared samples.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
+from datetime import UTC, datetime
+from typing import Any
 
-from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+import orjson
+
+from chatetl.model import (
+    Attachment,
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
 from chatetl.readers.jsonstream import convert_records, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
+from chatetl.readers.tree import turn_kind
 
 KNOWN_MESSAGE_FIELDS = frozenset(
     {"id", "author", "create_time", "update_time", "content", "status", "end_turn", "weight", "metadata", "recipient", "channel"}
@@ -45,7 +86,7 @@ ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM, 
 _SYSTEM, _ASSISTANT, _TOOL = Role.SYSTEM, Role.ASSISTANT, Role.TOOL
 _TURN, _HIDDEN, _REASONING = MessageKind.TURN, MessageKind.HIDDEN, MessageKind.REASONING
 _TOOL_CALL, _TOOL_RESULT = MessageKind.TOOL_CALL, MessageKind.TOOL_RESULT
-_from_epoch, _UTC = datetime.fromtimestamp, timezone.utc
+_from_epoch, _UTC = datetime.fromtimestamp, UTC
 _message_of_fields = Message.of_fields
 # the fields a message from this reader has set (all but `reasoning`; the branch fields are set by the resolver)
 _MESSAGE_GIVEN = (
@@ -54,6 +95,8 @@ _MESSAGE_GIVEN = (
 )
 # Inline citation markers a person never sees as text: \ue200cite\ue202turn0search3\ue201 and 【1†source】
 _CITE_MARKER = re.compile("\ue200[^\ue200\ue201]*\ue201|【[^】\n]{0,200}†[^】\n]{0,200}】")
+# The tools that draw images, by author name (DALL-E, the image_gen tool, its research names).
+_IMAGE_TOOL = re.compile(r"dalle|image_gen|text2im|imagegen|^t2uay3k\.", re.IGNORECASE)
 
 
 def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
@@ -68,7 +111,7 @@ def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conv
 def conversation_from_chatgpt(record: dict, report: ReadReport) -> Conversation:
     mapping = record.get("mapping")
     if not isinstance(mapping, dict):
-        raise ValueError("conversation has no `mapping` object")
+        raise ValueError("conversation has no `mapping` object")  # noqa: TRY004 (convert_records reports ValueErrors)
     conv_id = record.get("conversation_id") or record.get("id")
     if not isinstance(conv_id, str) or not conv_id:
         raise ValueError("conversation has no id")
@@ -123,6 +166,8 @@ def _messages_from_mapping(mapping: dict, report: ReadReport) -> list[Message]:
         return parent
 
     messages: list[Message] = []
+    generated: list[Message] = []  # tool rows holding images a tool drew
+    commentary: set[str] = set()  # assistant rows of the commentary channel
     for node_id, node in nodes:
         if node_id not in has_message:
             continue
@@ -133,10 +178,18 @@ def _messages_from_mapping(mapping: dict, report: ReadReport) -> list[Message]:
         except TypeError:  # an unhashable parent: the message's own damage, if any, is reported first (as it was)
             message_from_chatgpt(node["message"], report, message_id=node_id)
             raise
-        msg = message_from_chatgpt(node["message"], report, node_id, parent)
+        raw = node["message"]
+        msg = message_from_chatgpt(raw, report, node_id, parent)
         if msg is not None:
             messages.append(msg)
+            if msg.kind is _TOOL_RESULT and msg.attachments and _draws_images(raw):
+                _title_images(msg, raw.get("metadata"))
+                generated.append(msg)
+            elif raw.get("channel") == "commentary":
+                commentary.add(node_id)
     pair_tool_results(messages)
+    if generated:
+        attach_generated_images(messages, generated, commentary)
     return messages
 
 
@@ -157,6 +210,107 @@ def pair_tool_results(messages: list[Message]) -> None:
             parent = by_id.get(parent.parent_id) if parent.parent_id else None
         if parent is not None and parent.kind is _TOOL_CALL and parent.tool_calls:
             m.tool_results[0].tool_call_id = parent.tool_calls[0].id
+
+
+def _draws_images(raw: dict) -> bool:
+    """Whether a tool message holding images is an image generator's answer (not, say, a chart
+    from python): its author is an image tool, or its image parts carry the generator's metadata."""
+    author = raw.get("author")
+    name = author.get("name") if isinstance(author, dict) else None
+    if isinstance(name, str) and _IMAGE_TOOL.search(name):
+        return True
+    metadata = raw.get("metadata")
+    if isinstance(metadata, dict) and (metadata.get("image_gen_title") or metadata.get("image_gen_async")):
+        return True
+    content = raw.get("content")
+    for part in (content.get("parts") or ()) if isinstance(content, dict) else ():
+        meta = part.get("metadata") if isinstance(part, dict) else None
+        if isinstance(meta, dict) and (isinstance(meta.get("dalle"), dict) or isinstance(meta.get("generation"), dict)):
+            return True
+    return False
+
+
+def attach_generated_images(messages: list[Message], generated: list[Message], commentary: AbstractSet[str] = frozenset()) -> None:
+    """Generated images into the visible reply they belong to (see the module docstring).
+
+    Each assistant message with `recipient` "all" that is not commentary (a turn, or an empty one)
+    takes the images drawn since the turn before it on its own path: walking up, it collects
+    generator rows until a user turn or another such answer. The images drawn that no answer
+    takes make their own row the visible reply."""
+    by_id = {m.message_id: m for m in messages}
+    drawn = {m.message_id for m in generated}
+    for row in generated:
+        _name_and_prompt(row, by_id)
+
+    def answers(m: Message) -> bool:
+        return (
+            m.role is _ASSISTANT
+            and (m.kind is _TURN or (m.kind is _HIDDEN and m.extra.get("empty") is True))
+            and m.recipient in (None, "all")
+            and m.message_id not in commentary
+        )
+
+    taken: set[str] = set()
+    for m in messages:
+        if not answers(m):
+            continue
+        rows: list[Message] = []
+        seen = {m.message_id}
+        node = by_id.get(m.parent_id) if m.parent_id else None
+        while node is not None and node.message_id not in seen:
+            seen.add(node.message_id)
+            if (node.role is Role.USER and node.kind is _TURN) or answers(node):
+                break
+            if node.message_id in drawn:
+                rows.append(node)
+            node = by_id.get(node.parent_id) if node.parent_id else None
+        if not rows:
+            continue
+        have = {a.pointer for a in m.attachments if a.pointer}
+        for row in reversed(rows):  # in the order they were drawn
+            taken.add(row.message_id)
+            for a in row.attachments:
+                if a.kind == "image" and (a.pointer is None or a.pointer not in have):
+                    have.add(a.pointer)
+                    m.attachments.append(Attachment.fast(**a.__dict__))
+        if m.kind is _HIDDEN:  # an answer with nothing but the images: what the person saw
+            m.extra.pop("empty", None)
+            m.kind = _TURN
+    for row in generated:
+        if row.message_id not in taken:
+            row.kind, row.role = _TURN, _ASSISTANT
+            row.text = _CITE_MARKER.sub("", row.text)
+            row.extra["shown_as_reply"] = True
+
+
+def _title_images(row: Message, metadata: Any) -> None:
+    """The title the generator gave its images (`metadata.image_gen_title`) as their name."""
+    title = metadata.get("image_gen_title") if isinstance(metadata, dict) else None
+    if isinstance(title, str) and title:
+        for a in row.attachments:
+            if a.kind == "image" and a.name is None:
+                a.name = title
+
+
+def _name_and_prompt(row: Message, by_id: dict[str, Message]) -> None:
+    """A generated image's prompt, from the call that asked for it where the part has none."""
+    call_id = row.tool_results[0].tool_call_id if row.tool_results else None
+    call = by_id.get(call_id) if call_id else None
+    prompt = _json_field(call.tool_calls[0].input, "prompt") if call is not None and call.tool_calls else None
+    if prompt:
+        for a in row.attachments:
+            if a.kind == "image" and a.text is None:
+                a.text = prompt
+
+
+def _json_field(text: str, key: str) -> str | None:
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        value = orjson.loads(text)
+    except (orjson.JSONDecodeError, RecursionError):
+        return None
+    return text_or_none(value.get(key)) if isinstance(value, dict) else None
 
 
 def _text_of(value: Any) -> str:
@@ -193,12 +347,15 @@ def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None =
         author_name = None
 
     text, attachments, citations = _content_text(content, ctype, report, extra)
+    marks: list[tuple[int, int, str]] = []
+    visible_text = text
+    if "\ue200" in text or "【" in text:
+        visible_text, marks = _without_markers(text)
     if metadata:
         if "citations" in metadata or "content_references" in metadata or "search_result_groups" in metadata:
-            citations += _citations_from_metadata(metadata)
+            citations += _citations_from_metadata(metadata, marks)
         if "attachments" in metadata:
             attachments += _attachments_from_metadata(metadata)
-    visible_text = _CITE_MARKER.sub("", text) if ("\ue200" in text or "【" in text) else text
     if visible_text != text:
         extra["raw_text"] = text
 
@@ -222,11 +379,8 @@ def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None =
         tool_results.append(ToolResult.fast(tool_call_id=None, name=author_name, output=text, is_error=ctype == "system_error"))
     elif get("weight") == 0:
         kind = _HIDDEN  # weight 0: kept out of the conversation shown to the user
-    elif not visible_text.strip() and not attachments:
-        kind = _HIDDEN  # an empty placeholder nobody saw
-        extra["empty"] = True
     else:
-        kind = _TURN
+        kind = turn_kind(visible_text, attachments, extra)  # an empty placeholder nobody saw is hidden
 
     model = metadata.get("model_slug") or metadata.get("resolved_model_slug")
     when = get("create_time")  # mostly epoch seconds: read here as parse_time reads them
@@ -337,25 +491,68 @@ def _content_text(content: dict, ctype: Any, report: ReadReport, extra: dict) ->
     return "", attachments, citations
 
 
-def _citations_from_metadata(metadata: dict) -> list[Citation]:
+def _without_markers(text: str) -> tuple[str, list[tuple[int, int, str]]]:
+    """The text without its citation markers, and each marker as (its index in `text`, its index in
+    the text without them, the marker itself)."""
+    pieces: list[str] = []
+    marks: list[tuple[int, int, str]] = []
+    last = size = 0
+    for match in _CITE_MARKER.finditer(text):
+        piece = text[last:match.start()]
+        pieces.append(piece)
+        size += len(piece)
+        marks.append((match.start(), size, match.group()))
+        last = match.end()
+    pieces.append(text[last:])
+    return "".join(pieces), marks
+
+
+def _citations_from_metadata(metadata: dict, marks: list[tuple[int, int, str]] = ()) -> list[Citation]:
+    """The message's citations; the ones the export ties to a marker (`marks`, see `_without_markers`)
+    carry the marker's place in the visible text as `offset`."""
     out: list[Citation] = []
     seen: set[tuple[str | None, str | None]] = set()
+    placed: set[tuple[str | None, str | None, int]] = set()
+    at_start = {start: (offset, marker) for start, offset, marker in marks}
+    by_marker: dict[str, list[int]] = {}  # the places of each marker not yet taken by a citation
+    for _, offset, marker in marks:
+        by_marker.setdefault(marker, []).append(offset)
 
-    def add(title: Any, url: Any, snippet: Any = None, source: Any = None) -> None:
-        c = Citation.fast(title=text_or_none(title), url=text_or_none(url), snippet=text_or_none(snippet), source=text_or_none(source))
-        if (c.url or c.title) and (c.url, c.title) not in seen:
-            seen.add((c.url, c.title))
-            out.append(c)
+    def place(start: Any, marker: Any) -> int | None:
+        if type(start) is int and start in at_start:
+            offset, found = at_start[start]
+            if offset in by_marker[found]:
+                by_marker[found].remove(offset)
+            return offset
+        offsets = by_marker.get(marker) if isinstance(marker, str) else None
+        return offsets.pop(0) if offsets else None  # the next place this marker stands
+
+    def add(title: Any, url: Any, snippet: Any = None, source: Any = None, offset: int | None = None) -> None:
+        kw = {"title": text_or_none(title), "url": text_or_none(url), "snippet": text_or_none(snippet), "source": text_or_none(source)}
+        if not (kw["url"] or kw["title"]):
+            return
+        key = (kw["url"], kw["title"])
+        if offset is None:
+            if key in seen:
+                return
+        elif (*key, offset) in placed:
+            return
+        else:
+            placed.add((*key, offset))
+            kw["offset"] = offset
+        seen.add(key)
+        out.append(Citation.fast(**kw))
 
     for cit in metadata.get("citations") or []:
         if isinstance(cit, dict):
             m = cit.get("metadata") if isinstance(cit.get("metadata"), dict) else cit
-            add(m.get("title"), m.get("url"), m.get("text"), m.get("type"))
+            add(m.get("title"), m.get("url"), m.get("text"), m.get("type"), place(cit.get("start_ix"), None) if marks else None)
     for ref in metadata.get("content_references") or []:
         if isinstance(ref, dict):
-            for item in ref.get("items") or []:
-                if isinstance(item, dict):
-                    add(item.get("title"), item.get("url"), item.get("snippet"), item.get("attribution"))
+            offset = place(ref.get("start_idx"), ref.get("matched_text")) if marks else None
+            items = [item for item in ref.get("items") or () if isinstance(item, dict)]
+            for item in items or ([ref] if ref.get("url") else ()):
+                add(item.get("title"), item.get("url"), item.get("snippet"), item.get("attribution"), offset)
     for group in metadata.get("search_result_groups") or []:
         if isinstance(group, dict):
             for e in group.get("entries") or []:

@@ -4,24 +4,58 @@ Every conversation holds a flat `chat_messages` list whose `parent_message_uuid`
 pointers make a tree (retries are siblings under one parent). Every message
 becomes a Message; the shared resolver picks the active branch (the latest leaf
 walked back, or `current_leaf_message_uuid` where an API-shaped file has it).
-Older exports carry no parent pointers: their messages are chained in array order.
+
+Older exports (2023-24) carry no parent pointers at all, and their array is not always in time
+order: the messages are ordered by `created_at` (stable: ties, and undated messages after the one
+before them, keep their array order) and chained. Their messages have only `text`, no `content[]`,
+and an assistant's text keeps the model's inline markup, which the app never showed as chat text:
+`<antThinking>…</antThinking>` is reasoning, and `<antArtifact identifier=… type=… title=…
+language=…>…</antArtifact>` an artifact (shown in its own panel), kept as a tool call named
+`artifacts` whose input is the newer exports' artifact input (`{"id", "type", "title",
+"language", "content"}`), so both look the same downstream. The same markup found in a newer
+export's text blocks is read the same way.
 
 Content blocks: `text` (visible text + citations), `thinking` (reasoning),
 `tool_use` (tool calls, artifacts included), `tool_result` (tool output, with
 `knowledge` items as citations). Unknown blocks are kept raw in Message.extra,
 counted as drift and never shown as text.
+
+Researched: the official export (conversations.json) as read by Sinity/polylogue
+(docs/providers/claude-ai.md) and vana-com/data-connectors (connectors/anthropic/
+claude-export-ingest.cjs: "Export messages carry no `index`; order by created_at, stable on
+ties"); the inline artifact markup as public artifact extractors match it (`<antArtifact ...
+title="..." language="...">...</antArtifact>`, attributes in any order).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+import itertools
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlparse
 
-from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.model import (
+    Attachment,
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
-from chatetl.readers.jsonstream import convert_records, iter_records, json_text, raw_bytes
+from chatetl.readers.jsonstream import (
+    convert_records,
+    iter_records,
+    json_text,
+    raw_bytes,
+)
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 
@@ -47,6 +81,14 @@ KNOWN_MESSAGE_FIELDS = frozenset(
 # message fields kept in Message.extra as they are (known, not mapped onto the model)
 _EXTRA_FIELDS = ("index", "stop_reason", "truncated", "input_mode", "sync_sources", "updated_at")
 SENDERS = {"human": Role.USER, "user": Role.USER, "assistant": Role.ASSISTANT}
+ARTIFACT_TOOL = "artifacts"  # the newer exports' tool_use name for artifacts; older inline ones get it too
+# an element of the older inline markup, up to its end tag (or the end of a text cut short)
+_ANT_ELEMENT = re.compile(r"<(antThinking|antArtifact)\b([^>]*)>(.*?)(?:</\1\s*>|\Z)", re.DOTALL)
+_ATTRIBUTE = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+# the newer exports' artifact input names the identifier `id`
+_ARTIFACT_FIELDS = {"identifier": "id"}
+_BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+_MIN_TIME = datetime.min.replace(tzinfo=UTC)
 
 
 def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
@@ -67,7 +109,7 @@ def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = ""
     if raw_messages is None and "chat_messages" in record:
         raw_messages = []
     if not isinstance(raw_messages, list):
-        raise ValueError(f"`chat_messages` is not a list (got {type(raw_messages).__name__})")
+        raise ValueError(f"`chat_messages` is not a list (got {type(raw_messages).__name__})")  # noqa: TRY004 - readers' convention (fields.py)
 
     meta: dict[str, Any] = {}
     if isinstance(record.get("summary"), str) and record["summary"]:
@@ -92,9 +134,10 @@ def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = ""
             continue
         messages.append(message_from_claude_ai(raw, report, fallback_id=f"{conv_id}:{index}"))
 
-    # Older exports carry no parent pointers at all: the array order is the conversation.
+    # Older exports carry no parent pointers at all: the conversation is the messages in time order.
     if not any("parent_message_uuid" in raw for raw in raw_messages if isinstance(raw, dict)):
-        for prev, msg in zip(messages, messages[1:]):
+        messages = _in_time_order(messages)
+        for prev, msg in itertools.pairwise(messages):
             msg.parent_id = prev.message_id
 
     leaf = text_or_none(record.get("current_leaf_message_uuid"))
@@ -173,6 +216,8 @@ def message_from_claude_ai(raw: dict, report: ReadReport, fallback_id: str) -> M
         visible = fallback  # older exports: only `text`; newer: `text` repeats the text blocks
         if not block_types:
             block_types.append("text")
+    if role is Role.ASSISTANT and "<ant" in visible:  # older exports' inline reasoning and artifacts
+        visible = _take_inline_markup(visible, reasoning, tool_calls, block_types)
 
     if unknown_blocks:
         extra["unknown_blocks"] = unknown_blocks
@@ -208,6 +253,46 @@ def message_from_claude_ai(raw: dict, report: ReadReport, fallback_id: str) -> M
         attachments=_attachments(raw),
         extra=extra,
     )
+
+
+def _in_time_order(messages: list[Message]) -> list[Message]:
+    """Messages by `created_at`, stable: ties keep their array order, and an undated message stays
+    right after the message before it (the time it sorts by is that one's)."""
+    keys: list[datetime] = []
+    last = _MIN_TIME
+    for m in messages:
+        last = m.created_at or last
+        keys.append(last)
+    if all(a <= b for a, b in itertools.pairwise(keys)):
+        return messages
+    order = sorted(range(len(messages)), key=keys.__getitem__)
+    return [messages[i] for i in order]
+
+
+def _take_inline_markup(text: str, reasoning: list[str], tool_calls: list[ToolCall], block_types: list[str]) -> str:
+    """`text` without its `<antThinking>` and `<antArtifact>` elements: their bodies go to
+    `reasoning` and (as `artifacts` tool calls) to `tool_calls`, their tag names to `block_types`."""
+
+    def take(match: re.Match[str]) -> str:
+        tag, attributes, body = match.group(1), match.group(2), match.group(3)
+        if tag not in block_types:
+            block_types.append(tag)
+        if tag == "antThinking":
+            if body.strip():
+                reasoning.append(body.strip())
+            return "\n\n"
+        artifact: dict[str, str] = {}
+        for attr in _ATTRIBUTE.finditer(attributes):
+            value = attr.group(2) if attr.group(2) is not None else attr.group(3)
+            artifact[_ARTIFACT_FIELDS.get(attr.group(1), attr.group(1))] = value
+        artifact["content"] = body.strip("\r\n")
+        tool_calls.append(ToolCall(id=None, name=ARTIFACT_TOOL, input=json_text(artifact)))
+        return "\n\n"
+
+    found = _ANT_ELEMENT.sub(take, text)
+    if found == text:
+        return text
+    return _BLANK_LINES.sub("\n\n", found).strip()
 
 
 def _tool_call(block: dict) -> ToolCall:

@@ -7,26 +7,62 @@ several `assistant` lines sharing `message.id`); other lines (`progress`,
 parent chain runs through them: a message whose `parentUuid` names a skipped
 line is re-attached to that line's nearest kept ancestor. Across a compaction the
 `compact_boundary` line continues from its `logicalParentUuid`. Sidechain
-(subagent) lines are kept, marked, and never on the active branch. A malformed
-line (the last one is often cut while a session is still being written) is
-reported with its line number; the rest of the session still comes out.
+(subagent) lines are kept, marked, and never on the active branch.
+
+Parallel tool calls: one API response calling several tools is written as one `assistant` line
+per `tool_use` (sharing `message.id`), and each `tool_result` line names the line of its own call
+as its parent (`sourceToolAssistantUUID`), so the log forks and a walk back from the latest leaf
+would keep one call's result only. The lines of one response and the results hanging from them
+are chained in file order (a line's own `parentUuid` kept as `extra["line_parent_uuid"]` where it
+changes) and what followed them continues from the last one: every call and result of the
+response is on the active branch. (Claude Code itself re-attaches them the same way when it
+resumes a session: `recoverOrphanedParallelToolResults`, as a public port describes it.)
+
+A `summary` line titles the session only when its `leafUuid` is a line of this session (a resumed
+session's file opens with the summaries of other sessions); else the title is the first prompt.
+`created_at` is the first visible turn's time (not a hook, command or summary line written
+before it); `updated_at` the latest line's. Empty user and assistant lines follow the one rule of
+`chatetl.readers.tree` (hidden, `extra["empty"]`); an image pasted without text is a turn.
+
+A malformed line is reported with its line number; the rest of the session still comes out. The
+last line of a log still being written is often cut mid-JSON (no line break after it): that is a
+warning, not damage: counted (`claude-code.cut last line`), kept for quarantine with its bytes
+(`ReadReport.warn`: a warning, never an error), and the session is read without it.
+
+Researched: the shared real session log (from claude-code-log), public notes on the transcript
+format (DRMacIver/claude-reliability notes/transcript-format.md; session viewers' notes on the
+`parentUuid` DAG and `sourceToolAssistantUUID`) and a public port of Claude Code's resume logic.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import PurePosixPath
-from typing import Any, Iterator
+from typing import Any
 
-from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.model import (
+    Attachment,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
+from chatetl.readers import jsonstream
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import text_or_none
-from chatetl.readers.jsonstream import convert_records, iter_records, json_text, raw_bytes
+from chatetl.readers.jsonstream import convert_records, json_text, raw_bytes
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
+from chatetl.readers.tree import turn_kind
 
 PLATFORM = "claude-code"
 MESSAGE_LINES = frozenset({"user", "assistant", "system", "summary"})
@@ -58,15 +94,62 @@ _INJECTED = re.compile(
     r"local-command-caveat|system-reminder|user-prompt-submit-hook|bash-input|bash-stdout|bash-stderr|"
     r"task-notification)>|\[Request interrupted by user)"
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+CUT_LAST_LINE = "claude-code.cut last line"
 
 
 def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
     # A session log is always JSON Lines (a first line longer than the detection head looks like an object).
     def convert(_record: Any, _where: str) -> Conversation | None:
-        return conversation_from_session(entry, iter_records(entry, Layout.JSONL, report), report)
+        return conversation_from_session(entry, session_lines(entry, report), report)
 
     yield from convert_records(entry, iter([("", entry.name)]), report, convert)
+
+
+def session_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    """(`line N`, record) for each line of a session log, as `jsonstream.iter_records` reads JSON
+    Lines, but a last line cut mid-JSON (no line break after it: still being written) is a
+    warning (see the module docstring), not damage."""
+    limit = jsonstream.MAX_LINE_BYTES  # (read here: the cap is one for every JSON Lines reader)
+    with entry.open() as f:
+        lineno = 0
+        pending: tuple[int, bytes, str] | None = None  # a bad line, reported once we know whether it was the last
+        while raw := f.readline(limit + 1):
+            lineno += 1
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                raw = b""  # let the line go before skipping the rest of it
+                while (rest := f.readline(1024 * 1024)) and not rest.endswith(b"\n"):
+                    pass
+                report.error(entry.name, f"line {lineno}", f"line longer than {limit} bytes: skipped")
+                continue
+            line = raw.strip()
+            if not line:
+                continue
+            if pending is not None:
+                report.error(entry.name, f"line {pending[0]}", pending[2], raw=pending[1])
+                pending = None
+            try:
+                record = json.loads(line)
+            except RecursionError:
+                report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
+                continue
+            except ValueError as exc:
+                pending = (lineno, raw, f"invalid JSON: {str(exc)[:200]}")
+                continue
+            yield f"line {lineno}", record
+        if pending is not None:
+            n, raw, reason = pending
+            if raw.endswith(b"\n"):
+                report.error(entry.name, f"line {n}", reason, raw=raw)  # a whole line written wrong: damage
+            else:
+                report.skip(CUT_LAST_LINE)
+                report.warn(
+                    entry.name, f"line {n}",
+                    f"the last line is cut mid-JSON (the session was still being written); read without it ({reason})",
+                    raw=raw,
+                )
 
 
 def _path_parts(name: str) -> tuple[str, str | None, str | None]:
@@ -125,6 +208,7 @@ def conversation_from_session(entry: Entry, lines: Iterator[tuple[str, Any]], re
             m.message_id = f"{conv_id}:{s.line_of[m.message_id]}"
 
     _link_parents(s)
+    _chain_parallel_calls(s)
     for m in s.messages:
         if m.kind is MessageKind.TOOL_RESULT:
             for r in m.tool_results:
@@ -142,13 +226,16 @@ def conversation_from_session(entry: Entry, lines: Iterator[tuple[str, Any]], re
         meta["session_ids"] = list(dict.fromkeys(s.session_ids))
 
     times = [m.created_at for m in s.messages if m.created_at is not None]
+    turns = [m for m in s.messages if m.kind is MessageKind.TURN and m.created_at is not None]
+    # the first visible turn (of the main chain where there is one), not a hook or command line before it
+    started = [m.created_at for m in turns if not m.extra.get("is_sidechain")] or [m.created_at for m in turns] or times
     models = Counter(m.model for m in s.messages if m.model)
     conv = Conversation(
         source=Source.CLAUDE_CODE,
         platform=PLATFORM,
         conversation_id=conv_id,
         title=_title(s),
-        created_at=min(times) if times else None,
+        created_at=min(started) if started else None,
         updated_at=max(times) if times else None,
         model=models.most_common(1)[0][0] if models else None,
         current_node=_main_leaf(s.messages) if not all_sidechain else None,
@@ -161,9 +248,9 @@ def conversation_from_session(entry: Entry, lines: Iterator[tuple[str, Any]], re
 def _add_line(s: _Session, rec: dict, lineno: int, report: ReadReport) -> None:
     ltype = rec.get("type")
     uuid = text_or_none(rec.get("uuid"))
-    if isinstance(rec.get("sessionId"), str) and rec["sessionId"]:
-        if not s.session_ids or s.session_ids[-1] != rec["sessionId"]:
-            s.session_ids.append(rec["sessionId"])
+    sid = rec.get("sessionId")
+    if isinstance(sid, str) and sid and (not s.session_ids or s.session_ids[-1] != sid):
+        s.session_ids.append(sid)
     for key in ("cwd", "gitBranch", "version"):
         if key not in s.meta and isinstance(rec.get(key), str) and rec[key]:
             s.meta[key] = rec[key]
@@ -302,7 +389,9 @@ def _chat_message(rec: dict, ltype: str, s: _Session, report: ReadReport) -> Mes
         kind, text, role = MessageKind.TOOL_RESULT, results_text, Role.TOOL
         if visible:
             extra["text"] = visible
-    elif ltype == "user" and (rec.get("isMeta") is True or not visible.strip()):
+    elif ltype == "user" and rec.get("isMeta") is not True and (visible.strip() or attachments or not injected):
+        kind, text = turn_kind(visible, attachments, extra), visible  # a prompt, an image alone; else empty
+    elif ltype == "user":
         kind, text = MessageKind.HIDDEN, visible or "\n\n".join(injected)  # meta lines, commands, reminders
     elif visible.strip():
         kind, text = MessageKind.TURN, visible
@@ -379,6 +468,41 @@ def _link_parents(s: _Session) -> None:
         m.parent_id = pid
 
 
+def _chain_parallel_calls(s: _Session) -> None:
+    """The lines of one API response (assistant lines sharing `message.id`) and the tool results
+    hanging from them, chained in file order; what hung from them continues from the last one."""
+    order = {m.message_id: i for i, m in enumerate(s.messages)}
+    responses: dict[tuple[str, Any], list[Message]] = {}
+    children: dict[str, list[Message]] = {}
+    for m in s.messages:
+        api_id = m.extra.get("api_message_id")
+        if isinstance(api_id, str) and m.role is Role.ASSISTANT:  # (a subagent's lines apart from the main chain's)
+            responses.setdefault((api_id, m.extra.get("agentId") or m.extra.get("is_sidechain")), []).append(m)
+        if m.parent_id is not None:
+            children.setdefault(m.parent_id, []).append(m)
+    for lines in responses.values():
+        ids = {m.message_id for m in lines}
+        results = [c for m in lines for c in children.get(m.message_id, ()) if c.kind is MessageKind.TOOL_RESULT and c.message_id not in ids]
+        if len(lines) + len(results) < 3:
+            continue  # a line and its result, or two lines: nothing can fork
+        block = sorted(lines + results, key=lambda m: order[m.message_id])
+        if all(b.parent_id == a.message_id for a, b in pairwise(block)):
+            continue  # already one chain (a response split over lines, no parallel calls)
+        inside = ids | {r.message_id for r in results}
+        if any(m.parent_id not in inside for m in block[1:]):
+            continue  # not the lines of one response (each follows another of them): an id used twice
+        for a, b in pairwise(block):
+            if b.parent_id != a.message_id:
+                b.extra.setdefault("line_parent_uuid", b.parent_id)
+                b.parent_id = a.message_id
+        last = block[-1]
+        for m in block[:-1]:
+            for c in children.get(m.message_id, ()):
+                if c.message_id not in inside and not c.extra.get("is_sidechain"):  # a subagent keeps its own start
+                    c.extra.setdefault("line_parent_uuid", c.parent_id)
+                    c.parent_id = last.message_id
+
+
 def _main_leaf(messages: list[Message]) -> str | None:
     """The latest leaf of the main chain (sidechain messages never end the active branch)."""
     if not any(m.extra.get("is_sidechain") for m in messages):
@@ -395,9 +519,10 @@ def _main_leaf(messages: list[Message]) -> str | None:
 def _title(s: _Session) -> str | None:
     if s.custom_title:
         return s.custom_title
-    if s.summaries:
-        in_file = [text for text, leaf in s.summaries if leaf in s.by_id]
-        return (in_file or [text for text, _ in s.summaries])[-1]
+    # a summary of this session: its leaf is one of this file's lines (others summarize other sessions)
+    in_file = [text for text, leaf in s.summaries if leaf is not None and (leaf in s.by_id or leaf in s.skipped_parent)]
+    if in_file:
+        return in_file[-1]
     for m in s.messages:
         if m.role is Role.USER and m.kind is MessageKind.TURN and not m.extra.get("is_sidechain") and m.text.strip():
             return " ".join(m.text.split())[:80]

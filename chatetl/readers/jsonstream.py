@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import ijson
 
 from chatetl.model import Conversation
+from chatetl.readers import limits
 from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
+from chatetl.readers.jsonstrings import ValueTooLong, first_long_string
 from chatetl.readers.report import ReadReport
-from chatetl.readers.splitter import ArraySplitter, BadRecord, SplitError
+from chatetl.readers.splitter import (
+    INT64,
+    NUMBER_AS_NULL,
+    ArraySplitter,
+    BadRecord,
+    Repaired,
+    SplitError,
+    decode,
+    describe_repairs,
+)
+from chatetl.readers.timeutil import OUT_OF_RANGE as TIME_OUT_OF_RANGE
+from chatetl.readers.timeutil import out_of_range_count
 from chatetl.readers.tree import resolve_branches
+from chatetl.readers.values import ValueSplitter
 
 # A JSON Lines line is one record held whole in memory: real ones reach tens of MB (one
 # conversation per line); a longer line is reported and skipped unread, so a file without
@@ -28,6 +44,9 @@ def iter_records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[t
         return
     if layout is Layout.ARRAY and FAST:
         yield from _iter_array(entry, report)
+        return
+    if layout is not Layout.ARRAY:
+        yield from _iter_values(entry, report)
         return
     prefix = "item" if layout is Layout.ARRAY else ""
     index = -1
@@ -60,6 +79,8 @@ def _iter_array(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
                 if isinstance(item, BadRecord):
                     report.error(entry.name, where, item.reason, raw=item.raw)
                     continue
+                if isinstance(item, Repaired):
+                    report_repairs(report, entry.name, where, item[1], item.found, bytes(item[0]))
                 yield where, item[1]
         except SplitError as exc:
             done = splitter.records
@@ -67,8 +88,31 @@ def _iter_array(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
             report.error(entry.name, after, f"invalid or truncated JSON: {exc}")
 
 
+def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    """One object (or values one after another, as JSONL whose first line is longer than the
+    detection head): `""` for the first, `record N` after it; linear in the input (ijson, which read
+    these before, slowed with the square of one string's length: issue 14, chatetl.readers.values)."""
+    with entry.open() as f:
+        values = ValueSplitter(f)
+        try:
+            for item in values:
+                index = values.records - 1
+                where = f"record {index}" if index else ""
+                if isinstance(item, BadRecord):
+                    report.error(entry.name, where, item.reason, raw=item.raw)
+                    continue
+                if isinstance(item, Repaired):
+                    report_repairs(report, entry.name, where, item[1], item.found, bytes(item[0]))
+                yield where, item[1]
+        except SplitError as exc:
+            done = values.records
+            after = f"after record {done - 1}" if done else "before the first record"
+            report.error(entry.name, after, f"invalid or truncated JSON: {exc}")
+
+
 def _iter_jsonl(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
     limit = MAX_LINE_BYTES
+    max_value = limits.current().max_value_bytes
     with entry.open() as f:
         lineno = 0
         while raw := f.readline(limit + 1):
@@ -82,15 +126,29 @@ def _iter_jsonl(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
             line = raw.strip()
             if not line:
                 continue
+            if len(line) > max_value and (at := first_long_string(line, max_value)) is not None:
+                raw = line = b""  # (past the cap: not kept for quarantine)
+                report.error(entry.name, f"line {lineno}", str(ValueTooLong(max_value, at, "line")))
+                continue
             try:
-                record = json.loads(line)
+                record, repairs = decode(line)
             except RecursionError:
                 report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
                 continue
             except ValueError as exc:
                 report.error(entry.name, f"line {lineno}", f"invalid JSON: {_short(exc)}", raw=raw)
                 continue
+            if repairs:
+                report_repairs(report, entry.name, f"line {lineno}", record, repairs, raw)
             yield f"line {lineno}", record
+
+
+def report_repairs(report: ReadReport, file: str, where: str, record: Any, found: Counter[str], raw: bytes | None) -> None:
+    """A record read with values no JSON reader holds (or no table column holds) as null: reported
+    in its place with its bytes (quarantine), each kind counted as drift; the record itself is read."""
+    report.error(file, _place(where, record), describe_repairs(found), raw=raw)
+    for what, n in found.items():
+        report.unknown(what, n)
 
 
 def convert_records(
@@ -102,19 +160,28 @@ def convert_records(
     """Turn records into conversations one at a time; a bad record is reported and skipped.
 
     `convert(record, where)` returns a Conversation with parent pointers set (or None to skip);
-    this function resolves its branches, reports tree damage and counts it.
+    this function resolves its branches, reports tree damage and counts it, counts the record's
+    times no datetime holds (drift `time.out_of_range`) and reads an attachment size past int64
+    as null (reported with the record's bytes, like the numbers `splitter.decode` reads as null).
     """
     for where, record in records:
+        times = out_of_range_count()
         try:
             conv = convert(record, where)
         except RecursionError:
             report.error(entry.name, where, "record nested too deeply", raw=raw_bytes(record))
             continue
-        except Exception as exc:  # a bad record must never stop the rest of the file
+        except Exception as exc:  # noqa: BLE001  # a bad record must never stop the rest of the file
             report.error(entry.name, _place(where, record), f"{type(exc).__name__}: {_short(exc)}", raw=raw_bytes(record))
             continue
+        times = out_of_range_count() - times
+        if times:
+            report.unknown(TIME_OUT_OF_RANGE, times)
         if conv is None:
             continue
+        wide = _null_wide_sizes(conv)
+        if wide:
+            report_repairs(report, entry.name, where, record, Counter({INT_OUT_OF_RANGE: wide}), raw_bytes(record))
         if conv.source_file is None:
             conv.source_file = entry.name
         problems = resolve_branches(conv)
@@ -123,6 +190,23 @@ def convert_records(
         report.conversations += 1
         report.messages += len(conv.messages)
         yield conv
+
+
+INT_OUT_OF_RANGE = NUMBER_AS_NULL + "integer_out_of_range"
+_INT64_MIN, _INT64_END = INT64
+
+
+def _null_wide_sizes(conv: Conversation) -> int:
+    """Attachment sizes past int64 (the one source integer the tables hold as such; orjson reads
+    integers up to 2^64 - 1) set to None; how many. Elsewhere (meta, extra) JSON text holds them."""
+    wide = 0
+    for m in conv.messages:
+        if m.attachments:
+            for a in m.attachments:
+                if a.size is not None and not _INT64_MIN <= a.size < _INT64_END:
+                    a.__dict__["size"] = None  # (as the readers build the model: no validation to re-run)
+                    wide += 1
+    return wide
 
 
 def _place(where: str, record: Any) -> str:

@@ -1,30 +1,39 @@
-"""Normalize on every core: the parent cuts records, worker processes convert them, the parent writes in order.
+"""Normalize on every core: this process cuts records and writes Parquet, and converts records
+too whenever the worker processes have enough to do.
 
 For an array file of a format with a per-record conversion (ChatGPT and Claude.ai
-`conversations.json`, sharded ones read from a zip member by member), the parent cuts the records
-(`ArraySplitter`, but an object record ends at the next place that opens like the first record,
-not decoded there) and sends their bytes, 1 MB at a time, to a pool of worker processes. A worker
-decodes each, which proves the cut (a JSON value has one end); a record that does not decode, or
-nests too deep, is a misfit: what was cut after it is dropped and the parent reads on from it,
-decoding that record itself as the one-process splitter does (so a damaged or over-deep record
-is reported in the same words and place), then cuts fast again. The worker converts each (the reader's conversion, branches
-resolved by `convert_records`), builds the batch's columns with a `TableWriter` and sends back
-Arrow tables with what it found (errors with their places, drift, skips, counts). The parent
-writes the tables to Parquet and merges the reports in the order the records came, so the tables
-(`Table.equals`) and the report are the one-process path's; only the row groups are cut differently.
-Everything else (other formats and layouts, JSON Lines) is read in the parent as before, in its place.
+`conversations.json`, sharded ones read from a zip member by member), this process cuts the
+records (`ArraySplitter(prove=False)`: an object record ends at the next place that opens like the
+first record, not decoded here) into tasks of TASK_BYTES. A task goes to a worker process while
+the workers hold fewer than QUEUED_PER_WORKER tasks each; otherwise this process converts it
+itself, at once. So `workers=2` is this process and one worker, both converting: as many busy
+processes as cores, none waiting on the other (three busy processes on two cores, this one
+cutting, writing and handing over while two workers converted, ran slower than one process).
+Before the first worker has started (the forkserver's imports take 0.3-1.5 s, waited for in a
+thread), this process converts everything itself.
+
+A task's conversion (`convert_batch`, the same function wherever it runs) decodes each record,
+which proves the cut (a JSON value has one end); a record that does not decode, or nests too
+deep, is a misfit: what was cut after it is dropped and this process reads on from it,
+decoding that record itself as the one-process splitter does (so a damaged or over-deep record is
+reported in the same words and place), then cuts fast again. It converts each record (the reader's
+own conversion, branches resolved by `convert_records`) into a `TableBatch` and gives back its
+Arrow tables with what it found (errors with their places and bytes, drift, skips, counts). The
+results are written (`TableWriter.write_tables`, about `batch_bytes` a row group) and the reports
+merged strictly in the order the records came, so the tables (`Table.equals`) and the report are
+the one-process path's; only the row groups are cut differently. Everything else (other formats
+and layouts, JSON Lines) is read in this process as before, in its place.
 
 `workers=None` is automatic (see AUTO: off for now, so one process); with AUTO on, both cores (at
 most `MAX_AUTO_WORKERS`) when the input has at least `AUTO_MIN_BYTES`, else one; `workers=1` is
-the one-process path itself. Workers come from the
-'forkserver' start method (never forked from the caller, which may hold threads: Dagster steps,
-the Parquet writer thread), preloaded with this module: the imports are paid once (0.3-1.5 s
-here), each worker then forks from it in a few ms.
+the one-process path itself. Workers come from the 'forkserver' start method (never forked from
+the caller, which may hold threads: Dagster steps, the Parquet writer thread), preloaded with this
+module (and pyarrow without numpy: chatetl.readers.without_numpy): the imports are paid once,
+each worker then forks from it in a few ms.
 
-The cost: the parent does what is not split (the cut, the Parquet encoding, the hand-over); a
-record boundary's look-alike inside a string costs one misfit (the tasks in flight are redone).
-Each process holds at most a few 1 MB tasks and one batch of tables (peak RSS per process is
-printed by bench/normalize_throughput.py).
+Memory: each process holds a few tasks and one batch of tables; results converted here while a
+worker's earlier task is still running wait in order, at most LOCAL_AHEAD of them (peak RSS per
+process is printed by bench/normalize_throughput.py).
 """
 
 from __future__ import annotations
@@ -32,9 +41,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
 from collections import deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Self
 
 from chatetl.model import Conversation
 from chatetl.readers import _read_leaves, chatgpt, claude_ai, jsonstream
@@ -42,16 +54,24 @@ from chatetl.readers.archive import DAMAGED_MEMBER, expand, expand_folder
 from chatetl.readers.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.detect import Format, Layout
 from chatetl.readers.entry import Entry
-from chatetl.readers.jsonstream import convert_records
+from chatetl.readers.jsonstream import convert_records, report_repairs
 from chatetl.readers.report import ReadError, ReadReport
-from chatetl.readers.splitter import WS, ArraySplitter, BadRecord, SplitError, decode, nests_too_deep
-from chatetl.tables import TableWriter
+from chatetl.readers.splitter import (
+    ArraySplitter,
+    BadRecord,
+    SplitError,
+    decode,
+    nests_too_deep,
+)
+from chatetl.tables import TableBatch, TableWriter
 
 AUTO_MIN_BYTES = 32 * 1024 * 1024  # smaller inputs read in one process (a pool costs 0.3-1.5 s to start)
 MAX_AUTO_WORKERS = 2
-TASK_BYTES = 1024 * 1024  # record bytes sent to a worker at once
-CUT_SEARCH = 8 * 1024 * 1024  # bytes a fast cut looks through for the next record's opening
-SWITCH_INTERVAL = 0.0002  # seconds (sys.setswitchinterval) while the pool runs: see _Pool.__enter__
+TASK_BYTES = 512 * 1024  # record bytes converted as one task (1 MB: about 10 MB more peak RSS here)
+QUEUED_PER_WORKER = 2  # tasks a worker holds (one converting, one waiting); past that this process converts
+LOCAL_AHEAD = 2  # tasks converted here that may wait behind an unfinished worker's task
+SWITCH_INTERVAL = 0.001  # seconds (sys.setswitchinterval) while the pool runs: see _Pool.__enter__
+WAIT_FOR_WORKERS = False  # True: the first task waits for the first worker (the tests, so workers take part)
 Leaf = tuple[Entry, Format, "Layout | None"]
 
 
@@ -62,15 +82,13 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-# Whether `workers=None` may choose the pool. Off: on the shared 2-core bench machine the pool was
-# faster on ChatGPT files (0.34 vs 0.28 of bare ijson) but slower on Claude.ai ones (0.12 vs 0.16),
-# so the default stays the one-process path until bench/normalize_throughput.py shows it winning on
-# every input; `--workers 2` (or workers=2) uses it.
+# Whether `workers=None` may choose the pool: off until bench/normalize_throughput.py shows it
+# winning on every input on the shared 2-core bench machine; `--workers 2` (or workers=2) uses it.
 AUTO = False
 
 
 def resolve_workers(workers: int | None, input_bytes: int | None) -> int:
-    """Worker processes to use: `workers` when given (1: the one-process path), else automatic:
+    """Processes converting records: `workers` when given (1: the one-process path), else automatic:
     1 while AUTO is off; with AUTO on, both cores for an input of at least AUTO_MIN_BYTES or of
     unknown size, else 1."""
     if workers is not None:
@@ -93,14 +111,26 @@ def path_leaves(path: Any, report: ReadReport) -> Iterable[Leaf]:
         report.error(str(p), "", "no such file or folder")
 
 
-def read_into(writer: TableWriter, leaves: Iterable[Leaf], report: ReadReport, workers: int, upload_key: str | None = None) -> None:
+@dataclass
+class Shares:
+    """What the pool did: tasks converted in this process and by the workers, and cuts that
+    proved wrong (a record that did not decode where it was cut: read on from it)."""
+
+    here: int = 0
+    workers: int = 0
+    misfits: int = 0
+
+
+def read_into(
+    writer: TableWriter, leaves: Iterable[Leaf], report: ReadReport, workers: int, upload_key: str | None = None
+) -> Shares:
     """Every conversation of `leaves` into `writer`, with `report` as `_read_leaves` leaves it; on
-    `workers` processes when more than one."""
+    `workers` processes (this one and `workers - 1` worker processes) when more than one."""
     if workers <= 1:
         for conv in _read_leaves(leaves, report):
             writer.add(conv, upload_key=upload_key)
-        return
-    with _Pool(workers, writer, report, upload_key) as pool:
+        return Shares()
+    with _Pool(workers - 1, writer, report, upload_key) as pool:
         for leaf, fmt, layout in leaves:
             if fmt in CONVERTERS and (layout or Layout.ARRAY) is Layout.ARRAY and jsonstream.FAST:
                 report.files += 1
@@ -110,6 +140,7 @@ def read_into(writer: TableWriter, leaves: Iterable[Leaf], report: ReadReport, w
                 pool.drain()  # what came before is written first
                 for conv in _read_leaves([(leaf, fmt, layout)], report):
                     writer.add(conv, upload_key=upload_key)
+    return pool.shares
 
 
 # ---- the per-record conversions: each reader's own (the one its `read` uses) ----
@@ -121,11 +152,11 @@ CONVERTERS: dict[Format, Callable[[str, ReadReport], Callable[[Any, str], Conver
 }
 
 
-# ---- the worker ----
+# ---- one task, in a worker or here ----
 
 
-class _WorkerReport(ReadReport):
-    """A worker's report keeps every bad part's bytes: the parent applies the quarantine budget in order."""
+class _TaskReport(ReadReport):
+    """A task's report keeps every bad part's bytes: the merge applies the quarantine budget in order."""
 
     def error(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
         err = ReadError(file=file, where=where, reason=reason, raw=raw)
@@ -133,34 +164,20 @@ class _WorkerReport(ReadReport):
         return err
 
 
-class _Collector(TableWriter):
-    """A TableWriter whose batches are kept as Arrow tables instead of written."""
-
-    def __init__(self) -> None:
-        super().__init__(os.devnull, os.devnull)
-        self.out: list[tuple[Any, Any]] = []
-
-    def _write(self, convs: Any, msgs: Any) -> None:
-        self.out.append((convs, msgs))
-
-
-_collector: _Collector | None = None
-
-
 def _no_open() -> Any:
-    raise RuntimeError("a worker reads records, not files")
+    raise RuntimeError("a task reads records, not files")
 
 
-def convert_batch(fmt: str, name: str, upload_key: str | None, records: list[tuple[int, int, bytes]]) -> tuple[list, dict, Any]:
-    """In a worker: records (index in the file, byte offset, bytes) -> ([(conversations table,
-    messages table)], report delta, misfit). The parent cut the records at their likely ends
-    without decoding them: a record whose bytes do not decode as one value shallow enough (the
-    cut was wrong, or the record is damaged or too deep) is the misfit, (index, offset), and the
-    batch stops there: the parent reads on from it with the exact splitter."""
-    global _collector
-    if _collector is None:
-        _collector = _Collector()
-    report = _WorkerReport()
+Tables = tuple[Any, Any]  # (conversations table, messages table or None)
+
+
+def convert_batch(fmt: str, name: str, upload_key: str | None, records: list[tuple[int, int, bytes]]) -> tuple[Tables | None, dict, Any]:
+    """Records (index in the file, byte offset, bytes) -> (their tables or None, report delta,
+    misfit). The records were cut at their likely ends without decoding them: a record whose bytes
+    do not decode as one value shallow enough (the cut was wrong, or the record is damaged or too
+    deep) is the misfit, (index, offset), and the task stops there: the caller reads on from it with
+    the proving splitter."""
+    report = _TaskReport()
     convert = CONVERTERS[Format(fmt)](name, report)
     misfit = None
 
@@ -170,21 +187,21 @@ def convert_batch(fmt: str, name: str, upload_key: str | None, records: list[tup
             index, offset, raw = records[i]
             records[i] = None  # type: ignore[call-overload]  # let the bytes go once decoded
             try:
-                value = decode(raw)
+                value, repairs = decode(raw)
             except (ValueError, RecursionError):
-                value = _MISFIT
-            if value is _MISFIT or (
-                raw.count(b"{") + raw.count(b"[") >= MAX_JSON_DEPTH and nests_too_deep(value)
-            ):
                 misfit = (index, offset)
                 return
-            yield f"record {index}", value
+            if raw.count(b"{") + raw.count(b"[") >= MAX_JSON_DEPTH and nests_too_deep(value):
+                misfit = (index, offset)
+                return
+            where = f"record {index}"
+            if repairs:
+                report_repairs(report, name, where, value, repairs, raw)
+            yield where, value
 
+    batch = TableBatch()
     for conv in convert_records(Entry(name=name, opener=_no_open), decoded(), report, convert):
-        _collector.add(conv, upload_key=upload_key)
-    _collector.flush()
-    _collector._wait()
-    out, _collector.out = _collector.out, []
+        batch.add(conv, upload_key=upload_key)
     delta = {
         "conversations": report.conversations,
         "messages": report.messages,
@@ -192,55 +209,12 @@ def convert_batch(fmt: str, name: str, upload_key: str | None, records: list[tup
         "skipped": report.skipped,
         "drift": report.drift,
     }
-    return out, delta, misfit
+    return batch.tables(), delta, misfit
 
 
-_MISFIT = object()
-
-
-class _Cutter(ArraySplitter):
-    """The splitter, but an object record ends at its first candidate end, not decoded here (the
-    worker proves it by decoding). A record while the opening is not known (the first, the first
-    after a resume or after one that opened otherwise) is decoded and proven as the splitter does."""
-
-    def _object_by_candidates(self) -> tuple[int, Any] | None:
-        if self._cand is None:
-            return super()._object_by_candidates()
-        # only the learned opening (never "any object", which is most often a message inside the
-        # record), or the array's end; past CUT_SEARCH bytes the exact scanner takes the record
-        search = 1
-        while True:
-            m = self._cand.search(self.buf, self.start + search)
-            if m is not None:
-                return m.start() + 1 - self.start, None
-            if self.eof:
-                tail = self.buf.rstrip(WS)
-                if tail.endswith(b"]"):
-                    end = len(tail[:-1].rstrip(WS)) - self.start
-                    if self.buf[self.start + end - 1:self.start + end] == b"}" and end > search:
-                        return end, None
-                return None
-            if len(self.buf) - self.start > CUT_SEARCH:
-                return None
-            search = max(search, len(self.buf) - self.start - 256)  # a candidate may straddle the read
-            self._more()
-
-
-class _Resumed:
-    """A stream read on from a record's start, behind a `[`: the splitter reads it as the array's rest."""
-
-    def __init__(self, stream: Any, offset: int) -> None:
-        self.stream = stream
-        self.head = b"["
-        while offset > 0:  # (a zip member or an S3 body cannot seek)
-            skipped = stream.read(min(offset, 1024 * 1024))
-            if not skipped:
-                break
-            offset -= len(skipped)
-
-    def read(self, n: int = -1) -> bytes:
-        head, self.head = self.head, b""
-        return head + self.stream.read(n - len(head) if n > 0 else n)
+def _started() -> bool:
+    """A worker's first task: it answers once its process runs (the forkserver's imports done)."""
+    return True
 
 
 class _Misfit(Exception):
@@ -248,70 +222,84 @@ class _Misfit(Exception):
         self.index, self.offset = index, offset
 
 
-# ---- the parent ----
+class _Done:
+    """A task converted in this process: its result, waiting its turn in the queue."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: tuple) -> None:
+        self.result = result
+
+
+# ---- this process ----
 
 
 def _context() -> Any:
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])
+    ctx.set_forkserver_preload(["chatetl.readers.without_numpy", __name__])
     return ctx
 
 
 class _Pool:
-    """Tasks in flight and local events (a bad record the splitter found), settled strictly in order."""
+    """Tasks in flight (a worker's futures, tasks converted here) and local events (a bad record
+    the splitter found), settled strictly in order."""
 
-    def __init__(self, workers: int, writer: TableWriter, report: ReadReport, upload_key: str | None) -> None:
-        self.workers = workers
+    def __init__(self, processes: int, writer: TableWriter, report: ReadReport, upload_key: str | None) -> None:
+        self.processes = processes
         self.writer = writer
         self.report = report
         self.upload_key = upload_key
         self.executor: ProcessPoolExecutor | None = None
-        self.queue: deque[Future | tuple] = deque()
-        self.in_flight = 0
-        self.limit = workers + 1  # tasks held at once: bounds the parent's memory
+        self.started: Future | None = None  # the first worker's answer: until then, this process converts
+        self.queue: deque[Future | _Done | tuple] = deque()
+        self.remote = 0  # tasks in the workers' hands
+        self.limit = QUEUED_PER_WORKER * processes
         self.leaf_conversations = 0
-        # the workers' small batches, written together as one row group of about writer.batch_bytes
-        self.held: list[tuple[Any, Any]] = []
+        self.shares = Shares()
+        # the tasks' tables, written together as one row group of about writer.batch_bytes
+        self.held: list[Tables] = []
         self.held_bytes = 0
 
-    def _write_held(self) -> None:
-        if not self.held:
-            return
-        import pyarrow as pa
-
-        convs = pa.concat_tables([c for c, _ in self.held])
-        msgs = [m for _, m in self.held if m is not None]
-        self.held, self.held_bytes = [], 0
-        write_tables(self.writer, convs, pa.concat_tables(msgs) if msgs else None)
-
-    def __enter__(self) -> "_Pool":
-        # the executor's threads hand tasks and results over while this one cuts records: let them
-        # have the GIL soon (at the default 5 ms, every handover waits on the cutting)
+    def __enter__(self) -> Self:
+        # the executor's threads hand tasks and results over while this one cuts and converts: let
+        # them have the GIL within a millisecond (at the default 5 ms a worker may run dry)
         self._switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
         return self
 
-    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         try:
             if exc_type is None:
                 self.drain()
         finally:
             sys.setswitchinterval(self._switch)
             if self.executor is not None:
+                self._starter.join()
                 self.executor.shutdown(wait=True, cancel_futures=exc_type is not None)
 
     def read_leaf(self, leaf: Entry, fmt: Format) -> None:
-        """One array file: records cut here, converted by the workers; its damage reported in its place.
-
-        First cut fast (ends not proven here); when a worker finds a record that does not fit, what
-        came after it is dropped and the file is read on from that record with the exact splitter."""
+        """One array file: records cut here, converted here and by the workers; its damage reported
+        in its place. First cut fast (ends not proven here); when a task finds a record that does
+        not fit, what came after it is dropped and the file is read on from that record."""
+        if self.executor is None:
+            self.executor = ProcessPoolExecutor(self.processes, mp_context=_context())
+            # the first submit starts the forkserver and waits for its imports (0.3-1.5 s): done in
+            # a thread, so this one converts meanwhile
+            self._starter = threading.Thread(target=self._start, name="chatetl-pool-start", daemon=True)
+            self._starter.start()
+            if WAIT_FOR_WORKERS:
+                self._starter.join()
+                self.started.result()  # type: ignore[union-attr]
         self.leaf_conversations = 0
         resume = self._cut(leaf, fmt, None)
         while resume is not None:
             again = self._cut(leaf, fmt, resume)
             if again is not None and again[0] <= resume[0]:
-                raise RuntimeError(f"{leaf.name}: record {again[0]}, proven by the splitter, did not decode in a worker")
+                raise RuntimeError(f"{leaf.name}: record {again[0]}, proven by the splitter, did not decode in a task")
             resume = again
+
+    def _start(self) -> None:
+        self.started = self.executor.submit(_started)  # type: ignore[union-attr]
 
     def _cut(self, leaf: Entry, fmt: Format, resume: tuple[int, int] | None) -> tuple[int, int] | None:
         """Cut the records of `leaf` into tasks, from the start or from `resume` (index, offset: that
@@ -323,10 +311,9 @@ class _Pool:
             try:
                 with leaf.open() as f:
                     if resume is None:
-                        splitter = _Cutter(f)
-                    else:  # (the first record after the `[` is decoded to learn the opening again)
-                        splitter = _Cutter(_Resumed(f, resume[1]))  # type: ignore[arg-type]
-                        splitter.consumed, splitter.records = resume[1] - 1, resume[0]
+                        splitter = ArraySplitter(f, prove=False)
+                    else:
+                        splitter = ArraySplitter.from_record(f, resume[0], resume[1], prove=False)
                     try:
                         for item in splitter:
                             index = splitter.records - 1
@@ -336,7 +323,7 @@ class _Pool:
                                 self._event(leaf.name, f"record {index}", item.reason, item.raw)
                                 continue
                             raw = bytes(item[0])
-                            batch.append((index, splitter.consumed + splitter.start, raw))
+                            batch.append((index, splitter.offset, raw))
                             size += len(raw)
                             if size >= TASK_BYTES:
                                 self._submit(fmt, leaf.name, batch)
@@ -355,6 +342,7 @@ class _Pool:
                 self.report.error(leaf.name, f"after {self.leaf_conversations} conversation(s)", f"damaged zip member: {exc}")
         except _Misfit as misfit:
             self._drop()
+            self.shares.misfits += 1
             return misfit.index, misfit.offset
         return None
 
@@ -362,17 +350,21 @@ class _Pool:
         """Everything after a misfit: cut from a wrong place, not used."""
         while self.queue:
             head = self.queue.popleft()
-            if not isinstance(head, tuple):
+            if isinstance(head, Future):
                 head.cancel() or head.exception()
-        self.in_flight = 0
+        self.remote = 0
 
     def _submit(self, fmt: Format, name: str, batch: list[tuple[int, int, bytes]]) -> None:
         if not batch:
             return
-        if self.executor is None:
-            self.executor = ProcessPoolExecutor(self.workers, mp_context=_context())
-        self.queue.append(self.executor.submit(convert_batch, fmt.value, name, self.upload_key, batch))
-        self.in_flight += 1
+        if self.remote < self.limit and self.started is not None and self.started.done():
+            self.queue.append(self.executor.submit(convert_batch, fmt.value, name, self.upload_key, batch))  # type: ignore[union-attr]
+            self.remote += 1
+            self.shares.workers += 1
+        else:  # the workers have enough (or have not started): this process converts it meanwhile
+            self._settle(wait=len(self.queue) > self.limit + LOCAL_AHEAD)
+            self.queue.append(_Done(convert_batch(fmt.value, name, self.upload_key, batch)))
+            self.shares.here += 1
         self._settle()
 
     def _event(self, file: str, where: str, reason: str, raw: bytes | None) -> None:
@@ -384,26 +376,34 @@ class _Pool:
         self._settle(everything=True)
         self._write_held()
 
-    def _settle(self, everything: bool = False) -> None:
+    def _settle(self, everything: bool = False, wait: bool = False) -> None:
+        """Merge what is done at the head of the queue, in order; `wait`: at least the head;
+        `everything`: all of it."""
         while self.queue:
             head = self.queue[0]
             if isinstance(head, tuple):
                 self.queue.popleft()
                 self.report.error(*head)
                 continue
-            if not (everything or head.done() or self.in_flight > self.limit):
+            if isinstance(head, _Done):
+                self.queue.popleft()
+                self._merge(*head.result)
+                continue
+            if not (everything or wait or head.done()):
                 return
+            wait = False
             self.queue.popleft()
-            self.in_flight -= 1
+            self.remote -= 1
             self._merge(*head.result())
 
-    def _merge(self, tables: list[tuple[Any, Any]], delta: dict, misfit: tuple[int, int] | None) -> None:
-        for convs, msgs in tables:
-            self.held.append((convs, msgs))
+    def _merge(self, tables: Tables | None, delta: dict, misfit: tuple[int, int] | None) -> None:
+        if tables is not None:
+            convs, msgs = tables
+            self.held.append(tables)
             self.held_bytes += convs.nbytes + (msgs.nbytes if msgs is not None else 0)
             self.leaf_conversations += convs.num_rows
-        if self.held_bytes >= self.writer.batch_bytes:
-            self._write_held()
+            if self.held_bytes >= self.writer.batch_bytes:
+                self._write_held()
         report = self.report
         report.conversations += delta["conversations"]
         report.messages += delta["messages"]
@@ -414,18 +414,15 @@ class _Pool:
         if misfit is not None:
             raise _Misfit(*misfit)
 
+    def _write_held(self) -> None:
+        if not self.held:
+            return
+        import pyarrow as pa
 
-def write_tables(writer: TableWriter, convs: Any, msgs: Any) -> None:
-    """Arrow tables of a batch into `writer`'s files, after what `writer.add` holds, in its Parquet thread."""
-    writer.flush()
-    writer._wait()
-    if writer._pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        writer._pool = ThreadPoolExecutor(1, thread_name_prefix="parquet")
-    writer._pending = writer._pool.submit(writer._write, convs, msgs)
-    writer.conversations += convs.num_rows
-    writer.messages += msgs.num_rows if msgs is not None else 0
+        convs = pa.concat_tables([c for c, _ in self.held])
+        msgs = [m for _, m in self.held if m is not None]
+        self.held, self.held_bytes = [], 0
+        self.writer.write_tables(convs, pa.concat_tables(msgs) if msgs else None)
 
 
-__all__ = ["AUTO_MIN_BYTES", "CONVERTERS", "convert_batch", "path_leaves", "read_into", "resolve_workers", "write_tables"]
+__all__ = ["AUTO_MIN_BYTES", "CONVERTERS", "Shares", "convert_batch", "path_leaves", "read_into", "resolve_workers"]

@@ -1,4 +1,4 @@
-"""What reading an upload found: counts, errors with their place, skipped records, format drift."""
+"""What reading an upload found: counts, errors and warnings with their place, skipped records, format drift."""
 
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ class ReadReport:
     conversations: int = 0
     messages: int = 0
     errors: list[ReadError] = field(default_factory=list)
+    # what is worth saying but damages nothing (a log's last line cut while it was being written, a part
+    # a manifest names that the upload lacks): kept with their bytes for quarantine, never a failure
+    warnings: list[ReadError] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)  # reason -> count (non-chat files, other record types)
     drift: Counter[str] = field(default_factory=Counter)  # "chatgpt.content_type:foo" -> count
     formats: Counter[str] = field(default_factory=Counter)  # detected format -> files
@@ -39,15 +42,22 @@ class ReadReport:
     raw_dropped: int = 0  # bad parts reported without their bytes, past MAX_RAW_BYTES
 
     def error(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
-        if raw is not None:
-            if self.raw_bytes + len(raw) > MAX_RAW_BYTES:
-                raw = None
-                self.raw_dropped += 1
-            else:
-                self.raw_bytes += len(raw)
-        err = ReadError(file=file, where=where, reason=reason, raw=raw)
+        err = ReadError(file=file, where=where, reason=reason, raw=self._keep(raw))
         self.errors.append(err)
         return err
+
+    def warn(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
+        warning = ReadError(file=file, where=where, reason=reason, raw=self._keep(raw))
+        self.warnings.append(warning)
+        return warning
+
+    def _keep(self, raw: bytes | None) -> bytes | None:
+        if raw is not None:
+            if self.raw_bytes + len(raw) > MAX_RAW_BYTES:
+                self.raw_dropped += 1
+                return None
+            self.raw_bytes += len(raw)
+        return raw
 
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] += n
@@ -62,6 +72,7 @@ class ReadReport:
             "conversations": self.conversations,
             "messages": self.messages,
             "errors": len(self.errors),
+            "warnings": len(self.warnings),
             "skipped": dict(sorted(self.skipped.items())),
             "drift": dict(sorted(self.drift.items())),
             "formats": dict(sorted(self.formats.items())),

@@ -6,15 +6,28 @@ source's own `current_node` where it has one; otherwise the latest leaf (by
 time, then by file order). The branch is that leaf walked back through parent
 pointers: never ordered by timestamps. Works iteratively, so memory does not
 grow with nesting depth, and survives parent cycles and dangling parents.
+
+Empty messages: one rule for every reader and every role (`turn_kind`). A message that would
+be a visible turn, whoever sent it (the user, the assistant, or another speaker a format shows
+as a turn), but has no text a person could see (none, or whitespace only) and no attachment,
+is not a turn: it stays in the tree as HIDDEN with `extra["empty"] = True` (its children still
+hang from it, it can be the active leaf), is never numbered by `seq` and never goes out
+(`chatetl.selection` sends visible turns). An image or a file alone is something a person saw:
+a turn. Tool calls, tool results and reasoning keep their kind when empty (the call was made
+and answered nothing; a redacted thought is still a thought), whatever their role. Sources
+whose turns carry no text by design (REX detail levels that keep only times, chat-export files
+read back as they were written) keep their empty turns.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Sized
+from datetime import UTC, datetime
+from typing import Any
 
-from chatetl.model import Conversation, Message, MessageKind
+from chatetl.model import Conversation, Message, MessageKind, Role, ToolCall
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BRANCH_FIELDS = ("on_active_branch", "seq", "branch_index")
 
 
@@ -41,6 +54,31 @@ class TreeProblems:
         if self.missing_current_node:
             parts.append(f"current_node {self.missing_current_node} not in the tree")
         return "; ".join(parts)
+
+
+def turn_kind(text: str, attachments: Sized, extra: dict[str, Any]) -> MessageKind:
+    """The kind of a message that would be a visible turn: TURN when it has text a person could
+    see or an attachment, else HIDDEN with `extra["empty"] = True` (the empty-message rule above)."""
+    if attachments or (text and not text.isspace()):
+        return MessageKind.TURN
+    extra["empty"] = True
+    return MessageKind.HIDDEN
+
+
+def reply_kind(role: Role, text: str, attachments: Sized, tool_calls: list[ToolCall], reasoning: str | None,
+               extra: dict[str, Any]) -> tuple[MessageKind, str]:
+    """(kind, text) of a chat-app message that may hold text, tool calls and reasoning at once (Open
+    WebUI, Le Chat): a system message is HIDDEN; text or an attachment makes a TURN; else its tool
+    calls (their inputs as its text), else its reasoning; else the empty-message rule (`turn_kind`)."""
+    if role is Role.SYSTEM:
+        return MessageKind.HIDDEN, text
+    if text.strip() or attachments:
+        return MessageKind.TURN, text
+    if tool_calls:
+        return MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls)
+    if reasoning:
+        return MessageKind.REASONING, reasoning
+    return turn_kind(text, attachments, extra), text
 
 
 def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] = frozenset({MessageKind.TURN})) -> TreeProblems:

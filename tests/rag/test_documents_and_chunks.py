@@ -3,6 +3,7 @@ the opt-ins, and chunking on turn and paragraph boundaries with overlap, offsets
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -15,10 +16,11 @@ from chatetl.labels import platform_label
 from chatetl.model import Source
 from chatetl.rag.chunking import ChunkOptions, chunk_document, chunk_spans, chunks_jsonl
 from chatetl.rag.documents import Span, build_document, document_for
-from chatetl.rag.embeddings import load_embedder
+from chatetl.rag.embeddings import BUILTIN_MODEL, load_embedder
 from chatetl.rag.partition import DocumentsResult, write_upload_documents
 from chatetl.readers.platforms import PLATFORM_ALIASES
 from chatetl.selection import ContentOptions
+from chatetl.settings import Settings
 from chatetl.storage import LocalObjectStore
 
 
@@ -120,7 +122,7 @@ def _check_invariants(doc, chunks, options: ChunkOptions) -> None:
         expect = [s.message_id for s in doc.spans if s.message_id and s.start < c.char_end and s.end > c.char_start]
         assert c.message_ids == expect
     assert all(covered[i] for i, ch in enumerate(content) if not ch.isspace())  # nothing left out
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in itertools.pairwise(chunks):
         assert b.char_start > a.char_start and b.char_end > a.char_end
         assert a.char_end - b.char_start <= options.overlap_chars  # overlap within bounds
 
@@ -138,7 +140,7 @@ def test_chunks_cut_on_paragraph_boundaries_and_overlap_by_whole_paragraphs():
     chunks = chunk_document(doc, options)
     _check_invariants(doc, chunks, options)
     content = doc.content
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in itertools.pairwise(chunks):
         assert content[a.char_end:a.char_end + 2] == "\n\n"  # ends at a paragraph end
         assert b.char_start < a.char_end  # overlaps...
         assert content[b.char_start - 2:b.char_start] in ("\n\n", ": ")  # ...starting at a paragraph start
@@ -185,7 +187,7 @@ def test_only_a_single_word_longer_than_a_chunk_is_cut():
 @pytest.mark.parametrize("max_chars,overlap", [(120, 0), (120, 60), (500, 100), (2000, 200)])
 def test_invariants_hold_on_messy_text(max_chars, overlap):
     rng_words = re.findall(r"\S+", " ".join(
-        "Lorem ipsum dolor sit amet, consectetur adipiscing elit. Ünïcödé 世界 🚀 https://example.org/a/very/long/url?with=query".split() * 40))
+        ["Lorem", "ipsum", "dolor", "sit", "amet,", "consectetur", "adipiscing", "elit.", "Ünïcödé", "世界", "🚀", "https://example.org/a/very/long/url?with=query"] * 40))
     texts = []
     for t in range(7):
         words = rng_words[t * 37:(t * 37) + 90 + 40 * t]
@@ -238,6 +240,8 @@ def test_jsonl_and_lucene_helpers():
     row = json.loads(line)
     assert row["text"] == "User: hello world" and "embedding" not in row
     assert lucene_escape('C++ (fast) "x" a:b/c? AND') == 'C\\+\\+ \\(fast\\) \\"x\\" a\\:b\\/c\\? AND'
-    assert load_embedder("") is None
+    off = Settings.from_env({"CHATETL_EMBEDDINGS": "off"})
+    assert load_embedder("", settings=off) is None and load_embedder("pkg.mod:fn", settings=off) is None
+    assert load_embedder("", settings=Settings.from_env({})).name == BUILTIN_MODEL  # on by default: the built-in model
     with pytest.raises(ValueError):
         load_embedder("no-colon")

@@ -19,7 +19,7 @@ def _read(name: str, data: bytes):
 
 def test_empty_file():
     convs, report = _read("empty.json", b"")
-    assert convs == [] and [str(e) for e in report.errors] == ["empty file".join(["empty.json: ", ""])]
+    assert convs == [] and [str(e) for e in report.errors] == ["empty.json: empty file"]
 
 
 def test_binary_garbage():
@@ -85,7 +85,7 @@ def test_one_malformed_line_among_good_ones():
     assert (err.file, err.where) == ("dataset.jsonl", "line 3") and err.raw is not None
 
 
-def test_zip_member_escaping_the_folder_is_refused_and_the_rest_read(tmp_path):
+def test_zip_member_escaping_the_folder_is_read_under_a_safe_name_and_nothing_written(tmp_path):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("../../x.json", json.dumps(chatgpt_conversations()))
@@ -96,10 +96,25 @@ def test_zip_member_escaping_the_folder_is_refused_and_the_rest_read(tmp_path):
     upload.write_bytes(buf.getvalue())
     report = ReadReport()
     convs = list(read_path(upload, report))
-    assert len(convs) == 3
-    assert sorted(e.file.rsplit("!", 1)[1] for e in report.errors) == ["../../x.json", "/abs/evil.json"]
-    assert all("unsafe member name" in e.reason for e in report.errors)
+    assert len(convs) == 9 and report.errors == []
+    assert sorted({c.source_file.rsplit("!", 1)[1] for c in convs}) == ["abs/evil.json", "ok/conversations.json", "x.json"]
+    assert report.skipped["zip member with an unsafe name (read under a safe one)"] == 2
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["in", "upload.zip"]  # nothing written anywhere
+
+
+def test_json_that_only_shares_key_names_is_refused_naming_the_near_miss():
+    cases = {
+        "es-mapping.json": {"mapping": {"properties": {"type": "keyword"}}},
+        "turns.json": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}],
+        "chatgpt-ish.json": [{"title": "t", "current_node": "n"}],
+    }
+    for name, value in cases.items():
+        convs, report = _read(name, json.dumps(value).encode())
+        assert convs == [], name
+        [err] = report.errors
+        assert err.file == name and "unrecognized format" in err.reason and "but not its shape" in err.reason, name
+    convs, report = _read("empty.json", b"[]")
+    assert convs == [] and "empty JSON array" in report.errors[0].reason
 
 
 def test_damaged_zip():

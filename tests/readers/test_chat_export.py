@@ -7,7 +7,7 @@ import json
 import time
 import uuid
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from reader_inputs import chatgpt_record, zip_bytes
@@ -21,7 +21,7 @@ from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
 from chatetl.readers.platforms import derived_id, id_from_url, normalize_platform
 
-EXPORTED = datetime(2026, 11, 12, 5, 0, tzinfo=timezone.utc)
+EXPORTED = datetime(2026, 11, 12, 5, 0, tzinfo=UTC)
 
 
 def chat_json(**over):
@@ -639,3 +639,42 @@ def test_markdown_sys_and_sources_lookalikes_inside_a_body(tmp_path):
         "Like this:\n\n```md\nsys\nplatform: grok\n```\n\nand sources:\n\n```md\nsources\nsee the docs\n```\n\nThat's all."
     )
     assert [x.url for x in answer.citations] == ["https://docs.example/x"]
+
+
+def test_yaml_every_plain_value_and_key_is_text_and_explicit_tags_go_back_to_their_text(tmp_path):
+    """A reply `=` (once "no constructor for tag:yaml.org,2002:value"), keys `yes:`/`1:` (once True and 1,
+    which lost the whole conversation), `!!int 0123` and `!!bool yes` (their text, as written)."""
+    text = (
+        "platform: chatgpt\ntitle: t\nmessages:\n  - role: user\n    text: =\n"
+        "  - role: assistant\n    text: !!int 0123\n    yes: y\n    1: x\n  - role: user\n    text: !!bool yes\n"
+    )
+    [c], report = read_all(write(tmp_path, "k.yaml", text))
+    assert report.errors == [] and [m.text for m in c.messages] == ["=", "0123", "yes"]
+    assert c.messages[1].extra == {"1": "x", "yes": "y"}
+    assert report.drift == {"chat_export.message_field:1": 1, "chat_export.message_field:yes": 1}
+
+
+def test_yaml_a_tag_that_cannot_be_built_is_malformed_with_its_place(tmp_path):
+    """`!!timestamp 2026-13-45` once raised ValueError out of the reader."""
+    p = write(tmp_path, "t.yaml", "platform: chatgpt\nmessages:\n  - role: user\n    text: !!timestamp 2026-13-45\n")
+    convs, report = read_all(p)
+    assert convs == []
+    [err] = report.errors
+    assert err.where == "line 4, column 11" and err.reason.startswith("malformed YAML: cannot construct tag:yaml.org,2002:timestamp")
+
+
+def test_yaml_merge_keys_second_documents_and_repeated_anchors(tmp_path):
+    merged = "platform: chatgpt\n<<: {title: merged, model: m}\ntitle: own\nmessages:\n  - role: user\n    text: hi\n"
+    [c], report = read_all(write(tmp_path, "m.yaml", merged))
+    assert report.errors == [] and (c.title, c.model) == ("own", "m")  # a key written out wins over a merged one
+    convs, report = read_all(write(tmp_path, "two.yaml", "platform: chatgpt\nmessages: []\n---\nplatform: grok\n"))
+    assert convs == [] and report.errors[0].where == "line 3, column 1"
+    assert report.errors[0].reason == "malformed YAML: but found another document"
+    convs, report = read_all(write(tmp_path, "a.yaml", "platform: chatgpt\na: &x 1\nmessages:\n  - &x {role: user, text: hi}\n"))
+    assert convs == [] and report.errors[0].where == "line 4, column 5" and "second occurrence" in report.errors[0].reason
+
+
+def test_yaml_malformed_file_is_kept_as_it_is_for_quarantine(tmp_path):
+    data = "\ufeffplatform: chatgpt\nmessages:\n  - role: user\n    text: [a, b\n".encode()
+    convs, report = read_all(write(tmp_path, "q.yaml", data))
+    assert convs == [] and report.errors[0].raw == data and report.errors[0].where.startswith("line ")

@@ -161,3 +161,120 @@ def test_wrong_shape_record_is_reported_and_the_rest_read():
     assert len(convs) == 2
     assert len(report.errors) == 1 and "record 1" in report.errors[0].where
     assert report.errors[0].raw is not None  # kept for quarantine
+
+
+# --- image generation: the images are part of the visible reply ---------------------------------
+
+def _image(pointer, **meta):
+    return {"content_type": "image_asset_pointer", "asset_pointer": pointer, "size_bytes": 2048, "width": 1024, "height": 1024,
+            "metadata": meta or {"dalle": None, "generation": {"gen_id": pointer[-4:], "gen_size": "image"}}}
+
+
+def _images(b, tool, *pointers, title=None, **part_meta):
+    meta = {"image_gen_title": title} if title else {}
+    return b.add("tool", {"content_type": "multimodal_text", "parts": [_image(p, **part_meta) for p in pointers]}, name=tool, metadata=meta)
+
+
+def _one(conv):
+    convs, report = _read(json.dumps([conv]).encode())
+    assert report.errors == [] and report.drift == {}
+    return convs[0]
+
+
+def test_dalle_images_are_attached_to_the_answer_that_follows():
+    b = ChatGPTBuilder("dalle", "A fox", 1_700_000_000.0)
+    b.text("user", "Draw a fox")
+    call = b.add("assistant", {"content_type": "text", "parts": ['{"prompt": "a red fox", "size": "1024x1024"}']}, recipient="dalle.text2im")
+    row = _images(b, "dalle.text2im", "file-service://file-FOX1", dalle={"gen_id": "g1", "prompt": "A red fox in fresh snow", "seed": 7})
+    answer = b.text("assistant", "Here is your fox.")
+    c = _one(b.build())
+    m = {x.message_id: x for x in c.messages}
+    assert m[call].kind is MessageKind.TOOL_CALL and m[row].kind is MessageKind.TOOL_RESULT
+    assert [(a.kind, a.pointer, a.text) for a in m[answer].attachments] == [("image", "file-service://file-FOX1", "A red fox in fresh snow")]
+    assert m[row].attachments == m[answer].attachments  # still on the tool row too
+    assert [x.message_id for x in c.visible_turns][-1] == answer
+
+
+def test_image_gen_answer_without_text_becomes_the_visible_turn():
+    b = ChatGPTBuilder("imagegen", "Hologram", 1_700_000_000.0)
+    b.text("user", "A walnut hologram box at night")
+    b.add("assistant", {"content_type": "code", "language": "json", "text": '{"prompt": "walnut hologram box, night", "size": "1536x1024"}'},
+          recipient="t2uay3k.sj1i4kz")
+    b.add("tool", {"content_type": "text", "parts": ["Processing image"]}, name="t2uay3k.sj1i4kz", metadata={"image_gen_async": True})
+    row = _images(b, "t2uay3k.sj1i4kz", "sediment://file_00000000Night03", title="Walnut hologram box at night")
+    b.add("tool", {"content_type": "text", "parts": ["GPT-4o returned 1 images. From now on, do not say or show ANYTHING."]}, name="t2uay3k.sj1i4kz")
+    answer = b.text("assistant", "")
+    c = _one(b.build())
+    m = {x.message_id: x for x in c.messages}
+    assert m[answer].kind is MessageKind.TURN and "empty" not in m[answer].extra
+    [img] = m[answer].attachments
+    assert (img.pointer, img.name, img.text, img.size) == ("sediment://file_00000000Night03", "Walnut hologram box at night", "walnut hologram box, night", 2048)
+    assert [x.role for x in c.visible_turns] == [Role.USER, Role.ASSISTANT] and m[answer].seq == 1
+    assert m[row].kind is MessageKind.TOOL_RESULT
+    assert [x.attachments for x in c.messages if x.role is Role.TOOL and x.message_id != row] == [[], []]
+
+
+def test_images_skip_commentary_rows_and_gather_on_the_final_answer():
+    b = ChatGPTBuilder("commentary", "Two drafts", 1_700_000_000.0)
+    b.text("user", "Two versions of the logo")
+    pre = b.text("assistant", "I'll draw a first version.")
+    call = {"content_type": "code", "text": '{"prompt": "logo, version one"}'}
+    b.add("assistant", call, recipient="image_gen.text2im")
+    _images(b, "image_gen.text2im", "sediment://file_logo1")
+    mid = b.text("assistant", "Now the second one.")
+    b.add("assistant", dict(call, text='{"prompt": "logo, version two"}'), recipient="image_gen.text2im")
+    _images(b, "image_gen.text2im", "sediment://file_logo2")
+    final = b.text("assistant", "Here are both versions.")
+    conv = b.build()
+    for mid_ in (pre, mid):
+        conv["mapping"][mid_]["message"]["channel"] = "commentary"
+    c = _one(conv)
+    m = {x.message_id: x for x in c.messages}
+    assert [(a.pointer, a.text) for a in m[final].attachments] == [("sediment://file_logo1", "logo, version one"), ("sediment://file_logo2", "logo, version two")]
+    assert m[pre].attachments == [] and m[mid].attachments == []  # never repeated on commentary rows
+    assert m[mid].kind is MessageKind.TURN  # (commentary is still text the person saw)
+
+
+def test_an_image_nobody_answered_is_the_visible_reply_itself():
+    b = ChatGPTBuilder("leaf", "Cat", 1_700_000_000.0)
+    b.text("user", "A cat")
+    b.add("assistant", {"content_type": "code", "text": '{"prompt": "a cat"}'}, recipient="t2uay3k.sj1i4kz")
+    row = _images(b, "t2uay3k.sj1i4kz", "sediment://file_cat")
+    c = _one(b.build())
+    shown = c.visible_turns[-1]
+    assert shown.message_id == row and shown.kind is MessageKind.TURN and shown.role is Role.ASSISTANT
+    assert shown.extra["shown_as_reply"] is True and shown.author_name == "t2uay3k.sj1i4kz"
+    assert shown.attachments[0].text == "a cat" and shown.tool_results[0].tool_call_id is not None
+
+
+def test_each_regenerated_answer_gets_the_images_once_and_a_chart_stays_on_its_tool_row():
+    b = ChatGPTBuilder("regen", "Plot and picture", 1_700_000_000.0)
+    b.text("user", "Plot it, then draw it")
+    b.add("assistant", {"content_type": "code", "text": "plt.plot([1, 2])"}, recipient="python")
+    chart = b.add("tool", {"content_type": "multimodal_text", "parts": [_image("file-service://file-CHART", x=1)]}, name="python")
+    b.add("assistant", {"content_type": "code", "text": '{"prompt": "a line"}'}, recipient="dalle.text2im")
+    row = _images(b, "dalle.text2im", "file-service://file-LINE", dalle={"prompt": "A line"})
+    first = b.text("assistant", "Here it is.")
+    again = b.text("assistant", "Here it is, again.", parent=row)
+    c = _one(b.build(current=again))
+    m = {x.message_id: x for x in c.messages}
+    for answer in (first, again):
+        assert [a.pointer for a in m[answer].attachments] == ["file-service://file-LINE"]
+    assert m[chart].kind is MessageKind.TOOL_RESULT and m[chart].attachments[0].pointer == "file-service://file-CHART"
+
+
+def test_generated_images_in_the_normalized_rows(tmp_path):
+    from chatetl.tables import TableWriter, read_rows
+
+    b = ChatGPTBuilder("rows", "Rows", 1_700_000_000.0)
+    b.text("user", "Draw")
+    b.add("assistant", {"content_type": "code", "text": '{"prompt": "p"}'}, recipient="t2uay3k.sj1i4kz")
+    _images(b, "t2uay3k.sj1i4kz", "sediment://file_r1", "sediment://file_r2", title="Two")
+    b.text("assistant", "")
+    c = _one(b.build())
+    with TableWriter(tmp_path / "c.parquet", tmp_path / "m.parquet") as writer:
+        writer.add(c)
+    rows = [r for r in read_rows(tmp_path / "m.parquet") if r["seq"] is not None]
+    assert [(r["role"], r["kind"], [a["pointer"] for a in r["attachments"]]) for r in rows] == [
+        ("user", "turn", []), ("assistant", "turn", ["sediment://file_r1", "sediment://file_r2"])]
+    assert {a["name"] for a in rows[1]["attachments"]} == {"Two"}

@@ -1,13 +1,15 @@
-"""Claude.ai account export reader: array, JSONL, single object and zip forms; trees, blocks, damage."""
+"""Claude.ai account export reader: array, JSONL, single object and zip forms; trees, blocks, damage;
+older exports (time order, inline thinking and artifacts); 2026 downloads (a manifest naming zips)."""
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from chatetl.model import MessageKind, Role, Source
-from chatetl.readers import ReadReport, read_path
+from chatetl.readers import ReadReport, read_entry, read_path
 from chatetl.readers.claude_ai import read
 from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
@@ -69,8 +71,8 @@ def test_array_form_reads_every_conversation_with_its_fields(tmp_path):
     assert c1.title == "A chat" and convs[1].title is None  # name "" is no title
     assert c1.url == "https://claude.ai/chat/c1"
     assert c1.model is None
-    assert c1.created_at == datetime(2024, 5, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)
-    assert c1.updated_at == datetime(2024, 5, 1, 11, 0, 0, 654321, tzinfo=timezone.utc)
+    assert c1.created_at == datetime(2024, 5, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    assert c1.updated_at == datetime(2024, 5, 1, 11, 0, 0, 654321, tzinfo=UTC)
     assert c1.meta == {"account_uuid": "acct-1"}
     assert convs[1].meta["summary"] == "A short chat about greetings."
     assert [(m.role, m.kind, m.text, m.seq) for m in c1.visible_turns] == [
@@ -379,3 +381,201 @@ def test_record_that_is_not_an_object_is_reported(tmp_path):
     convs, report = read_file(tmp_path, "conversations.json", json.dumps([simple_pair("first"), 17]))
     assert [c.conversation_id for c in convs] == ["first"]
     assert len(report.errors) == 1 and report.errors[0].where == "record 1"
+
+
+# --- older exports: only `text`, no parents, not in time order, inline markup ---------------------
+
+def old_msg(uuid, sender, text, t):
+    m = {"uuid": uuid, "text": text, "sender": sender, "attachments": [], "files": []}
+    if t is not None:
+        m["created_at"] = t
+    return m
+
+
+def old_conv(uuid, messages):
+    return {"uuid": uuid, "name": "Old chat", "created_at": "2024-03-01T09:00:00.000000Z",
+            "updated_at": "2024-03-01T09:30:00.000000Z", "account": {"uuid": "acct-1"}, "chat_messages": messages}
+
+
+def test_old_export_out_of_time_order_is_ordered_by_created_at_stably(tmp_path):
+    c = old_conv("shuffled", [
+        old_msg("a1", "assistant", "First answer", "2024-03-01T09:00:10.000000Z"),
+        old_msg("h1", "human", "First question", "2024-03-01T09:00:00.000000Z"),
+        old_msg("h2", "human", "Second question", "2024-03-01T09:05:00.000000Z"),
+        old_msg("h2b", "human", "...and a follow-up", "2024-03-01T09:05:00.000000Z"),  # a tie: array order
+        old_msg("a2", "assistant", "Second answer", None),  # undated: stays after the one before it
+        old_msg("a0", "assistant", "Greeting", "2024-03-01T08:59:00.000000Z"),
+    ])
+    (c,), report = read_file(tmp_path, "conversations.json", json.dumps([c]))
+    assert report.errors == [] and report.drift == {}
+    assert [m.message_id for m in c.messages] == ["a0", "h1", "a1", "h2", "h2b", "a2"]
+    assert [m.parent_id for m in c.messages] == [None, "a0", "h1", "a1", "h2", "h2b"]
+    assert [(m.message_id, m.seq) for m in c.visible_turns] == [("a0", 0), ("h1", 1), ("a1", 2), ("h2", 3), ("h2b", 4), ("a2", 5)]
+    assert c.current_node == "a2"
+
+
+ARTIFACT_TEXT = (
+    "Here is a script.\n\n<antThinking>A reusable script: worth an artifact.</antThinking>\n\n"
+    '<antArtifact identifier="fib-script" type="application/vnd.ant.code" language="python" title="Fibonacci">\n'
+    "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n</antArtifact>\n\nRun it with `python fib.py`."
+)
+
+
+def test_old_export_inline_thinking_is_reasoning_and_artifacts_are_tool_calls(tmp_path):
+    c = old_conv("inline", [
+        old_msg("h1", "human", "Write fib. What are <antThinking> tags?", "2024-03-01T09:00:00.000000Z"),
+        old_msg("a1", "assistant", ARTIFACT_TEXT, "2024-03-01T09:00:05.000000Z"),
+        old_msg("h2", "human", "Now a doc only.", "2024-03-01T09:01:00.000000Z"),
+        old_msg("a2", "assistant", "<antArtifact title='Notes' type=\"text/markdown\" identifier=\"notes\"># Notes\nline", "2024-03-01T09:01:05.000000Z"),
+    ])
+    (c,), report = read_file(tmp_path, "conversations.json", json.dumps([c]))
+    assert report.errors == [] and report.drift == {}
+    m = by_id(c)
+    assert m["h1"].text == "Write fib. What are <antThinking> tags?"  # a person's own words stay as they were
+    a1 = m["a1"]
+    assert a1.kind is MessageKind.TURN and a1.text == "Here is a script.\n\nRun it with `python fib.py`."
+    assert "<ant" not in a1.text and "def fib" not in a1.text and "worth an artifact" not in a1.text
+    assert a1.reasoning == "A reusable script: worth an artifact."
+    [call] = a1.tool_calls
+    assert call.name == "artifacts" and call.id is None
+    assert json.loads(call.input) == {
+        "id": "fib-script", "type": "application/vnd.ant.code", "language": "python", "title": "Fibonacci",
+        "content": "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)",
+    }
+    assert a1.content_type == "text,antThinking,antArtifact"
+    a2 = m["a2"]  # only an artifact, cut short before its end tag: no visible words
+    assert a2.kind is MessageKind.TOOL_CALL and not a2.visible
+    assert json.loads(a2.tool_calls[0].input) == {"title": "Notes", "type": "text/markdown", "id": "notes", "content": "# Notes\nline"}
+    assert [x.message_id for x in c.visible_turns] == ["h1", "a1", "h2"]
+
+
+def test_inline_artifacts_look_like_the_newer_exports_artifact_tool_calls(tmp_path):
+    newer = conv("newer", [
+        msg("h", "human", "Fib?", content=[block_text("Fib?")]),
+        msg("a", "assistant", "", parent="h", content=[
+            block_text("Here is a script."),
+            {"type": "tool_use", "id": "toolu_1", "name": "artifacts", "input": {
+                "id": "fib-script", "type": "application/vnd.ant.code", "title": "Fibonacci", "command": "create",
+                "content": "def fib(n): ...", "language": "python"}},
+        ]),
+    ])
+    older = old_conv("older", [old_msg("h", "human", "Fib?", "2024-03-01T09:00:00Z"), old_msg("a", "assistant", ARTIFACT_TEXT, "2024-03-01T09:00:01Z")])
+    (new_c, old_c), report = read_file(tmp_path, "conversations.json", json.dumps([newer, older]))
+    assert report.errors == []
+    [new_call], [old_call] = by_id(new_c)["a"].tool_calls, by_id(old_c)["a"].tool_calls
+    assert new_call.name == old_call.name == "artifacts"
+    new_in, old_in = json.loads(new_call.input), json.loads(old_call.input)
+    for key in ("id", "type", "title", "language"):
+        assert new_in[key] == old_in[key], key
+    assert old_in["content"].startswith("def fib(n)")
+
+
+def test_old_export_normalized_rows(tmp_path):
+    from chatetl.tables import TableWriter, read_rows
+
+    c = old_conv("rows", [
+        old_msg("a1", "assistant", ARTIFACT_TEXT, "2024-03-01T09:00:05.000000Z"),
+        old_msg("h1", "human", "Write fib.", "2024-03-01T09:00:00.000000Z"),
+    ])
+    convs, _ = read_file(tmp_path, "conversations.json", json.dumps([c]))
+    with TableWriter(tmp_path / "c.parquet", tmp_path / "m.parquet") as writer:
+        for x in convs:
+            writer.add(x, upload_key="raw/old/conversations.json")
+    [row] = list(read_rows(tmp_path / "c.parquet"))
+    assert (row["conversation_key"], row["source"], row["message_count"], row["current_node"]) == ("claude-ai:rows", "claude-ai", 2, "a1")
+    rows = list(read_rows(tmp_path / "m.parquet"))
+    assert [(r["message_id"], r["parent_id"], r["seq"], r["kind"]) for r in rows] == [("h1", None, 0, "turn"), ("a1", "h1", 1, "turn")]
+    assert rows[1]["text"] == "Here is a script.\n\nRun it with `python fib.py`."
+    assert rows[1]["reasoning"] == "A reusable script: worth an artifact."
+    assert [(t["name"], json.loads(t["input"])["id"]) for t in rows[1]["tool_calls"]] == [("artifacts", "fib-script")]
+
+
+# --- 2026 downloads: a manifest naming several zips -------------------------------------------------
+
+def _zip(files):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data if isinstance(data, bytes) else json.dumps(data))
+    return buf.getvalue()
+
+
+PART_CATEGORIES = ("conversations", "projects", "memories", "design_chats", "light_metadata")
+
+
+def manifest(parts=PART_CATEGORIES):
+    return {"total_files": len(parts), "data_files": [
+        {"category": c, "export_url": f"https://claude.ai/export/x/download/{c}", "filename": f"{c}-000.zip"} for c in parts]}
+
+
+def download_parts():
+    """The zips of one 2026 download, but design_chats (not in this upload)."""
+    project = {"uuid": "proj-1", "name": "P", "description": "", "is_private": True, "prompt_template": "", "docs": []}
+    return {
+        "conversations-000.zip": _zip({"conversations.json": [simple_pair("d1"), simple_pair("d2")]}),
+        "projects-000.zip": _zip({"projects/proj-1.json": project}),
+        "memories-000.zip": _zip({"memories/acct-1.json": {"conversations_memory": "Likes tea.", "project_memories": {}}}),
+        "light_metadata-000.zip": _zip({"users.json": [{"uuid": "acct-1", "full_name": "T", "email_address": "t@example.invalid"}]}),
+    }
+
+
+MANIFEST_NAME = "manifest-0c1d-2026-09-10-21-25-17.json"
+
+
+def test_2026_download_uploaded_as_one_zip_reads_and_names_the_missing_part():
+    upload = _zip({MANIFEST_NAME: manifest(), **download_parts()})
+    report = ReadReport()
+    convs = list(read_entry(Entry.from_bytes("claude-2026.zip", upload), report))
+    assert report.errors == [] and report.drift == {}
+    assert [c.conversation_id for c in convs] == ["d1", "d2"]
+    assert convs[0].source_file == "claude-2026.zip!conversations-000.zip!conversations.json"
+    assert report.skipped["claude-ai-manifest file"] == 1 and report.skipped["claude-ai-sidecar file"] == 3
+    assert [(w.file, w.reason) for w in report.warnings] == [
+        (f"claude-2026.zip!{MANIFEST_NAME}", "missing from this upload: design_chats-000.zip, named by the Claude.ai manifest")
+    ]
+
+
+def test_2026_download_as_a_folder_with_every_part_reports_nothing_missing(tmp_path):
+    folder = tmp_path / "download"
+    folder.mkdir()
+    (folder / MANIFEST_NAME).write_text(json.dumps(manifest(PART_CATEGORIES[:3] + PART_CATEGORIES[4:]), indent=2))
+    for name, data in download_parts().items():
+        (folder / name.replace("projects-000", "projects-000 (1)")).write_bytes(data)  # a browser's second download
+    report = ReadReport()
+    convs = list(read_path(folder, report))
+    assert report.errors == [] and [c.conversation_id for c in convs] == ["d1", "d2"]
+    assert report.skipped["claude-ai-manifest file"] == 1
+    assert report.warnings == []
+
+
+def test_2026_parts_uploaded_one_by_one():
+    parts = download_parts()
+    report = ReadReport()
+    convs = list(read_entry(Entry.from_bytes("raw/conversations-000.zip", parts["conversations-000.zip"]), report))
+    assert [c.conversation_id for c in convs] == ["d1", "d2"] and report.errors == []
+    for name in ("projects-000.zip", "memories-000.zip", "light_metadata-000.zip"):
+        assert list(read_entry(Entry.from_bytes(f"raw/{name}", parts[name]), report)) == []
+    report_manifest = ReadReport()
+    assert list(read_entry(Entry.from_bytes(f"raw/{MANIFEST_NAME}", json.dumps(manifest()).encode()), report_manifest)) == []
+    assert report_manifest.errors == [] and dict(report_manifest.skipped) == {"claude-ai-manifest file": 1}  # a sidecar alone
+    assert report.errors == [] and report.skipped["claude-ai-sidecar file"] == 3
+
+
+def test_manifest_detection_is_liberal_in_its_keys_and_strict_that_it_names_zips():
+    liberal = [
+        manifest(),
+        {"version": 2, "files": [{"name": "conversations-000.zip", "size": 120, "sha256": "ab" * 32, "kind": "conversations"}]},
+        {"parts": [{"path": "exports/projects-000.zip", "size_bytes": 7}]},
+    ]
+    for value in liberal:
+        for data in (json.dumps(value), json.dumps(value, indent=2)):
+            assert detect(Entry.from_bytes("m.json", data.encode())) == (Format.CLAUDE_AI_MANIFEST, Layout.OBJECT), value
+    not_manifests = [
+        {"version": 1, "export_files": [{"path": "conversations-000.json", "size_bytes": 10}]},  # ChatGPT's
+        {"files": [{"name": "notes.txt"}]},
+        {"data_files": [{"filename": "conversations-000.zip"}, {"filename": "conversations.json"}]},
+        {"data_files": []},
+        [{"data_files": [{"filename": "a.zip"}]}],  # an array of them: not one manifest
+    ]
+    for value in not_manifests:
+        assert detect(Entry.from_bytes("m.json", json.dumps(value).encode()))[0] is not Format.CLAUDE_AI_MANIFEST, value

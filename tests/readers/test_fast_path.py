@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+from datetime import UTC
 
 import pyarrow.parquet as pq
 import pytest
@@ -77,7 +78,7 @@ def test_generated_chatgpt_file_gives_the_reference_tables(tmp_path, monkeypatch
     path = tmp_path / "conversations.json"
     # the over-deep record last: the reference path stops reading there
     path.write_bytes(body[:-1].rstrip() + b",\n" + _over_deep() + b"\n]\n")
-    convs, msgs, errors, summary = _same(path, tmp_path, monkeypatch)
+    convs, _, errors, _ = _same(path, tmp_path, monkeypatch)
     assert convs.num_rows == 25 * 3 + 2  # the broken tree and the numbers read; no mapping, a list and the deep one not
     wheres = [(where, reason.split(":")[0]) for _, where, reason, _ in errors]
     assert ("record 7 (conversation bad-1)", "ValueError") in wheres and ("record 30", "ValueError") in wheres
@@ -139,6 +140,34 @@ def test_splitter_any_chunking_and_any_value(chunk):
             raw = json.dumps(doc, indent=indent).encode()
             got = [item[1] for item in ArraySplitter(io.BytesIO(raw), chunk=chunk)]
             assert got == doc
+
+
+@pytest.mark.parametrize("chunk", [5, 64, 1 << 20])
+def test_cutting_without_decoding_and_reading_on_from_a_record(chunk):
+    """prove=False (the two-core path's cut): records end where the next one opens like the first,
+    not decoded (value None) but the first; a look-alike (a list of objects inside a record that
+    open like the records) cuts short there, and `from_record` reads on from that record's start
+    with the places of the whole file."""
+    records = [{"title": f"t{i}", "id": i, "text": "x" * i} for i in range(8)]
+    records[5]["items"] = [{"title": "a", "id": 1}, {"title": "b", "id": 2}]
+    raw = json.dumps(records).encode()
+    proven = [(bytes(item[0]), item[1]) for item in ArraySplitter(io.BytesIO(raw), chunk=chunk)]
+    assert [v for _, v in proven] == records
+    cut = ArraySplitter(io.BytesIO(raw), chunk=chunk, prove=False)
+    items = []
+    for item in cut:
+        items.append((cut.records - 1, cut.offset, bytes(item[0]), item[1]))
+    assert items[0][3] == records[0] and all(v is None for *_, v in items[1:])
+    assert [r for _, _, r, _ in items[:5]] == [r for r, _ in proven[:5]]
+    index, offset, short, _ = items[5]
+    assert short != proven[5][0] and proven[5][0].startswith(short) and raw[offset:].startswith(short)
+    again = ArraySplitter.from_record(io.BytesIO(raw), index, offset, chunk=chunk, prove=False)
+    rest = []
+    for item in again:
+        rest.append((again.records - 1, again.offset, bytes(item[0]), item[1]))
+    assert rest[0] == (5, offset, proven[5][0], records[5])  # decoded: the opening is learned again
+    assert [(i, r) for i, _, r, _ in rest] == [(i, r) for i, (r, _) in enumerate(proven) if i >= 5]
+    assert all(raw[o:o + len(r)] == r for _, o, r, _ in rest)
 
 
 @pytest.mark.parametrize("data", [b'[{"a": 1}', b'[{"a": 1},', b'[{"a": 1}] x', b'{"a": 1}', b'[{"a": 1} {"a": 2}]', b'["abc'])
@@ -221,7 +250,7 @@ def test_fast_constructor_refuses_what_pydantic_would_and_runs_the_validators():
         assert Message.fast(**kw) == Message(**kw) and Message.fast(**kw).model_fields_set == Message(**kw).model_fields_set
     conv = Conversation.fast(source=Source.CHATGPT, platform="chatgpt", conversation_id="c", updated_at=plus2)
     assert conv == Conversation(source=Source.CHATGPT, platform="chatgpt", conversation_id="c", updated_at=plus2)
-    assert conv.updated_at.tzinfo is timezone.utc
+    assert conv.updated_at.tzinfo is UTC
     a, b = Message.fast(message_id="a", role=Role.USER), Message.fast(message_id="b", role=Role.USER)
     assert a.tool_calls is not b.tool_calls and a.extra is not b.extra  # a new list and dict each
     with pytest.raises(TypeError, match="unknown"):

@@ -6,6 +6,8 @@ import json
 import uuid
 from pathlib import Path
 
+import pytest
+
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_path
 from chatetl.readers.detect import Format, Layout, detect
@@ -122,10 +124,12 @@ def test_platform_and_model_from_the_record(tmp_path):
 def test_missing_id_gets_a_content_uuid5(tmp_path):
     rec = {"conversations": [{"from": "human", "value": "Who are you?"}, {"from": "gpt", "value": "A model."}]}
     other = {"conversations": [{"from": "human", "value": "Who are you?"}, {"from": "gpt", "value": "Another model."}]}
-    convs, report = read_all(write(tmp_path, "d.json", [rec, rec, other]))
-    a, b, c = (x.conversation_id for x in convs)
-    assert a == b != c  # same content, same id; a shared first question does not collide
+    convs, report = read_all(write(tmp_path, "d.json", [rec, other]))
+    a, c = (x.conversation_id for x in convs)
+    assert a != c  # a shared first question does not collide
     uuid.UUID(a)
+    again, _ = read_all(write(tmp_path, "e.json", [rec]))
+    assert again[0].conversation_id == a  # the same content, the same id
     assert report.errors == []
 
 
@@ -188,7 +192,7 @@ def test_wrong_shapes_are_reported_per_record(tmp_path):
 
 def test_detection_and_direct_call():
     data = json.dumps({"id": "j", "conversations": [{"from": "human", "value": "x"}]}).encode()
-    jsonl = data + b"\n" + data + b"\n"
+    jsonl = data + b"\n" + data.replace(b'"x"', b'"y"') + b"\n"
     assert detect(Entry.from_bytes("a", b"[" + data + b"]")) == (Format.SHAREGPT, Layout.ARRAY)
     assert detect(Entry.from_bytes("b", jsonl)) == (Format.SHAREGPT, Layout.JSONL)
     report = ReadReport()
@@ -206,3 +210,101 @@ def test_two_datasets_reusing_an_id_stay_two_conversations(tmp_path):
     assert [c.meta["dataset_id"] for c in convs] == ["identity_0"] * 3
     assert convs[0].key != convs[1].key  # different chats: never merged into one node
     assert convs[0].key == convs[2].key  # the same chat read again: the same key
+
+
+# --- records that repeat -------------------------------------------------------------------------
+
+def _turns(*texts):
+    return [{"from": "human" if i % 2 == 0 else "gpt", "value": t} for i, t in enumerate(texts)]
+
+
+REPEATS = [
+    {"id": "identity_0", "conversations": _turns("Who are you?", "A model.")},
+    {"id": "identity_1", "conversations": _turns("Hi", "Hello")},
+    {"conversations": _turns("Hi", "Hello"), "id": "identity_0"},  # another record under a taken id
+    {"conversations": _turns("Who are you?", "A model."), "id": "identity_0"},  # a repeat (keys in another order)
+    {"id": "identity_0", "conversations": _turns("Who are you?", "A model."), "lang": "en"},  # same turns, one more field
+    {"id": "c1", "platform": "claude", "conversations": _turns("Plan a trip", "Where to?")},
+    {"id": "c1", "platform": "claude", "conversations": _turns("Plan a party", "How many guests?")},  # the platform's id reused
+    {"id": "c1", "platform": "claude", "conversations": _turns("Plan a trip", "Where to?")},  # a repeat
+    {"conversations": _turns("no id", "none")},
+    {"conversations": _turns("no id", "none")},  # a repeat of a record without an id
+]
+
+
+@pytest.mark.parametrize("layout", ["array", "jsonl"])
+def test_repeated_records_never_repeat_ids(tmp_path, layout):
+    text = json.dumps(REPEATS) if layout == "array" else "".join(json.dumps(r) + "\n" for r in REPEATS)
+    path = write(tmp_path, f"d.{'json' if layout == 'array' else 'jsonl'}", text)
+    convs, report = read_all(path)
+    assert report.errors == [] and report.skipped == {"sharegpt.duplicate record": 3}
+    assert report.conversations == len(convs) == 7
+    keys = [c.key for c in convs]
+    assert len(set(keys)) == len(keys)
+    message_ids = [(c.key, m.message_id) for c in convs for m in c.messages]
+    assert len(set(message_ids)) == len(message_ids)
+    seqs = [(c.key, m.seq) for c in convs for m in c.messages if m.seq is not None]
+    assert len(set(seqs)) == len(seqs)
+    first, second, shared_turns, extra_field, trip, party, no_id = convs
+    # a dataset id keeps its content digest; a different record under a taken id gets its own
+    assert shared_turns.conversation_id.startswith("identity_0~") and shared_turns.meta["dataset_id"] == "identity_0"
+    assert [m.text for m in shared_turns.messages] == ["Hi", "Hello"]
+    assert extra_field.conversation_id.startswith(first.conversation_id + "~") and extra_field.meta["shared_id"] == first.conversation_id
+    assert extra_field.meta["lang"] == "en"
+    assert (trip.conversation_id, party.meta["shared_id"]) == ("c1", "c1")
+    assert party.conversation_id.startswith("c1~") and len(party.conversation_id) == len("c1~") + 8
+    assert [m.text for m in party.messages] == ["Plan a party", "How many guests?"]
+    assert no_id.meta == {} and second.meta == {"dataset_id": "identity_1"}
+    # deterministic: the same file, the same ids
+    again, _ = read_all(path)
+    assert [c.key for c in again] == keys
+
+
+def test_repeats_in_the_normalized_tables_pass_the_table_checks(tmp_path):
+    from chatetl.ingest.checks import check_normalized_pair
+    from chatetl.tables import TableWriter, read_rows
+
+    convs, _ = read_all(write(tmp_path, "d.json", REPEATS + REPEATS))
+    with TableWriter(tmp_path / "c.parquet", tmp_path / "m.parquet") as writer:
+        for c in convs:
+            writer.add(c, upload_key="raw/d.json")
+    checks = check_normalized_pair(tmp_path / "c.parquet", tmp_path / "m.parquet", "d.json")
+    assert all(r.passed for r in checks.values()), {k: r.problems for k, r in checks.items()}
+    rows = list(read_rows(tmp_path / "m.parquet", ["conversation_key", "message_id"]))
+    assert len(rows) == len({(r["conversation_key"], r["message_id"]) for r in rows}) == 14
+
+
+def test_fingerprints_are_a_bounded_table_not_the_records(monkeypatch):
+    from chatetl.readers import sharegpt
+
+    table = sharegpt.Fingerprints(capacity=10_000, slots=8)
+    keys = [sharegpt._digest(f"id-{i}") for i in range(5_000)]
+    for i, key in enumerate(keys):
+        assert table.put(key, i.to_bytes(8, "little"))
+    assert len(table) == 5_000 and len(table._table) <= 32 * 5_000  # 16 bytes a slot, at most half empty
+    assert all(table.get(key) == i.to_bytes(8, "little") for i, key in enumerate(keys))
+    assert table.get(sharegpt._digest("not there")) is None
+    assert table.put(bytes(8), b"zeroszer") and table.get(bytes(8)) == b"zeroszer"  # the empty marker is still a key
+    small = sharegpt.Fingerprints(capacity=2)
+    assert small.put(keys[0], b"a" * 8) and small.put(keys[1], b"b" * 8) and not small.put(keys[2], b"c" * 8)
+    assert small.put(keys[0], b"d" * 8) and small.get(keys[0]) == b"d" * 8  # a known key is still updated
+
+    # past the bound, records still read; repeats not remembered are no longer caught (and counted)
+    monkeypatch.setattr(sharegpt, "MAX_FINGERPRINTS", 2)
+    recs = [{"id": f"r{i}", "conversations": _turns(f"q{i}", "a")} for i in range(3)]
+    report = ReadReport()
+    convs = list(read(Entry.from_bytes("d.json", json.dumps(recs + recs[:1]).encode()), Layout.ARRAY, report))
+    assert len(convs) == 3 and report.skipped == {"sharegpt.records past the duplicate check": 1, "sharegpt.duplicate record": 1}
+
+
+def test_empty_turns_are_hidden_whoever_sent_them(tmp_path):
+    rec = {"id": "e", "conversations": _turns("q", "", "  ", "a") + [{"from": "observation", "value": ""}]}
+    [c], _ = read_all(write(tmp_path, "d.json", [rec]))
+    assert [(m.role, m.kind, m.extra.get("empty")) for m in c.messages] == [
+        (Role.USER, MessageKind.TURN, None),
+        (Role.ASSISTANT, MessageKind.HIDDEN, True),
+        (Role.USER, MessageKind.HIDDEN, True),
+        (Role.ASSISTANT, MessageKind.TURN, None),
+        (Role.TOOL, MessageKind.TOOL_RESULT, None),
+    ]
+    assert [m.seq for m in c.visible_turns] == [0, 1] and c.message_count == 2

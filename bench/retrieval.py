@@ -1,0 +1,388 @@
+"""Retrieval benchmark: full-text, vector and hybrid search (chatetl.search) side by side, on generated chats.
+
+    NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/retrieval.py [--queries 300] [--asides 3,7] [--keep]
+
+Generated data (never real chats): 500 conversations, each about one thing going wrong with one
+thing (25 areas of life × 5 things × 4 of 8 troubles: a bicycle's chain that keeps breaking, a
+sourdough starter that smells strange ...), said by a user who lives in one of 40 cities and
+names the thing's model or error code (`KX4417`: one per conversation), with the assistant's
+tips of that area and a follow-up exchange, somewhere among 3 to 7 exchanges of general advice
+on other areas (--asides: one chat, several subjects, as people use them, so a chunk's vector
+is not about one thing only; `--asides 0,0`: chats about the one thing, where a vector alone
+does best). Each (area, thing, trouble) is said in exactly one conversation; the cities
+and the tips are shared by many.
+
+A query paraphrases the user's first message (`thing` and `trouble` in other words: "drive
+links" for the chain, "snaps again and again" for "keeps breaking", "bike" for "bicycle") in
+one of a few templates, as one of four kinds, a quarter each:
+
+- reworded: nothing of the conversation's words;
+- with the city: reworded, plus the detail one remembers, the city (each city is in about 12
+  conversations, so it does not name the conversation alone);
+- with a word: reworded, but the thing's last word as said ("pads" of "brake pads"; "card"
+  is also in "credit card" and "memory card");
+- with the code: reworded, plus the model or error code (what one searches for when the
+  words are forgotten but the code is on the screen).
+
+Every query is checked to share at most one word with its conversation (the check's figures
+are printed) and no query is a substring of it. The table is printed for all queries and per
+kind: the reworded queries are where full-text search cannot help.
+
+The corpus goes through the real code path into the Neo4j of NEO4J_URI (the local services'
+defaults otherwise): the graph load (chatetl.graph.load), then the documents stage
+(chatetl.rag.partition.write_upload_documents into a temporary bucket folder), timed without
+embeddings, with the built-in model, and rerun unchanged. Then every query runs in each mode
+(`chatetl.search.search`, k=10, one hit per conversation), and the table gives recall@1,
+recall@5, MRR@10 and queries per second (one client, the query's embedding included). The
+model's throughput on 1,800-character chunks is measured apart.
+
+The benchmark's nodes live under their own platform (`bench-retrieval`) and are deleted before
+and after (unless --keep); when the database holds other chunks the searches are filtered to the
+benchmark's platform (and say so), as they would otherwise be distractors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "deploy"))
+
+from local_env import ensure_local_env
+
+from chatetl.graph.connection import neo4j_settings, open_driver
+from chatetl.graph.load import load_conversations
+from chatetl.model import Conversation, Message, Role, Source
+from chatetl.rag.embeddings import builtin_embedder
+from chatetl.rag.partition import DocumentsResult, write_upload_documents
+from chatetl.readers.tree import resolve_branches
+from chatetl.search import SearchFilters, search
+from chatetl.storage import LocalObjectStore
+
+PLATFORM = "bench-retrieval"
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+# area: (the word a conversation uses, the word a query uses, [(thing, its paraphrase)], the area's tips)
+AREAS: list[tuple[str, str, list[tuple[str, str]], list[str]]] = [
+    ("bicycle", "bike", [("chain", "drive links"), ("brake pads", "stopping blocks"), ("derailleur", "gear changer"),
+                         ("saddle", "seat"), ("spokes", "wheel wires")],
+     ["Clean it with degreaser and oil it lightly.", "Check the cable tension and the limit screws.", "Worn parts are cheap to swap at a cycle shop."]),
+    ("car", "automobile", [("alternator", "charging generator"), ("windscreen wipers", "glass sweepers"), ("clutch", "gear pedal"),
+                           ("exhaust", "tailpipe"), ("radiator", "engine cooler")],
+     ["Have a mechanic read the fault codes first.", "Check the belts and the coolant level.", "A garage can test it in ten minutes."]),
+    ("cooking", "culinary", [("sourdough starter", "leaven culture"), ("cast iron pan", "heavy skillet"), ("risotto", "creamy arborio"),
+                             ("custard", "egg cream dessert"), ("omelette", "folded eggs")],
+     ["Keep the heat low and stir patiently.", "Weigh the ingredients instead of using cups.", "Season it and let it rest before serving."]),
+    ("garden", "yard", [("tomato plants", "vine fruit seedlings"), ("roses", "thorny blooms"), ("lawn", "turf grass"),
+                        ("compost heap", "rotting scraps pile"), ("apple tree", "orchard sapling")],
+     ["Water early in the morning at the roots.", "Mulch keeps the soil moist and cool.", "Prune in late winter before new growth."]),
+    ("tax return", "revenue filing", [("home office deduction", "study room allowance"), ("capital gains", "investment profits"),
+                                      ("mileage claim", "travel expense refund"), ("pension contributions", "retirement savings payments"),
+                                      ("VAT invoice", "sales levy slip")],
+     ["Keep every receipt for at least six years.", "An accountant can check the figures before you submit.", "The deadline is the end of January."]),
+    ("Python code", "script", [("dictionary lookup", "mapping access"), ("unit tests", "automated checks"),
+                               ("virtual environment", "isolated interpreter setup"), ("regular expression", "pattern matcher"),
+                               ("database query", "SQL request")],
+     ["Add logging around the failing line.", "Pin the versions of your dependencies.", "Write a small reproduction first."]),
+    ("trip", "journey", [("passport", "identity booklet"), ("train ticket", "rail fare"), ("hotel booking", "lodging reservation"),
+                         ("luggage", "suitcase"), ("travel insurance", "holiday cover policy")],
+     ["Book two months ahead for the best prices.", "Keep copies of the documents on your phone.", "Call the provider before you leave."]),
+    ("photography", "pictures", [("lens", "optics"), ("tripod", "three-legged stand"), ("flash", "strobe"),
+                                 ("memory card", "storage chip"), ("autofocus", "focusing motor")],
+     ["Update the camera firmware.", "Shoot in raw to keep the detail.", "Clean the contacts with a dry cloth."]),
+    ("workout", "fitness", [("running shoes", "jogging trainers"), ("knee", "leg joint"), ("protein shake", "whey drink"),
+                            ("rowing machine", "ergometer"), ("heart rate monitor", "pulse tracker")],
+     ["Warm up for ten minutes first.", "Rest days matter as much as training days.", "See a physiotherapist if the pain lasts."]),
+    ("music", "instrument", [("guitar strings", "fretboard wires"), ("piano pedal", "keyboard foot lever"), ("violin bow", "fiddle stick"),
+                             ("drum skin", "percussion head"), ("amplifier", "speaker cabinet")],
+     ["Humidity changes are hard on wood.", "A luthier can set it up properly.", "Practise slowly with a metronome."]),
+    ("house", "home", [("boiler", "central heating unit"), ("roof tiles", "shingles"), ("kitchen tap", "sink faucet"),
+                       ("window frame", "glazing surround"), ("smoke alarm", "fire detector")],
+     ["Turn off the supply before opening it.", "A plumber or roofer should inspect it yearly.", "Photograph everything for the landlord."]),
+    ("pet", "animal", [("puppy", "young dog"), ("cat litter", "feline toilet grit"), ("hamster wheel", "rodent exercise ring"),
+                       ("parrot", "talking bird"), ("rabbit hutch", "bunny enclosure")],
+     ["Ask the vet at the next checkup.", "Keep the routine the same every day.", "Clean the bedding every week."]),
+    ("bank", "money", [("credit card", "plastic borrowing"), ("mortgage", "home loan"), ("savings account", "deposit fund"),
+                       ("budget spreadsheet", "spending plan sheet"), ("stock portfolio", "share holdings")],
+     ["Compare the interest rates of three lenders.", "Set up an automatic transfer on payday.", "Read the terms for hidden charges."]),
+    ("chess", "board game", [("opening repertoire", "initial moves plan"), ("endgame", "final phase"), ("knight", "horse piece"),
+                             ("chess clock", "game timer"), ("rating", "Elo score")],
+     ["Review your games with an engine afterwards.", "Solve tactics puzzles daily.", "Play longer time controls to learn."]),
+    ("telescope", "stargazing", [("eyepiece", "ocular"), ("star chart", "sky map"), ("mount", "tracking base"),
+                                 ("moon photos", "lunar images"), ("light pollution", "urban glow")],
+     ["Let it cool outside for half an hour.", "Align the finder scope during the day.", "Dark sites outside town help a lot."]),
+    ("knitting", "yarn craft", [("needles", "pins"), ("wool", "sheep fibre"), ("cable pattern", "twisted stitch design"),
+                                ("sweater", "jumper"), ("scarf", "neck wrap")],
+     ["Knit a gauge swatch first.", "Block the piece after washing it.", "Use a lifeline thread in tricky rows."]),
+    ("aquarium", "fish tank", [("filter", "purifying unit"), ("goldfish", "orange carp"), ("aquatic plants", "underwater greenery"),
+                               ("heater", "warming element"), ("gravel", "substrate pebbles")],
+     ["Test the water weekly for ammonia and nitrite.", "Change a quarter of the water every week.", "Do not overfeed."]),
+    ("coffee", "brew", [("grinder", "bean mill"), ("espresso machine", "portafilter brewer"), ("milk frother", "foam wand"),
+                        ("dripper", "drip cone"), ("french press", "plunger pot")],
+     ["Descale it once a month.", "Use beans roasted recently.", "Weigh the dose and the water."]),
+    ("wine", "vino", [("cork", "bottle stopper"), ("decanter", "carafe"), ("red wine", "claret"),
+                      ("wine fridge", "cellar cooler"), ("vineyard tour", "winery visit")],
+     ["Store bottles lying down away from light.", "Let it breathe for an hour.", "Ask the sommelier for a pairing."]),
+    ("hiking", "trekking", [("boots", "walking footwear"), ("backpack", "rucksack"), ("tent", "shelter"),
+                            ("trail map", "route chart"), ("water filter", "purifier")],
+     ["Break new gear in on short walks.", "Check the weather forecast the night before.", "Pack a spare layer and a headlamp."]),
+    ("sleep", "slumber", [("mattress", "sleeping pad"), ("pillow", "head cushion"), ("alarm clock", "waking gadget"),
+                       ("snoring", "noisy nighttime breathing"), ("insomnia", "sleeplessness")],
+     ["Keep the bedroom dark and cool.", "No screens an hour before bed.", "Get up at the same time every day."]),
+    ("toddler", "child", [("car seat", "baby carrier"), ("stroller", "pushchair"), ("nappies", "diapers"),
+                          ("bedtime routine", "evening ritual"), ("school lunch", "packed meal")],
+     ["Keep things predictable for them.", "Ask the health visitor for a second opinion.", "Involve them in small choices."]),
+    ("Spanish lessons", "language learning", [("vocabulary", "word list"), ("pronunciation", "accent"), ("grammar", "sentence rules"),
+                                              ("flashcards", "memory cards"), ("chat partner", "speaking buddy")],
+     ["Fifteen minutes every day beats two hours once a week.", "Listen to podcasts at normal speed.", "Speak from the first week."]),
+    ("woodworking", "carpentry", [("chisel", "blade tool"), ("table saw", "circular cutter"), ("wood glue", "carpenter adhesive"),
+                                  ("sandpaper", "abrasive sheet"), ("workbench", "joinery table")],
+     ["Sharpen the edge before every session.", "Clamp the piece firmly.", "Work with the grain, never against it."]),
+    ("electronics", "circuits", [("soldering iron", "solder tool"), ("breadboard", "prototype board"), ("battery", "cell pack"),
+                                 ("LED", "diode light"), ("multimeter", "voltage tester")],
+     ["Check the polarity twice.", "Measure before you power it up.", "Keep the workspace free of static."]),
+]
+# a trouble: (as the user says it, a paraphrase with none of its words)
+TROUBLES = [
+    ("keeps breaking", "snaps again and again"),
+    ("makes a squeaking noise", "emits a shrill squeal"),
+    ("wore out after a month", "degraded within weeks"),
+    ("is far too expensive", "costs a fortune"),
+    ("stopped working", "died completely"),
+    ("smells strange", "carries an odd odour"),
+    ("looks discoloured", "has changed colour"),
+    ("is too slow", "takes forever"),
+]
+CITIES = ["Lisbon", "Porto", "Seville", "Valencia", "Lyon", "Marseille", "Bordeaux", "Ghent", "Utrecht", "Bremen", "Leipzig", "Dresden", "Graz", "Salzburg", "Krakow", "Gdansk", "Brno", "Bratislava", "Ljubljana", "Zagreb", "Split", "Trieste", "Bologna", "Verona", "Turin", "Naples", "Palermo", "Malaga", "Bilbao", "Cork", "Galway", "Bergen", "Tampere", "Uppsala", "Aarhus", "Tallinn", "Riga", "Vilnius", "Sofia", "Cluj"]
+OPENINGS = [
+    "I live in {city} and my {thing} {trouble}. Any idea why?",
+    "Since moving to {city}, my {thing} {trouble}. Is that normal with {area} things?",
+    "Quick {area} question from {city}: my {thing} {trouble}.",
+    "Back in {city} my {thing} {trouble} and I am not sure where to start.",
+]
+CODE_SENTENCES = ["The label on it says {code}.", "It shows error {code} now and then.", "Mine is the {code} model."]
+ASIDES = [
+    "Different topic: what should a beginner know about {area} things?",
+    "Any general {area} advice while I have you?",
+    "What do people usually get wrong with {area} stuff?",
+    "One more, unrelated: how do I get better at {area} matters?",
+]
+CLOSINGS = ["Hope this helps!", "Let me know how it goes.", "Happy to help if anything else comes up.", "Good luck with it."]
+FOLLOW_UPS = [
+    ("Thanks. How long does that usually take?", "Usually an afternoon if you have the tools at hand."),
+    ("Would a local shop do it for me?", "Most will, and they often give a quote on the spot."),
+    ("Is it worth doing myself?", "Yes, if you are patient; it is a good thing to learn."),
+]
+QUERIES = [
+    "{areaq} {thingq} {troubleq}{place}",
+    "my {thingq} {troubleq}{place}",
+    "what to do when the {thingq} {troubleq}{place}",
+    "{areaq}: {thingq} that {troubleq}{place}",
+]
+KINDS = ("reworded", "with the city", "with a word", "with the code")
+_WORD = re.compile(r"\w+")
+_QUERY_STOP = {"the", "a", "an", "my", "that", "what", "to", "do", "when", "in", "and"}
+
+
+def corpus(rng: random.Random, asides: tuple[int, int] = (3, 7)) -> tuple[list[Conversation], list[dict[str, Any]]]:
+    """The conversations, and per conversation what a query needs: its key, the paraphrase parts, its city."""
+    convs, facts = [], []
+    n = 0
+    for a, (area, areaq, things, tips) in enumerate(AREAS):
+        for t, (thing, thingq) in enumerate(things):
+            for step in range(4):
+                p = (t * 2 + step) % len(TROUBLES)
+                trouble, troubleq = TROUBLES[p]
+                city = CITIES[(n * 7) % len(CITIES)]
+                cid = f"retrieval-{n:04d}"
+                code = f"{chr(65 + n % 26)}{chr(65 + (n * 7 + 3) % 26)}{1000 + (n * 7919) % 9000}"
+                first = OPENINGS[n % len(OPENINGS)].format(city=city, thing=thing, trouble=trouble, area=area)
+                first += " " + CODE_SENTENCES[n % len(CODE_SENTENCES)].format(code=code)
+                answer = f"With a {thing} that does this, start simple. {tips[p % 3]} {tips[(p + 1) % 3]} {CLOSINGS[n % len(CLOSINGS)]}"
+                follow, reply = FOLLOW_UPS[n % len(FOLLOW_UPS)]
+                key = [(Role.USER, first), (Role.ASSISTANT, answer), (Role.USER, follow), (Role.ASSISTANT, reply)]
+                # the rest of the chat: other areas' general advice, before and after (no thing, no trouble)
+                other = []
+                for _ in range(rng.randint(*asides)):
+                    area2, _, _, tips2 = AREAS[rng.choice([i for i in range(len(AREAS)) if i != a])]
+                    other.append((Role.USER, rng.choice(ASIDES).format(area=area2)))
+                    other.append((Role.ASSISTANT, " ".join(rng.sample(tips2, 2)) + " " + rng.choice(CLOSINGS)))
+                cut = 2 * rng.randint(0, len(other) // 2)
+                turns = other[:cut] + key + other[cut:]
+                start = T0 + timedelta(hours=7 * n)
+                messages, parent = [], None
+                for i, (role, text) in enumerate(turns):
+                    mid = f"{cid}-m{i}"
+                    messages.append(Message(message_id=mid, parent_id=parent, role=role, text=text, created_at=start + timedelta(minutes=i),
+                                            model="bench-model" if role == Role.ASSISTANT else None))
+                    parent = mid
+                conv = Conversation(source=Source.CHATGPT, platform=PLATFORM, conversation_id=cid, title=f"{area.capitalize()}: {thing}",
+                                    created_at=start, updated_at=start + timedelta(minutes=len(turns)), model="bench-model",
+                                    messages=messages, source_file="bench-retrieval.json")
+                resolve_branches(conv)
+                convs.append(conv)
+                facts.append({"key": conv.key, "areaq": areaq, "thingq": thingq, "thing": thing, "troubleq": troubleq, "city": city,
+                              "code": code, "text": " ".join(text for _, text in turns), "area": a})
+                n += 1
+    return convs, facts
+
+
+def words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def make_queries(facts: list[dict[str, Any]], count: int, rng: random.Random) -> list[dict[str, Any]]:
+    """One paraphrase per sampled conversation (the kinds in turn), checked to share at most one word with it."""
+    chosen = rng.sample(facts, min(count, len(facts)))
+    queries = []
+    for i, fact in enumerate(chosen):
+        kind = KINDS[i % len(KINDS)]
+        place = {"with the city": f" in {fact['city']}", "with the code": f" {fact['code']}"}.get(kind, "")
+        thing = f"{fact['thingq']} {fact['thing'].split()[-1]}" if kind == "with a word" else fact["thingq"]
+        template = QUERIES[(i // len(KINDS)) % len(QUERIES)]
+        text = template.format(areaq=fact["areaq"], thingq=thing, troubleq=fact["troubleq"], place=place)
+        content = words(text) - _QUERY_STOP
+        shared = content & words(fact["text"])
+        if len(shared) > 1 or text.lower() in fact["text"].lower():
+            raise SystemExit(f"query {text!r} shares {sorted(shared)} with its conversation: fix the lexicon")
+        queries.append({"text": text, "key": fact["key"], "kind": kind, "shared": len(shared), "content": len(content)})
+    return queries
+
+
+def cleanup(driver: Any, database: str | None) -> None:
+    with driver.session(database=database) as session:
+        session.run(
+            """
+            MATCH (c:Conversation {source: $platform})
+            CALL (c) {
+              OPTIONAL MATCH (c)-[:HAS_MESSAGE]->(m:Message)
+              OPTIONAL MATCH (c)-[:HAS_DOCUMENT]->(d:Document)
+              OPTIONAL MATCH (d)-[:HAS_CHUNK]->(k:Chunk)
+              DETACH DELETE k, d, m, c
+            } IN TRANSACTIONS OF 50 ROWS
+            """,
+            platform=PLATFORM,
+        ).consume()
+
+
+def drop_chunks(driver: Any, database: str | None) -> None:
+    """The benchmark's Documents and Chunks only (its Conversations stay): a documents stage from scratch."""
+    with driver.session(database=database) as session:
+        session.run(
+            """
+            MATCH (d:Document {source: $platform})
+            CALL (d) { OPTIONAL MATCH (d)-[:HAS_CHUNK]->(k:Chunk) DETACH DELETE k, d } IN TRANSACTIONS OF 50 ROWS
+            """,
+            platform=PLATFORM,
+        ).consume()
+
+
+def documents_stage(driver: Any, database: str | None, root: Path, convs: list[Conversation], embedder: Any) -> tuple[float, DocumentsResult]:
+    result = DocumentsResult()
+    start = time.perf_counter()
+    write_upload_documents(LocalObjectStore(root), driver, "2025-01-01", "bench-retrieval", convs, result, database=database, embedder=embedder)
+    return time.perf_counter() - start, result
+
+
+def evaluate(driver: Any, database: str | None, queries: list[dict[str, Any]], mode: str, embedder: Any, filters: SearchFilters | None,
+             ) -> dict[str, Any]:
+    """recall@1, recall@5, MRR@10 and queries per second of one mode; `ranks`: each query's rank of its conversation (None: not in 10)."""
+    ranks: list[int | None] = []
+    start = time.perf_counter()
+    for q in queries:
+        hits = search(driver, q["text"], k=10, mode=mode, embedder=embedder, filters=filters, database=database)
+        keys = [h.conversation["key"] for h in hits]
+        ranks.append(keys.index(q["key"]) + 1 if q["key"] in keys else None)
+    seconds = time.perf_counter() - start
+    return {**scores(ranks), "qps": len(queries) / seconds, "ranks": ranks}
+
+
+def scores(ranks: list[int | None]) -> dict[str, float]:
+    n = len(ranks)
+    return {"recall@1": sum(r == 1 for r in ranks) / n, "recall@5": sum(r is not None and r <= 5 for r in ranks) / n,
+            "mrr": statistics.fmean(1.0 / r if r else 0.0 for r in ranks)}
+
+
+def model_throughput(embedder: Any, facts: list[dict[str, Any]], n: int = 1000, size: int = 1800) -> float:
+    """Chunks of `size` characters per second through the model (texts cut from the corpus, all distinct)."""
+    rng = random.Random(3)
+    texts = []
+    for i in range(n):
+        parts = rng.sample(facts, 12)
+        texts.append((f"{i} " + " ".join(p["text"] for p in parts))[:size])
+    embedder(texts[:10])  # warm
+    start = time.perf_counter()
+    embedder(texts)
+    return n / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--asides", default="3,7", help="MIN,MAX exchanges on other subjects in each chat")
+    parser.add_argument("--keep", action="store_true", help="leave the benchmark's nodes in the graph")
+    args = parser.parse_args()
+    ensure_local_env()
+    conf = neo4j_settings()
+    database = conf["database"] or None
+    rng = random.Random(args.seed)
+    low, high = (int(x) for x in args.asides.split(","))
+    convs, facts = corpus(rng, (low, high))
+    queries = make_queries(facts, args.queries, rng)
+    print(f"Neo4j {conf['uri']} (database {database}); {len(convs)} conversations on {len(convs)} distinct (area, thing, trouble) topics "
+          f"with {low} to {high} exchanges on other subjects each; {len(queries)} paraphrased queries, e.g. {queries[0]['text']!r}")
+    print(f"words a query shares with its conversation: {statistics.fmean(q['shared'] for q in queries):.2f} on average, at most "
+          f"{max(q['shared'] for q in queries)}, of {statistics.fmean(q['content'] for q in queries):.1f} words (stop words aside)")
+    driver = open_driver()
+    try:
+        cleanup(driver, database)
+        start = time.perf_counter()
+        load_conversations(driver, convs, database=database)
+        print(f"graph load: {len(convs)} conversations in {time.perf_counter() - start:.2f} s")
+        embedder = builtin_embedder()
+        with tempfile.TemporaryDirectory(prefix="chatetl-bench-retrieval-") as tmp:
+            off, res_off = documents_stage(driver, database, Path(tmp, "off"), convs, None)
+            drop_chunks(driver, database)
+            on, res_on = documents_stage(driver, database, Path(tmp, "on"), convs, embedder)
+            again, res_again = documents_stage(driver, database, Path(tmp, "on"), convs, embedder)
+        print(f"documents stage, {res_off.chunks} chunks: without embeddings {off:.2f} s ({res_off.chunks / off:,.0f} chunks/s); "
+              f"with embeddings {on:.2f} s ({res_on.chunks / on:,.0f} chunks/s; the model {res_on.embedding_seconds:.2f} s for "
+              f"{res_on.embedded} chunks); unchanged rerun {again:.2f} s, {res_again.embedded} embedded, {res_again.embeddings_reused} reused")
+        print(f"model alone ({embedder.name}): {model_throughput(embedder, facts):,.0f} chunks of 1,800 characters per second")
+        records, _, _ = driver.execute_query("MATCH (c:Chunk) WHERE NOT c.source = $p RETURN count(c) AS n", p=PLATFORM, database_=database)
+        filters = None
+        if records[0]["n"]:
+            filters = SearchFilters(platform=PLATFORM)
+            print(f"note: the database holds {records[0]['n']} other chunks: searches filtered to platform {PLATFORM}")
+        search(driver, "warm up", mode="hybrid", embedder=embedder, filters=filters, database=database)
+        print(f"\n{'mode':<8} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8} {'queries/s':>10}")
+        table = {}
+        for mode in ("text", "vector", "hybrid"):
+            row = table[mode] = evaluate(driver, database, queries, mode, embedder, filters)
+            print(f"{mode:<8} {row['recall@1']:>9.3f} {row['recall@5']:>9.3f} {row['mrr']:>8.3f} {row['qps']:>10.1f}", flush=True)
+        print(f"\n{'MRR@10 by kind':<22} {'text':>7} {'vector':>7} {'hybrid':>7}")
+        for kind in KINDS:
+            chosen = [i for i, q in enumerate(queries) if q["kind"] == kind]
+            cells = " ".join(f"{scores([table[m]['ranks'][i] for i in chosen])['mrr']:>7.3f}" for m in ("text", "vector", "hybrid"))
+            print(f"{kind + f' ({len(chosen)})':<22} {cells}")
+        best_single = max(table["text"]["mrr"], table["vector"]["mrr"])
+        print(f"\nhybrid MRR {table['hybrid']['mrr']:.3f} vs the better single mode {best_single:.3f}: "
+              f"{'hybrid wins' if table['hybrid']['mrr'] > best_single else 'hybrid does NOT win'}")
+    finally:
+        if not args.keep:
+            cleanup(driver, database)
+        driver.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""`chatetl search QUERY`: hybrid search over every loaded chunk (chatetl.search), ranked by conversation.
+
+    chatetl search "QUERY" [--platform P] [--since D] [--until D] [--role R] [--model M] [-k N]
+                           [--mode hybrid|text|vector] [--json]
+
+In a terminal: a ranked list, each hit with its conversation (title, platform, date), the
+part of the chunk that matches (the query's words in bold), its message ids and where the
+conversation's exported files are. With --json: one JSON object per hit and line (the
+`chatetl.search.Hit` fields), nothing else on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from typing import Any
+
+import click
+
+from chatetl.cli.options import OK, USAGE_OR_GRAPH
+from chatetl.settings import Settings
+
+EXIT_CODES = """\b
+Exit codes:
+  0  the search ran (with hits or none: "no hits" goes to stderr)
+  2  a usage error (an unknown option, a bad value or setting), or the
+     graph could not be searched (Neo4j unreachable or refusing)"""
+
+
+def settings_store(settings: Settings) -> Any | None:
+    """The configured bucket (CHATETL_STORE ...), to say where exported files are; None if there is none here."""
+    from chatetl.storage import LocalObjectStore, S3ObjectStore, s3_client
+
+    if settings.store == "s3" and settings.s3_bucket:
+        return S3ObjectStore(s3_client(settings.s3_endpoint_url, settings.aws_region), settings.s3_bucket, settings.s3_prefix)
+    if settings.store == "local" and settings.local_store_root:
+        return LocalObjectStore(settings.local_store_root)
+    return None
+
+
+def _date(value: str | None, name: str):
+    if not value:
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%d").date()
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected a date, YYYY-MM-DD", param_hint=name) from None
+
+
+def _marked(text: str, spans: list[tuple[int, int]], color: bool) -> str:
+    """The text with its matches in bold (or between ** ** without colour), on one line."""
+    out, pos = [], 0
+    for start, end in spans:
+        if start < pos:
+            continue
+        out.append(text[pos:start])
+        out.append(click.style(text[start:end], bold=True) if color else f"**{text[start:end]}**")
+        pos = end
+    out.append(text[pos:])
+    return " ".join("".join(out).split())
+
+
+def render(hit: Any, color: bool) -> str:
+    conv = hit.conversation
+    day = (conv.get("updated_at") or conv.get("created_at") or "")[:10] or "undated"
+    found = ", ".join(f"{name} #{rank}" for name, rank in (("text", hit.text_rank), ("vector", hit.vector_rank)) if rank)
+    title = conv.get("title") or conv.get("document_title") or conv["key"]
+    head = f"{hit.rank:>2}. {click.style(title, bold=True) if color else title}  ·  {conv.get('platform')}  ·  {day}  ({found})"
+    snippet, spans = hit.snippet()
+    lines = [head, f"    {_marked(snippet, spans, color)}"]
+    ids = hit.message_ids
+    lines.append(f"    messages: {', '.join(ids[:4])}{f' (+{len(ids) - 4})' if len(ids) > 4 else ''}   chunk {hit.chunk_id}")
+    if hit.exports:
+        fmt = "html" if "html" in hit.exports else min(hit.exports)
+        lines.append(f"    file: {hit.exports[fmt][0]}")
+    return "\n".join(lines)
+
+
+@click.command("search", epilog=EXIT_CODES)
+@click.argument("query")
+@click.option("--platform", default=None, help="Only this platform (chatgpt, claude-ai, grok ...; claude means claude-ai)")
+@click.option("--since", default=None, metavar="YYYY-MM-DD", help="Conversations active on or after this day")
+@click.option("--until", default=None, metavar="YYYY-MM-DD", help="Conversations started on or before this day")
+@click.option("--role", type=click.Choice(["user", "assistant", "system", "tool"]), default=None, help="Chunks holding a message of this role")
+@click.option("--model", default=None, help="Conversations or messages of this model (a prefix, any case: gpt-4, claude-3)")
+@click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True, help="Hits to show")
+@click.option("--mode", type=click.Choice(["hybrid", "text", "vector"]), default="hybrid", show_default=True,
+              help="Full-text and vector search fused (hybrid), or one of them")
+@click.option("--json", "as_json", is_flag=True, default=False, help="One JSON object per hit and line")
+def search(query: str, platform: str | None, since: str | None, until: str | None, role: str | None, model: str | None,
+           k: int, mode: str, as_json: bool) -> None:
+    """Search everything loaded into Neo4j (NEO4J_URI ...; `chatetl load` or the pipeline) for QUERY:
+    the words (full-text index) and what they mean (vector index, the model of CHATETL_EMBEDDER,
+    else the built-in one), fused by reciprocal rank."""
+    from neo4j.exceptions import DriverError, Neo4jError
+
+    from chatetl.graph.connection import neo4j_settings, open_driver
+    from chatetl.rag.embeddings import load_embedder
+    from chatetl.search import SearchError, SearchFilters
+    from chatetl.search import search as run_search
+
+    try:
+        settings = Settings.from_env()
+        conf = neo4j_settings(settings)
+        filters = SearchFilters(platform=platform, since=_date(since, "--since"), until=_date(until, "--until"), role=role, model=model)
+        embedder = load_embedder(settings=settings) if mode != "text" else None
+    except ValueError as exc:  # a SettingError, a SearchError, a bad CHATETL_EMBEDDER
+        raise click.UsageError(str(exc)) from exc
+    if embedder is None and mode == "hybrid":
+        click.echo("note: embeddings are off (CHATETL_EMBEDDINGS): full-text search only", err=True)
+    store = settings_store(settings)
+    driver = open_driver(settings=settings)
+    try:
+        hits = run_search(driver, query, k=k, mode=mode, filters=filters, embedder=embedder, store=store, database=conf["database"] or None)
+    except SearchError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except (Neo4jError, DriverError, OSError) as exc:
+        click.echo(f"error: searching the graph at {conf['uri']} failed: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(USAGE_OR_GRAPH)
+    finally:
+        driver.close()
+    if as_json:
+        for hit in hits:
+            click.echo(json.dumps(hit.to_dict(), ensure_ascii=False, sort_keys=True))
+    else:
+        color = sys.stdout.isatty()
+        click.echo("\n\n".join(render(hit, color) for hit in hits) if hits else "", nl=bool(hits))
+    if not hits:
+        click.echo(f"no hits for {query!r}", err=True)
+    sys.exit(OK)

@@ -1,0 +1,355 @@
+"""The archive: one static page listing every conversation, with a filter and an activity chart.
+
+    exports/archive/index.html           the whole bucket's history, rebuilt after each export run
+    exports/_archive/date=D.json         what day D's conversations give the page (its rows and counts)
+
+The page (`templates/archive.html.j2`) is a table of every conversation (title, platform, date,
+visible messages), newest first, each title linking to its file of the `html` export, and an
+activity chart: visible messages per month per platform, stacked bars drawn here as inline SVG
+(rectangles computed in Python, written by the template; no charting library). The filter is
+a few lines of plain JavaScript inside the page (`templates/archive_filter.js.j2`): typing hides
+the rows whose title, platform and date do not hold every typed word; a menu picks a platform.
+
+Works opened from disk: nothing is fetched, links are relative (`../html/<name>.html`, the
+file names of `chatetl.filenames`, percent-encoded), so a synced or unzipped `exports/` folder
+(or `chatetl export --format archive`'s OUT folder, the same layout) browses as it is. A
+Content-Security-Policy allows no remote load and only this page's own script, by its SHA-256
+hash (CSP Level 2 `script-src 'sha256-…'`), so even a title that slipped through could not run
+code. Everything from a chat (titles, platform names) goes through Jinja2's autoescape, as in
+the `html` export; the script reads the rows' text from the page and never builds HTML.
+
+Why one page for the whole bucket and not one per day: a person wants their whole history in
+one place. Each day's export run writes that day's rows (`exports/_archive/date=D.json`, small,
+written only when changed); the page is rebuilt from all days' rows (newest state of each
+conversation wins, as for the files) and written with `put_bytes_if_changed`, so a rerun writes
+nothing. A row links only to an HTML file that is in the bucket when the page is built. Two runs
+rebuilding at once: each checks after writing that no day's rows changed meanwhile, else builds
+again, so the last page written has every day's rows. The day's zip can hold a page of its own
+(`archive` among the zip's formats): that day's conversations, linking into the zip's `html/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from base64 import b64encode
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+from urllib.parse import quote
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from chatetl.exports.html import TEMPLATES
+from chatetl.labels import platform_label
+from chatetl.layout import EXPORTS_PREFIX, export_prefix
+from chatetl.model import Conversation, state_version
+from chatetl.storage import ObjectStore, put_bytes_if_changed
+
+ARCHIVE = "archive"
+ARCHIVE_PAGE = "index.html"
+DAYS_PREFIX = f"{EXPORTS_PREFIX}_archive/"
+CONTENT_TYPE = "text/html; charset=utf-8"
+REBUILD_ATTEMPTS = 3
+
+# Okabe-Ito: told apart with every common colour-vision deficiency; platforms past 8 reuse them
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C6D1F", "#555555")
+
+
+def archive_key() -> str:
+    """The bucket's archive page."""
+    return f"{export_prefix(ARCHIVE)}{ARCHIVE_PAGE}"
+
+
+def day_rows_key(day: str) -> str:
+    """What day D's conversations give the archive page."""
+    return f"{DAYS_PREFIX}date={day}.json"
+
+
+@dataclass(frozen=True)
+class ArchiveEntry:
+    """One conversation's row on the page, and its visible messages per month ("YYYY-MM")."""
+
+    key: str
+    title: str
+    platform: str
+    date: str | None  # YYYY-MM-DD (UTC) of its start (created, else updated, else its first message)
+    messages: int
+    version: float  # state_version: which of two states of one conversation is newest
+    html: str | None  # its html export file, relative to the exports root: "html/<name>.html"
+    months: dict[str, int] = field(default_factory=dict)
+    undated: int = 0  # visible messages without any time to place them on the chart
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def archive_entry(conv: Conversation, html: str | None) -> ArchiveEntry:
+    """The row of a conversation whose html export file is `html` (relative to the exports root)."""
+    turns = conv.visible_turns
+    fallback = conv.created_at or conv.updated_at
+    start = fallback or min((m.created_at for m in turns if m.created_at is not None), default=None)
+    months: dict[str, int] = {}
+    undated = 0
+    for m in turns:
+        when = m.created_at or fallback
+        if when is None:
+            undated += 1
+            continue
+        month = _utc(when).strftime("%Y-%m")
+        months[month] = months.get(month, 0) + 1
+    return ArchiveEntry(
+        key=conv.key,
+        title=conv.title or f"{platform_label(conv.platform)} conversation",
+        platform=conv.platform,
+        date=_utc(start).strftime("%Y-%m-%d") if start else None,
+        messages=conv.message_count,
+        version=state_version(conv),
+        html=html,
+        months=dict(sorted(months.items())),
+        undated=undated,
+    )
+
+
+class NewestEntries:
+    """Rows by conversation key, the newest state winning (ties keep the first seen, so the page
+    depends only on its inputs)."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, ArchiveEntry] = {}
+
+    def add(self, entry: ArchiveEntry) -> None:
+        old = self.by_key.get(entry.key)
+        if old is None or entry.version > old.version:
+            self.by_key[entry.key] = entry
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+    def entries(self) -> list[ArchiveEntry]:
+        return list(self.by_key.values())
+
+
+# ---- the page ----
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    fill: str
+    platform: str
+    label: str  # the platform as a person reads it
+    month: str
+    count: int
+
+
+@dataclass
+class Chart:
+    """The activity chart's geometry: stacked bars per month, axes, legend (SVG user units)."""
+
+    width: float
+    height: float
+    bars: list[Bar]
+    y_ticks: list[tuple[float, int]]  # (y, value)
+    x_labels: list[tuple[float, str, str]]  # (x, month label, year label or "")
+    legend: list[tuple[str, str, str, int]]  # (platform, label, colour, messages)
+    plot_left: float
+    plot_bottom: float
+    plot_right: float
+    months: int
+
+
+LEFT, TOP, PLOT_HEIGHT, BOTTOM, RIGHT = 44.0, 8.0, 160.0, 34.0, 8.0
+_MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _month_range(first: str, last: str) -> list[str]:
+    y, m = int(first[:4]), int(first[5:7])
+    end = (int(last[:4]), int(last[5:7]))
+    out = []
+    while (y, m) <= end:
+        out.append(f"{y:04d}-{m:02d}")
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
+def _nice_ceiling(value: int) -> int:
+    """The smallest 1, 2, 2.5 (from 25 up) or 5 times a power of ten at or above `value` (the y axis' top)."""
+    step = 1
+    while True:
+        for top in (step, 2 * step, 5 * step // 2 if step >= 10 else 2 * step, 5 * step):
+            if top >= value:
+                return top
+        step *= 10
+
+
+def platform_colours(platforms: Iterable[str]) -> dict[str, str]:
+    return {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(platforms)}
+
+
+def activity_chart(entries: list[ArchiveEntry]) -> Chart | None:
+    """Visible messages per month and platform as stacked bars (None: no dated message)."""
+    per: dict[tuple[str, str], int] = {}
+    totals: dict[str, int] = {}
+    for e in entries:
+        for month, n in e.months.items():
+            per[(month, e.platform)] = per.get((month, e.platform), 0) + n
+            totals[e.platform] = totals.get(e.platform, 0) + n
+    if not per:
+        return None
+    platforms = sorted(totals, key=lambda p: (-totals[p], p))  # the busiest at the bottom of each bar
+    colours = platform_colours(platforms)
+    months = _month_range(min(m for m, _ in per), max(m for m, _ in per))
+    step = max(4.0, min(40.0, 720.0 / len(months)))
+    bar_width = max(2.0, round(step * 0.8, 2))
+    per_month = [sum(per.get((m, p), 0) for p in platforms) for m in months]
+    top = _nice_ceiling(max(per_month))
+    scale = PLOT_HEIGHT / top
+    bottom = TOP + PLOT_HEIGHT
+    bars = []
+    for i, month in enumerate(months):
+        x = round(LEFT + i * step + (step - bar_width) / 2, 2)
+        y = bottom
+        for p in platforms:
+            n = per.get((month, p), 0)
+            if not n:
+                continue
+            h = round(n * scale, 2)
+            y = round(y - h, 2)
+            bars.append(Bar(x, y, bar_width, h, colours[p], p, platform_label(p), month, n))
+    ticks = [(round(bottom - v * scale, 2), v) for v in sorted({0, top // 2, top})]
+    every_month = len(months) <= 24
+    labels = []
+    for i, month in enumerate(months):
+        first_or_january = i == 0 or month.endswith("-01")
+        if every_month or first_or_january:
+            labels.append((round(LEFT + i * step + step / 2, 2), _MONTH_NAMES[int(month[5:7]) - 1] if every_month else "",
+                           month[:4] if first_or_january else ""))
+    legend = [(p, platform_label(p), colours[p], totals[p]) for p in platforms]
+    right = LEFT + len(months) * step
+    return Chart(round(right + RIGHT, 2), TOP + PLOT_HEIGHT + BOTTOM, bars, ticks, labels, legend, LEFT, bottom, round(right, 2), len(months))
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True)
+
+
+@lru_cache(maxsize=1)
+def filter_script() -> tuple[Markup, str]:
+    """The page's filter script (a static file, never built from data) and its CSP hash source."""
+    text = _environment().loader.get_source(_environment(), "archive_filter.js.j2")[0]  # type: ignore[union-attr]
+    digest = b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return Markup(text), f"'sha256-{digest}'"
+
+
+def link(html: str, prefix: str = "../") -> str:
+    """A relative, percent-encoded link from the archive page to an export file."""
+    return prefix + quote(html, safe="/")
+
+
+def render_archive(entries: Iterable[ArchiveEntry], linked: set[str] | None = None, title: str = "Chat archive") -> str:
+    """The page for `entries` (newest first); a row links to its html file when it has one and, if
+    `linked` is given, only when that file (relative to the exports root) is in it."""
+    rows = sorted(entries, key=lambda e: (e.title.casefold(), e.key))
+    rows.sort(key=lambda e: e.date or "", reverse=True)  # newest first (stable: ties stay by title); undated last
+    platforms = sorted({e.platform for e in rows}, key=lambda p: (platform_label(p).casefold(), p))
+    chart = activity_chart(rows)
+    script, script_hash = filter_script()
+    dates = [e.date for e in rows if e.date]
+    view = [
+        {
+            "title": e.title,
+            "platform": e.platform,
+            "platform_label": platform_label(e.platform),
+            "date": e.date or "undated",
+            "messages": e.messages,
+            "href": link(e.html) if e.html and (linked is None or e.html in linked) else None,
+        }
+        for e in rows
+    ]
+    return _environment().get_template("archive.html.j2").render(
+        page_title=title,
+        rows=view,
+        platforms=[(p, platform_label(p)) for p in platforms],
+        chart=chart,
+        messages=sum(e.messages for e in rows),
+        undated=sum(e.undated for e in rows),
+        first=min(dates) if dates else None,
+        last=max(dates) if dates else None,
+        script=script,
+        script_hash=script_hash,
+    )
+
+
+# ---- the bucket ----
+
+
+def write_day_rows(store: ObjectStore, day: str, entries: Iterable[ArchiveEntry]) -> tuple[str, bool]:
+    """Day D's rows (sorted by key, so the same conversations give the same bytes); (key, written).
+    A day without a conversation leaves no file."""
+    key = day_rows_key(day)
+    rows = sorted((asdict(e) for e in entries), key=lambda r: r["key"])
+    if not rows:
+        if store.head(key) is not None:
+            store.delete(key)
+            return key, True
+        return key, False
+    data = (json.dumps({"day": day, "conversations": rows}, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode("utf-8", "replace")
+    return key, put_bytes_if_changed(store, key, data, "application/json")
+
+
+def read_day_rows(store: ObjectStore, key: str) -> list[ArchiveEntry] | None:
+    """A day's rows (None when the file is damaged: that day's next export run rewrites it)."""
+    try:
+        data = json.loads(store.get_bytes(key))
+        return [ArchiveEntry(**row) for row in data["conversations"]]
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError):
+        return None
+
+
+@dataclass
+class ArchiveResult:
+    key: str
+    written: bool = False
+    conversations: int = 0
+    days: int = 0
+    linked: int = 0  # rows whose html file is in the bucket
+    damaged: list[str] = field(default_factory=list)  # day files that could not be read
+
+
+def _day_files(store: ObjectStore) -> dict[str, str]:
+    return {o.key: o.etag for o in store.list(DAYS_PREFIX)}
+
+
+def write_archive(store: ObjectStore) -> ArchiveResult:
+    """The bucket's archive page, rebuilt from every day's rows; written only when its bytes change."""
+    result = ArchiveResult(archive_key())
+    html_prefix = export_prefix("html")
+    for _attempt in range(REBUILD_ATTEMPTS):
+        days = _day_files(store)
+        newest = NewestEntries()
+        damaged = []
+        for key in sorted(days):
+            rows = read_day_rows(store, key)
+            if rows is None:
+                damaged.append(key)
+                continue
+            for entry in rows:
+                newest.add(entry)
+        present = {o.key[len(EXPORTS_PREFIX):] for o in store.list(html_prefix)}
+        entries = newest.entries()
+        page = render_archive(entries, present).encode("utf-8", "replace")
+        written = put_bytes_if_changed(store, result.key, page, CONTENT_TYPE)
+        result.written = result.written or written
+        result.conversations, result.days, result.damaged = len(entries), len(days) - len(damaged), damaged
+        result.linked = sum(1 for e in entries if e.html in present)
+        if _day_files(store) == days:  # no other run changed a day's rows meanwhile
+            break
+    return result

@@ -1,0 +1,359 @@
+"""Rendered HTML (a chat answer exported as markup) back into the text a person read.
+
+Gemini's Takeout activity holds each answer as the HTML the app rendered from the model's
+Markdown (`p`, `h1`-`h6`, `ul`/`ol`/`li`, `pre`/`code`, `table`, `blockquote`, `hr`, `a`,
+`img`, `strong`/`em`, `br`). This turns it back into Markdown-shaped plain text: paragraphs
+apart by a blank line, headings with `#`, list items with `-` or `1.` (nested ones indented),
+code blocks fenced, tables as `| a | b |` rows, links as `text (url)`, images as
+`![alt](src)`; entities decoded, whitespace collapsed as a browser does (kept inside `pre`).
+Nothing of the markup is kept: `script`, `style` and the like go with their content, a
+`javascript:` link keeps only its text; a table's first row is its header. The markup is cut
+into tags and text by one regular expression (no HTML library is installed, and the standard
+library's `html.parser` alone takes longer than this whole conversion); it is lenient: unclosed,
+stray or broken tags never raise, a `<` that opens no tag is text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from html import unescape
+
+_SPACE = re.compile(r"[ \t\n\r\f]+")  # what HTML collapses (not a no-break space)
+_BLANK_RUNS = re.compile(r"\n{3,}")
+_SKIPPED = frozenset({"script", "style", "template", "noscript", "head", "title", "iframe", "object", "svg"})
+_PARAGRAPHS = frozenset(
+    {"p", "div", "section", "article", "header", "footer", "main", "nav", "aside", "figure", "figcaption", "address",
+     "details", "dl", "form", "fieldset", "center"}
+)
+_LINES = frozenset({"dt", "dd", "summary", "caption", "tr"})
+_INLINE_MARKS = {"strong": "**", "b": "**", "em": "*", "i": "*", "del": "~~", "s": "~~", "strike": "~~"}
+_SAFE_LINK = ("http://", "https://", "mailto:")
+
+
+@dataclass(frozen=True)
+class HtmlText:
+    text: str  # what the HTML showed, as Markdown-shaped plain text
+    images: tuple[tuple[str, str], ...]  # (src, alt) of every <img>, in order
+
+
+def html_to_text(html: str) -> HtmlText:
+    """The text an HTML fragment shows, and the images it holds."""
+    if "<" not in html and "&" not in html:  # plain text: only the whitespace collapses
+        return HtmlText(_SPACE.sub(" ", html).strip(), ())
+    writer = _TextWriter()
+    writer.feed(_inline_marks(html))
+    return HtmlText(writer.result(), tuple(writer.images))
+
+
+_PRE_BLOCK = re.compile(r"(<pre\b.*?</pre\s*>)", re.IGNORECASE | re.DOTALL)
+_INLINE_SUBS = (
+    (re.compile(r"</?(?:strong|b)(?:\s[^>]*)?>", re.IGNORECASE), "**"),
+    (re.compile(r"</?(?:em|i)(?:\s[^>]*)?>", re.IGNORECASE), "*"),
+    (re.compile(r"</?(?:del|s|strike)(?:\s[^>]*)?>", re.IGNORECASE), "~~"),
+    (re.compile(r"</?code(?:\s[^>]*)?>", re.IGNORECASE), "`"),
+)
+
+
+def _inline_marks(markup: str) -> str:
+    """Whitespace collapsed, and bold, italics, strike-through and inline code as their Markdown marks,
+    outside code blocks: done over the whole fragment at once (in the regex engine), so the text
+    around them reaches the writer in one piece."""
+    pieces = _PRE_BLOCK.split(markup) if "<pre" in markup or "<PRE" in markup else [markup]
+    for i in range(0, len(pieces), 2):  # (the odd pieces are the code blocks)
+        piece = _SPACE.sub(" ", pieces[i])  # whitespace collapsed, as HTML shows it outside code blocks
+        for pattern, mark in _INLINE_SUBS:
+            piece = pattern.sub(mark, piece)
+        pieces[i] = piece
+    return "".join(pieces)
+
+
+# a comment, a tag (its attributes may hold a quoted ">"), a doctype or processing instruction, text, a lone "<"
+_TOKEN = re.compile(
+    r"<!--.*?(?:-->|$)|<(/?)([A-Za-z][A-Za-z0-9-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>|<[!?][^>]*>|([^<]+)|(<)", re.DOTALL
+)
+_ATTRIBUTE = re.compile(r"""([A-Za-z_:][-A-Za-z0-9_:.]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?""")
+_ATTRIBUTES_READ = frozenset({"a", "img", "code", "ol"})  # the only tags whose attributes matter here
+_NO_ATTRIBUTES: dict[str, str] = {}
+
+
+class _TextWriter:
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.breaks = 0  # newlines wanted before the next text: 1 a line break, 2 a blank line
+        self.col0 = True  # the next text starts a line
+        self.prefixes: list[str] = []  # what each line starts with: "> " per quote, the indent of list items
+        self.quotes = 0  # the quotes the last text was in
+        self.marker: str | None = None  # a list item's "- " / "3. ", written before its first text
+        self.lists: list[list] = []  # [ordered, next number, an item open]
+        self.skip = 0  # inside script/style/...: nothing shows
+        self.pre = 0  # inside <pre>: whitespace kept
+        self.fence: str | None = None  # a code block's opening fence, written with its first text
+        self.links: list[tuple[str | None, list[str]]] = []  # (href, the text shown) of each open link
+        self.table: list[list[str]] | None = None  # the rows of the outermost table
+        self.table_depth = 0
+        self.row: list[str] | None = None
+        self.cell: list[str] | None = None
+        self.images: list[tuple[str, str]] = []
+
+    def feed(self, markup: str) -> None:
+        data, start, end = self.handle_data, self.handle_starttag, self.handle_endtag
+        for closing, tag, raw, text, lone in _TOKEN.findall(markup):
+            if text:
+                data(unescape(text) if "&" in text else text)
+            elif tag:
+                tag = tag.lower()
+                if closing:
+                    end(tag)
+                    continue
+                attrs = (
+                    [(a.lower(), unescape(v or w or x)) for a, v, w, x in _ATTRIBUTE.findall(raw)]
+                    if raw and tag in _ATTRIBUTES_READ
+                    else []
+                )
+                if raw.endswith("/"):
+                    self.handle_startendtag(tag, attrs)
+                else:
+                    start(tag, attrs)
+            elif lone:
+                data("<")  # a "<" that opens no tag is text (a comment or a doctype is nothing)
+
+    # ---- writing ----
+
+    def _block(self, n: int) -> None:
+        if self.cell is not None:
+            self.cell.append(" ")
+        elif self.marker is None:  # a paragraph right inside a list item starts on the marker's line
+            self.breaks = max(self.breaks, n)
+
+    def _write(self, text: str) -> None:
+        """Text in the current line (no newlines in it)."""
+        if not text:
+            return
+        if self.cell is not None:
+            self.cell.append(text)
+            return
+        if self.parts and self.breaks:
+            if self.breaks > 1:  # a blank line between two lines of one quote stays in it (">")
+                quotes = min(self.prefixes.count("> "), self.quotes) if self.quotes else 0
+                self.parts.append("\n" + ("> " * quotes).rstrip() + "\n" if quotes else "\n\n")
+            else:
+                self.parts.append("\n")
+            self.col0 = True
+        self.breaks = 0
+        if self.col0:
+            self.quotes = self.prefixes.count("> ") if self.prefixes else 0
+            if self.marker is not None:
+                self.parts.append("".join(self.prefixes[:-1]) + self.marker)
+                self.marker = None
+            elif self.prefixes:
+                self.parts.append("".join(self.prefixes))
+            text = text.lstrip(" ") if not self.pre else text
+            self.col0 = False
+            if not text:
+                return
+        self.parts.append(text)
+
+    def _write_lines(self, text: str) -> None:
+        """Text kept as it is (a code block's lines, a table's rows): one line at a time."""
+        for i, line in enumerate(text.split("\n")):
+            if i:
+                self.breaks = max(self.breaks, 1) if self.cell is None else 0
+                if self.cell is not None:
+                    self.cell.append(" ")
+            if line:
+                self._write(line)
+            elif i:  # an empty line inside a code block: kept
+                if self.parts:
+                    self.parts.append("\n")
+                self.breaks = 0
+                self.col0 = True
+
+    def result(self) -> str:
+        if self.fence is None and self.pre:
+            self._write_lines("```")
+        text = "".join(self.parts)
+        text = "\n".join(line.rstrip() for line in text.split("\n"))
+        return _BLANK_RUNS.sub("\n\n", text).strip("\n")
+
+    # ---- tags ----
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.skip:
+            if tag in _SKIPPED:
+                self.skip += 1
+            return
+        if tag in _SKIPPED:
+            self.skip += 1
+            return
+        attr = dict(attrs) if attrs else _NO_ATTRIBUTES
+        if tag == "br":
+            if self.cell is not None:
+                self.cell.append(" ")
+            elif self.pre:
+                self._write_lines("\n")
+            else:
+                self.breaks = min(self.breaks + 1, 2) if self.parts else 0
+        elif tag in _PARAGRAPHS:
+            self._block(2)
+        elif tag in _LINES:
+            self._block(1)
+        elif tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+            self._block(2)
+            self._write("#" * int(tag[1]) + " ")
+        elif tag in ("ul", "ol"):
+            self._block(1 if self.lists else 2)
+            start = attr.get("start")
+            self.lists.append([tag == "ol", int(start) if start and start.isdigit() else 1, False])
+        elif tag == "li":
+            self._open_item()
+        elif tag == "blockquote":
+            self._block(2)
+            self.prefixes.append("> ")
+        elif tag == "pre":
+            self._block(2)
+            self.pre += 1
+            self.fence = "```"
+        elif tag == "code":
+            if self.pre:
+                language = next((c[9:] for c in (attr.get("class") or "").split() if c.startswith("language-")), "")
+                if self.fence == "```" and language:
+                    self.fence = "```" + language
+            else:
+                self._write("`")
+        elif tag in _INLINE_MARKS:
+            self._write(_INLINE_MARKS[tag])
+        elif tag == "a":
+            self.links.append((attr.get("href"), []))
+        elif tag == "img":
+            src, alt = (attr.get("src") or "").strip(), (attr.get("alt") or "").strip()
+            self.images.append((src, alt))
+            shown = src if src.startswith(("http://", "https://")) or (src and ":" not in src.split("/")[0]) else ""
+            self._write(f"![{alt}]({shown})" if shown else f"![{alt}]")
+        elif tag == "hr":
+            self._block(2)
+            self._write("---")
+            self._block(2)
+        elif tag == "table":
+            self.table_depth += 1
+            if self.table_depth == 1:
+                self._block(2)
+                self.table = []
+        elif tag == "tr" and self.table_depth == 1:
+            self.row = []
+        elif tag in ("td", "th") and self.table_depth == 1:
+            if self.row is None:
+                self.row = []
+            self.cell = []
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in ("br", "img", "hr"):
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skip:
+            if tag in _SKIPPED:
+                self.skip -= 1
+            return
+        if tag in _PARAGRAPHS or tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+            self._block(2)
+        elif tag in _LINES and tag != "tr":
+            self._block(1)
+        elif tag in ("ul", "ol"):
+            if self.lists:
+                self._close_item()
+                self.lists.pop()
+            self._block(1 if self.lists else 2)
+        elif tag == "li":
+            self._close_item()
+        elif tag == "blockquote":
+            if "> " in self.prefixes:
+                self.prefixes.reverse()
+                self.prefixes.remove("> ")
+                self.prefixes.reverse()
+            self._block(2)
+        elif tag == "pre":
+            if self.pre:
+                self.pre -= 1
+                if self.fence is None:  # the block had text: close it on the line after its last one
+                    while self.parts and not self.parts[-1].strip("\n"):
+                        self.parts.pop()
+                    self.breaks = 1
+                    self._write("```")
+                self.fence = None
+                self._block(2)
+        elif tag == "code" and not self.pre:
+            self._write("`")
+        elif tag in _INLINE_MARKS:
+            self._write(_INLINE_MARKS[tag])
+        elif tag == "a" and self.links:
+            href, texts = self.links.pop()
+            if href and href.startswith(_SAFE_LINK) and self.cell is None:
+                shown = "".join(texts).strip()
+                if shown != href and shown != href.removeprefix("mailto:"):
+                    self._write(f" ({href})" if shown else href)
+        elif tag in ("td", "th") and self.table_depth == 1 and self.cell is not None and self.row is not None:
+            self.row.append(_SPACE.sub(" ", "".join(self.cell)).strip().replace("|", "\\|"))
+            self.cell = None
+        elif tag == "tr" and self.table_depth == 1 and self.row is not None and self.table is not None:
+            if self.row:
+                self.table.append(self.row)
+            self.row = None
+        elif tag == "table" and self.table_depth:
+            self.table_depth -= 1
+            if self.table_depth == 0:
+                self._write_table()
+
+    def _open_item(self) -> None:
+        if not self.lists:
+            self.lists.append([False, 1, False])
+        self._close_item()
+        current = self.lists[-1]
+        self.marker = f"{current[1]}. " if current[0] else "- "
+        current[1] += 1
+        current[2] = True
+        self.prefixes.append(" " * len(self.marker))
+        self.breaks = max(self.breaks, 1) if self.parts else 0
+
+    def _close_item(self) -> None:
+        if self.lists and self.lists[-1][2]:
+            self.lists[-1][2] = False
+            self.marker = None
+            if self.prefixes:
+                self.prefixes.pop()
+            self.breaks = 1  # the next item on the next line (a tight list), whatever its paragraphs asked
+
+    def _write_table(self) -> None:
+        rows, self.table = self.table or [], None
+        if self.cell is not None or self.row:
+            rows.append(self.row or [])
+        self.cell = self.row = None
+        if not rows:
+            return
+        width = max(len(r) for r in rows)
+        lines = ["| " + " | ".join(r + [""] * (width - len(r))) + " |" for r in rows]
+        lines.insert(1, "|" + " --- |" * width)
+        self._block(2)
+        self._write_lines("\n".join(lines))
+        self._block(2)
+
+    def handle_data(self, data: str) -> None:
+        if self.skip or not data:
+            return
+        if self.pre:
+            if self.fence is not None:  # the code block's first text opens it
+                fence, self.fence = self.fence, None
+                self._write_lines(fence)
+                self.breaks = 1
+                data = data.removeprefix("\n")
+            self._write_lines(data)
+            return
+        text = _SPACE.sub(" ", data) if "\n" in data or "  " in data or "\t" in data or "\r" in data or "\f" in data else data
+        if text.startswith(" ") and (self.col0 or self.breaks or not self.parts or self.parts[-1].endswith(" ")):
+            text = text[1:]
+        if not text:
+            return
+        for _, texts in self.links:
+            texts.append(text)
+        self._write(text)

@@ -1,0 +1,58 @@
+"""What one upload may take from a worker: how long one JSON string may be, how far its zips may inflate.
+
+Issue 14: a streaming parser slowed with the square of one string's length, so a 1 MB zip that
+inflated to one 1 GiB string kept a worker busy for an hour. Reading is linear now
+(chatetl.readers.splitter), and these caps bound what it holds and inflates:
+
+- `max_value_bytes` (CHATETL_MAX_VALUE_BYTES, 64 MiB): a JSON string longer than this makes its
+  record (a conversation, a line) bad: reported in its place (`record N`, `line N`) and listed in
+  quarantine without its bytes, the records around it read. The reader lets the string's bytes go
+  as it scans past it, so memory stays near the cap whatever the string's length.
+- `max_inflate_ratio` (CHATETL_MAX_INFLATE_RATIO, 100): a zip whose members declare more than this
+  many times the upload's own size (once that is past RATIO_FREE_BYTES) is refused before anything
+  is inflated: a zip bomb, refused in milliseconds, naming the file.
+- `max_inflated_bytes` (CHATETL_MAX_INFLATED_BYTES, 8 GiB): no member may declare more, and the
+  bytes inflated from an upload's zips (nested ones too) are counted as they are read, since
+  headers can lie: past the cap reading stops with an error naming the upload.
+
+Read from the environment (chatetl.settings) when a reader starts on an input, so a test or a
+deployment sets them like every other setting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chatetl.settings import Settings
+
+# Below this many inflated bytes the ratio is not checked: a small zip of repetitive JSON (a test
+# fixture, an empty-ish export) may inflate 1,000 times and still costs nothing to read.
+RATIO_FREE_BYTES = 64 * 1024**2
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_value_bytes: int = 64 * 1024**2
+    max_inflated_bytes: int = 8 * 1024**3
+    max_inflate_ratio: float = 100.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        return cls(settings.max_value_bytes, settings.max_inflated_bytes, settings.max_inflate_ratio)
+
+    def inflate_limit(self, upload_bytes: int) -> int:
+        """The bytes an upload of `upload_bytes` may declare its zips inflate to (the ratio cap)."""
+        return max(int(self.max_inflate_ratio * upload_bytes), RATIO_FREE_BYTES)
+
+
+def current() -> Limits:
+    """The limits of the environment, read now."""
+    return Limits.from_settings(Settings.from_env())
+
+
+def size_text(n: int) -> str:
+    """Bytes as a person reads them in an error: `67108864 bytes (64 MiB)`."""
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size:
+            return f"{n} bytes ({n / size:.3g} {unit})"
+    return f"{n} bytes"

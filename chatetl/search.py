@@ -1,0 +1,336 @@
+"""Find anything you discussed: full-text and vector search over every chunk, fused by reciprocal rank.
+
+    from chatetl.search import SearchFilters, search
+    hits = search(driver, "proofing rye dough overnight", k=5, filters=SearchFilters(platform="claude", since=date(2025, 1, 1)))
+
+Modes:
+- `text`: the `chunk_text` full-text index (Lucene BM25 on the words, searched literally);
+- `vector`: the `chunk_embedding` vector index (cosine to the query's vector, from the model the
+  chunks were embedded with: chatetl.rag.embeddings, the built-in one by default);
+- `hybrid` (the default): both lists, fused by reciprocal rank fusion: a conversation scores
+  Σ 1 / (60 + rank) over the lists it appears in (Cormack, Clarke and Büttcher, SIGIR 2009;
+  k = 60 as there and in Elasticsearch's and OpenSearch's RRF). Ranks, not scores, are fused,
+  so BM25 and cosine need no common scale, and a conversation both lists find rises above one
+  that only one of them ranks first.
+
+Each list is ranked by conversation (its best chunk), so a long conversation does not fill the
+list with its chunks (`per_conversation=False` ranks chunks); every candidate of each list takes
+part in the fusion, as in the paper (which fused whole TREC runs), and chunks of equal score
+share a rank: their order in the index's answer means nothing (chunks holding the same query
+words score the same but for their length), and fusion must not read it as a preference. Filters (platform, date range,
+role, model) apply to the best `pool` chunks of each index (Neo4j 5.26's indexes cannot filter
+inside the index; a filter raises the pool). A hit gives its conversation (title, platform,
+dates, url), the chunk (text, offsets in the Document, message ids), `matches`: where in the
+chunk text the query's words are (a vector hit without them: the sentence nearest the query),
+and with a store, the conversation's exported files (exports/_conversations/ manifests).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+from chatetl.exports.bucket import read_manifest
+from chatetl.graph.chunks import chunk_indexes, chunk_matches, lucene_escape
+from chatetl.model import Role
+from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
+from chatetl.readers.platforms import normalize_platform
+from chatetl.storage import ObjectStore
+
+log = logging.getLogger(__name__)
+
+MODES = ("hybrid", "text", "vector")
+RRF_K = 60
+POOL = 100  # candidates per index at least ...
+FILTERED_POOL = 1000  # ... and with a filter (the filter drops most of them)
+
+
+class SearchError(ValueError):
+    """A search that cannot run as asked (a mode without an embedder, vectors of another size)."""
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Which chunks count. `since` / `until`: the conversation's time span overlaps these days
+    (both inclusive; an undated conversation is left out); `platform`: as the readers name it
+    (`claude` is `claude-ai`); `role`: one of the chunk's messages has it; `model`: a prefix
+    (any case) of the conversation's model or of one of the chunk's messages' models."""
+
+    platform: str | None = None
+    since: date | None = None
+    until: date | None = None
+    role: str | None = None
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.role is not None and self.role not in {r.value for r in Role}:
+            raise SearchError(f"role {self.role!r}: expected one of {', '.join(r.value for r in Role)}")
+        if self.since and self.until and self.since > self.until:
+            raise SearchError(f"since {self.since} is after until {self.until}")
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in asdict(self).values())
+
+    def params(self) -> dict[str, Any]:
+        """As chatetl.graph.chunks.chunk_matches takes them."""
+        return {
+            "platform": normalize_platform(self.platform) if self.platform else None,
+            "since": self.since.isoformat() if self.since else None,
+            "until": (self.until + timedelta(days=1)).isoformat() if self.until else None,
+            "role": self.role,
+            "model": self.model.strip().lower() if self.model and self.model.strip() else None,
+        }
+
+
+@dataclass
+class Hit:
+    rank: int
+    score: float  # the fused score (hybrid), else the index's own (BM25, cosine)
+    text_rank: int | None  # rank in the full-text list, None: not in it
+    vector_rank: int | None
+    conversation: dict[str, Any]  # key, conversation_id, title, platform, created_at, updated_at, url, model, message_count
+    chunk_id: str
+    position: int
+    char_start: int  # the chunk's place in the Document's content
+    char_end: int
+    text: str
+    message_ids: list[str]
+    matches: list[tuple[int, int]] = field(default_factory=list)  # [start, end) in `text`
+    exports: dict[str, list[str]] | None = None  # format -> where its files are (with a store)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["matches"] = [list(m) for m in self.matches]
+        return out
+
+    def snippet(self, width: int = 320) -> tuple[str, list[tuple[int, int]]]:
+        """A window of the chunk around its first match (whole words), and the matches inside it."""
+        text = self.text
+        if len(text) <= width:
+            return text, list(self.matches)
+        first = self.matches[0][0] if self.matches else 0
+        start = max(0, min(first - width // 4, len(text) - width))
+        if start:
+            space = text.find(" ", start)
+            start = space + 1 if 0 <= space < start + 40 else start
+        end = min(len(text), start + width)
+        if end < len(text):
+            space = text.rfind(" ", start, end)
+            end = space if space > start + width // 2 else end
+        inside = [(max(s, start) - start, min(e, end) - start) for s, e in self.matches if s < end and e > start]
+        return text[start:end], inside
+
+
+# --------------------------------------------------------------------------- matching the words
+
+_WORD = re.compile(r"\w+")
+# Lucene's English stop words (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET) and the words a question is made of
+_STOP = frozenset([
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
+    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
+    "will", "with", "about", "am", "can", "could", "did", "do", "does", "from", "had", "has", "have", "how",
+    "i", "me", "my", "our", "should", "so", "what", "when", "where", "which", "who", "why", "would", "you",
+    "your",
+])
+_SENTENCE = re.compile(r"[^\n.!?]+[.!?]*")
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of a query worth showing where they are (no stop words, no single letters)."""
+    return list(dict.fromkeys(w for w in (m.lower() for m in _WORD.findall(query)) if len(w) > 1 and w not in _STOP))
+
+
+def text_query(query: str) -> str:
+    """The query for the full-text index: the user's words literally (Lucene syntax escaped), without
+    the stop words that every chunk holds (they would rank chunks by noise); all stop words: all kept."""
+    words = query.split()
+    kept = [w for w in words if "".join(_WORD.findall(w)).lower() not in _STOP] or words
+    return " ".join(lucene_escape(w) for w in kept)
+
+
+def word_matches(text: str, terms: Sequence[str]) -> list[tuple[int, int]]:
+    """Where these words stand in the text as whole words, any case (as the full-text index matches them)."""
+    if not terms:
+        return []
+    wanted = set(terms)
+    return [(m.start(), m.end()) for m in _WORD.finditer(text) if m.group().lower() in wanted]
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """[start, end) of each sentence or line of a text, without surrounding spaces."""
+    out = []
+    for m in _SENTENCE.finditer(text):
+        s, e = m.start(), m.end()
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if _WORD.search(text, s, e):
+            out.append((s, e))
+    return out
+
+
+def _nearest_sentences(hits: list[Hit], query_vector: list[float], embedder: Embedder) -> None:
+    """For hits without the query's words: the sentence of the chunk nearest the query (one model call for all)."""
+    spans = [(hit, s) for hit in hits if not hit.matches for s in sentences(hit.text)]
+    if not spans:
+        return
+    import numpy as np
+
+    similarity = np.asarray(embedder([hit.text[s:e] for hit, (s, e) in spans])) @ np.asarray(query_vector)
+    best: dict[int, tuple[float, tuple[int, int]]] = {}
+    for (hit, span), score in zip(spans, similarity.tolist(), strict=True):
+        if id(hit) not in best or score > best[id(hit)][0]:
+            best[id(hit)] = (score, span)
+    for hit in hits:
+        if id(hit) in best:
+            hit.matches = [best[id(hit)][1]]
+
+
+# --------------------------------------------------------------------------- fusion
+
+
+def _ranked(rows: list[dict[str, Any]], per_conversation: bool) -> list[dict[str, Any]]:
+    """A list best first; by conversation, each conversation's best chunk only."""
+    if not per_conversation:
+        return rows
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        if row["document_key"] not in seen:
+            seen.add(row["document_key"])
+            out.append(row)
+    return out
+
+
+def _ranks(rows: list[dict[str, Any]]) -> list[int]:
+    """1-based ranks of rows best first, equal scores sharing the best rank ("1, 1, 3"): the order an
+    index gives among equal scores is arbitrary (chunks that match the same words score the same
+    but for their length), and fusion must not read it as a preference."""
+    ranks: list[int] = []
+    for i, row in enumerate(rows):
+        tied = i and "score" in row and row["score"] == rows[i - 1].get("score")
+        ranks.append(ranks[-1] if tied else i + 1)
+    return ranks
+
+
+def fuse(lists: dict[str, list[dict[str, Any]]], k: int, per_conversation: bool = True, window: int | None = None,
+         ) -> list[tuple[float, dict[str, int], dict[str, Any]]]:
+    """Reciprocal rank fusion of ranked lists (name -> rows, best first): (score, ranks per list, the row shown), best first.
+
+    Each list's first `window` entries take part (default: all of them). Equal scores share a
+    rank (`_ranks`). The row shown for a conversation is its best-ranked chunk over the lists
+    (the full-text one on a tie: it holds the words)."""
+    entries: dict[str, tuple[float, dict[str, int], dict[str, Any], int]] = {}
+    for name, rows in lists.items():
+        ranked = _ranked(rows, per_conversation)[:window]  # [:None]: all
+        for rank, row in zip(_ranks(ranked), ranked, strict=True):
+            key = row["document_key"] if per_conversation else row["chunk_id"]
+            score, ranks, shown, shown_rank = entries.get(key, (0.0, {}, row, rank))
+            ranks[name] = rank
+            if rank < shown_rank:
+                shown, shown_rank = row, rank
+            entries[key] = (score + 1.0 / (RRF_K + rank), ranks, shown, shown_rank)
+    ordered = sorted(entries.values(), key=lambda e: (-e[0], min(e[1].values()), e[2]["chunk_id"]))
+    return [(score, ranks, shown) for score, ranks, shown, _ in ordered[:k]]
+
+
+# --------------------------------------------------------------------------- search
+
+
+def search(
+    driver: Any,
+    query: str,
+    *,
+    k: int = 10,
+    mode: str = "hybrid",
+    filters: SearchFilters | None = None,
+    embedder: Embedder | VectorsOf | None = None,
+    store: ObjectStore | None = None,
+    database: str | None = None,
+    per_conversation: bool = True,
+    pool: int | None = None,
+) -> list[Hit]:
+    """The `k` best hits for `query` (see the module doc). `embedder`: the model the chunks were
+    embedded with (default: chatetl.rag.embeddings.load_embedder(), the settings' one); without
+    one, `vector` is an error and `hybrid` is `text`. `store`: the bucket, to say where each
+    conversation's exported files are."""
+    if mode not in MODES:
+        raise SearchError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+    if not query.strip():
+        raise SearchError("an empty query")
+    if k < 1:
+        raise SearchError(f"k={k}: expected at least 1")
+    filters = filters or SearchFilters()
+    params = filters.params()
+    pool = pool or max(k * 5, FILTERED_POOL if filters.active else POOL)
+    model: Embedder | None = None
+    if mode != "text":
+        model = as_embedder(embedder) if embedder is not None else load_embedder()
+        if model is None and mode == "vector":
+            raise SearchError("vector search needs embeddings (CHATETL_EMBEDDINGS is off)")
+    lists: dict[str, list[dict[str, Any]]] = {}
+    query_vector: list[float] | None = None
+    indexes = chunk_indexes(driver, database)
+    if mode != "vector" and indexes["fulltext"]:
+        lists["text"] = chunk_matches(driver, query=text_query(query), limit=pool, pool=pool, filters=params, database=database)
+    if model is not None and indexes["vector_dimensions"] is not None:
+        query_vector = model([query])[0]
+        dims = indexes["vector_dimensions"]
+        if dims != len(query_vector):
+            raise SearchError(f"the graph's vectors have {dims} dimensions, the embedder {model.name}'s {len(query_vector)}: "
+                              "search with the model the chunks were embedded with")
+        lists["vector"] = chunk_matches(driver, vector=query_vector, limit=pool, pool=pool, filters=params, database=database)
+    hits = []
+    for rank, (score, ranks, row) in enumerate(fuse(lists, k, per_conversation), start=1):
+        if len(lists) == 1:  # one list: its own score says more than 1/(60 + rank)
+            score = row["score"]
+        hits.append(Hit(
+            rank=rank,
+            score=score,
+            text_rank=ranks.get("text"),
+            vector_rank=ranks.get("vector"),
+            conversation={
+                "key": row["document_key"],
+                "conversation_id": row["conversation_id"],
+                "title": row["conversation"],
+                "document_title": row["title"],
+                "platform": row["platform"],
+                "created_at": row["created_at"],
+                "updated_at": row["updated_at"],
+                "url": row["url"],
+                "model": row["model"],
+                "message_count": row["message_count"],
+            },
+            chunk_id=row["chunk_id"],
+            position=row["position"],
+            char_start=row["char_start"],
+            char_end=row["char_end"],
+            text=row["text"],
+            message_ids=list(row["message_ids"] or []),
+            matches=word_matches(row["text"], query_terms(query)),
+        ))
+    if model is not None and query_vector is not None:
+        _nearest_sentences(hits, query_vector, model)
+    if store is not None:
+        _add_exports(store, hits)
+    return hits
+
+
+def _add_exports(store: ObjectStore, hits: list[Hit]) -> None:
+    """Each hit's exported files (format -> where), from its conversation's export manifest. Where the bucket
+    cannot be read, hits keep `exports` None (a search still shows what it found) and a warning says why."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    for hit in hits:
+        try:
+            manifest = read_manifest(store, hit.conversation["key"]) or {}
+        except (OSError, BotoCoreError, ClientError) as exc:  # the bucket is down or refuses: the hits still stand
+            log.warning("search: the exported files are not known (%s: %s)", type(exc).__name__, exc)
+            return
+        hit.exports = {fmt: [store.uri(key) for key in keys] for fmt, keys in (manifest.get("files") or {}).items()}

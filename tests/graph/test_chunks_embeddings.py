@@ -1,0 +1,151 @@
+"""Chunk vectors in the real Neo4j: written with the chunks by the load, indexed (`chunk_embedding`, cosine,
+the model's size), found by a vector query, reused by text hash (an unchanged rerun embeds nothing, with
+or without the bucket's Parquet), and the index rebuilt when the model's size changes."""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import timedelta
+
+import pytest
+from export_inputs import chat, sample_conversations
+
+from chatetl.graph.chunks import (
+    VECTOR_INDEX,
+    chunk_indexes,
+    chunk_matches,
+    stored_embeddings,
+)
+from chatetl.graph.load import load_conversations
+from chatetl.rag.chunking import ChunkOptions
+from chatetl.rag.embeddings import (
+    BUILTIN_DIMENSIONS,
+    BUILTIN_MODEL,
+    Embedder,
+    builtin_embedder,
+)
+from chatetl.rag.partition import (
+    DocumentsResult,
+    process_documents,
+    write_upload_documents,
+)
+from chatetl.storage import LocalObjectStore
+
+pytestmark = pytest.mark.integration
+
+DB = os.environ.get("NEO4J_DATABASE")
+SMALL = ChunkOptions(max_chars=120, overlap_chars=30)
+
+
+class Counting(Embedder):
+    """The built-in model, counting its calls."""
+
+    def __init__(self) -> None:
+        inner = builtin_embedder()
+        super().__init__(name=inner.name, vectors_of=inner.vectors_of, dimensions=inner.dimensions)
+
+
+def _q(driver, cypher: str, **params) -> list[dict]:
+    return [dict(r) for r in driver.execute_query(cypher, params, database_=DB).records]
+
+
+def _documents(driver, store, convs, embedder, upload="up-1") -> DocumentsResult:
+    result = DocumentsResult()
+    write_upload_documents(store, driver, "2026-01-01", upload, convs, result, database=DB, chunking=SMALL, embedder=embedder)
+    return result
+
+
+@pytest.fixture
+def no_vector_index(clean_graph):
+    clean_graph.execute_query(f"DROP INDEX {VECTOR_INDEX} IF EXISTS", database_=DB)
+    yield clean_graph
+    clean_graph.execute_query(f"DROP INDEX {VECTOR_INDEX} IF EXISTS", database_=DB)
+
+
+def test_the_load_writes_and_indexes_the_vectors_and_a_rerun_embeds_nothing(no_vector_index, tmp_path, caplog):
+    driver = no_vector_index
+    convs = sample_conversations()
+    load_conversations(driver, convs, database=DB)
+    model = Counting()
+    with caplog.at_level(logging.DEBUG, logger="neo4j.notifications"):
+        first = _documents(driver, LocalObjectStore(tmp_path / "a"), convs, model)
+    assert [r.getMessage() for r in caplog.records if r.name == "neo4j.notifications"] == []  # no warning from any chunk query
+    assert first.embedded == first.chunks_in_graph.chunks == first.chunks > 3
+
+    [index] = _q(driver, "SHOW VECTOR INDEXES YIELD name, state, labelsOrTypes, properties, options WHERE name = $n RETURN *", n=VECTOR_INDEX)
+    config = index["options"]["indexConfig"]
+    assert index["state"] == "ONLINE" and index["labelsOrTypes"] == ["Chunk"] and index["properties"] == ["embedding"]
+    assert config["vector.dimensions"] == BUILTIN_DIMENSIONS and config["vector.similarity_function"] == "COSINE"
+    rows = _q(driver, "MATCH (c:Chunk) RETURN c.embedding AS e, c.embedding_model AS m, c.text_sha256 AS h, c.text AS text")
+    assert len(rows) == first.chunks and all(len(r["e"]) == BUILTIN_DIMENSIONS and r["m"] == BUILTIN_MODEL and len(r["h"]) == 64 for r in rows)
+    assert chunk_indexes(driver, DB) == {"fulltext": True, "vector_dimensions": BUILTIN_DIMENSIONS}
+
+    # the index answers a query by meaning: no word of it is in the chunk it finds
+    query = builtin_embedder()(["a rail journey with space for my legs and somewhere to eat"])[0]
+    [hit] = chunk_matches(driver, vector=query, limit=1, database=DB)
+    assert hit["title"] == "ChatGPT: Planning a rail trip" and "legroom" in hit["text"] and hit["message_ids"]
+
+    # an unchanged rerun: every vector comes from the bucket's Parquet, nothing is embedded or written
+    calls = model.calls
+    again = _documents(driver, LocalObjectStore(tmp_path / "a"), convs, model)
+    assert model.calls == calls and again.embedded == 0 and again.embeddings_reused == again.chunks
+    assert again.chunks_in_graph.unchanged == 3 and again.chunks_in_graph.chunks == 0
+
+    # the same chats in a new upload (a new bucket, no Parquet to read): the graph has the vectors
+    moved = _documents(driver, LocalObjectStore(tmp_path / "b"), convs, model, upload="up-2")
+    assert model.calls == calls and moved.embedded == 0 and moved.chunks_in_graph.unchanged == 3
+    assert (tmp_path / "b" / "rag" / "embeddings").exists()  # ... and its own Parquet is written from them
+
+    # the CLI's path (no bucket at all) reuses them too
+    cli = DocumentsResult()
+    process_documents(driver, convs, cli, database=DB, chunking=SMALL, embedder=model)
+    assert model.calls == calls and cli.embedded == 0
+
+    hashes = [r["h"] for r in rows]
+    assert set(stored_embeddings(driver, BUILTIN_MODEL, hashes, DB)) == set(hashes)
+    assert stored_embeddings(driver, "another-model", hashes, DB) == {}  # another model's vectors are never reused
+
+
+def test_a_changed_chat_embeds_only_its_new_chunks(no_vector_index, tmp_path):
+    driver = no_vector_index
+    long = "\n\n".join(f"Step {i}: the ferry to the island leaves at dawn and returns by dusk." for i in range(8))
+    conv = chat([("user", "Plan the crossing"), ("assistant", long)], title="Crossing")
+    load_conversations(driver, [conv], database=DB)
+    model = Counting()
+    store = LocalObjectStore(tmp_path)
+    first = _documents(driver, store, [conv], model)
+    newer = chat([("user", "Plan the crossing"), ("assistant", long), ("user", "And if the sea is rough?"), ("assistant", "Then take the bridge.")],
+                 title="Crossing", updated=conv.updated_at + timedelta(hours=1))
+    load_conversations(driver, [newer], database=DB)
+    second = _documents(driver, store, [newer], model)
+    assert 0 < second.embedded < second.chunks and second.embedded + second.embeddings_reused == second.chunks
+    assert second.embeddings_reused >= first.chunks - 1  # the unchanged start of the chat keeps its vectors
+    [row] = _q(driver, "MATCH (c:Chunk) WHERE c.embedding IS NULL RETURN count(c) AS n")
+    assert row["n"] == 0
+
+
+def vectors_of_64(texts: list[str]) -> list[list[float]]:
+    """A bigger local model's stand-in with another size (64): hashed letter counts."""
+    out = []
+    for t in texts:
+        vec = [1.0] * 64
+        for ch in t.lower():
+            vec[ord(ch) % 64] += 1.0
+        out.append(vec)
+    return out
+
+
+def test_a_model_of_another_size_rebuilds_the_vector_index(no_vector_index, tmp_path):
+    driver = no_vector_index
+    convs = sample_conversations()
+    load_conversations(driver, convs, database=DB)
+    _documents(driver, LocalObjectStore(tmp_path), convs, builtin_embedder())
+    assert chunk_indexes(driver, DB)["vector_dimensions"] == BUILTIN_DIMENSIONS
+    other = Embedder(name="tests:vectors_of_64", vectors_of=vectors_of_64)
+    result = _documents(driver, LocalObjectStore(tmp_path), convs, other)
+    assert result.embedded == result.chunks  # nothing of the other model is reused
+    assert chunk_indexes(driver, DB)["vector_dimensions"] == 64
+    assert _q(driver, "MATCH (c:Chunk) RETURN collect(DISTINCT c.embedding_model) AS m")[0]["m"] == ["tests:vectors_of_64"]
+    hits = chunk_matches(driver, vector=vectors_of_64(["legroom dining car"])[0], limit=3, database=DB)
+    assert len(hits) == 3

@@ -1,0 +1,211 @@
+"""Hybrid search (chatetl.search): the fusion and the matching without services, then against the real Neo4j
+on generated chats: a vector query finds a paraphrase the words cannot, a hybrid query finds what both
+lists rank, filters by platform, dates, role and model, and each hit's conversation, chunk, message ids
+and exported files."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from export_inputs import chat
+
+from chatetl.exports.bucket import publish_conversation
+from chatetl.exports.files import conversation_files
+from chatetl.graph.chunks import VECTOR_INDEX
+from chatetl.graph.load import load_conversations
+from chatetl.model import Source
+from chatetl.rag.chunking import ChunkOptions
+from chatetl.rag.embeddings import Embedder, builtin_embedder
+from chatetl.rag.partition import DocumentsResult, write_upload_documents
+from chatetl.search import (
+    Hit,
+    SearchError,
+    SearchFilters,
+    fuse,
+    query_terms,
+    search,
+    sentences,
+    text_query,
+    word_matches,
+)
+from chatetl.storage import LocalObjectStore
+
+DB = os.environ.get("NEO4J_DATABASE")
+
+
+# --------------------------------------------------------------------------- without services
+
+
+def _row(doc: str, n: int = 0) -> dict:
+    return {"document_key": doc, "chunk_id": f"{doc}#{n}"}
+
+
+def test_reciprocal_rank_fusion_adds_one_over_60_plus_the_rank():
+    lists = {"text": [_row("a"), _row("b"), _row("a", 1), _row("c")], "vector": [_row("c"), _row("b", 2), _row("d")]}
+    fused = fuse(lists, k=10)
+    scores = {row["document_key"]: (score, ranks) for score, ranks, row in fused}
+    # by conversation: a's second chunk does not count, so c is third in the text list
+    assert scores["b"] == (pytest.approx(1 / 62 + 1 / 62), {"text": 2, "vector": 2})
+    assert scores["c"] == (pytest.approx(1 / 63 + 1 / 61), {"text": 3, "vector": 1})
+    assert scores["a"][1] == {"text": 1} and scores["d"][1] == {"vector": 3}
+    assert [row["document_key"] for _, _, row in fused] == ["c", "b", "a", "d"]  # both lists beat one list's first
+    shown = {row["document_key"]: row["chunk_id"] for _, _, row in fused}
+    assert shown["b"] == "b#0"  # the conversation's best-ranked chunk is the one shown
+    # every candidate takes part (a rank of 31 still adds), unless a window says otherwise
+    deep = {"text": [_row(f"t{i}") for i in range(30)] + [_row("x")], "vector": [_row("x")]}
+    assert fuse(deep, k=5)[0][1:] == ({"text": 31, "vector": 1}, _row("x"))
+    assert {row["document_key"]: r for _, r, row in fuse(deep, k=5, window=10)}["x"] == {"vector": 1}
+    assert [r["chunk_id"] for _, _, r in fuse({"text": [_row("a"), _row("a", 1)]}, k=5, per_conversation=False)] == ["a#0", "a#1"]
+    # equal scores share a rank: the index's order among them is no preference
+    tied = {"text": [{**_row("a"), "score": 2.0}, {**_row("b"), "score": 2.0}, {**_row("c"), "score": 1.0}],
+            "vector": [{**_row("b"), "score": 0.9}, {**_row("a"), "score": 0.8}]}
+    fused = fuse(tied, k=3)
+    assert [(r["document_key"], ranks) for _, ranks, r in fused] == [
+        ("b", {"text": 1, "vector": 1}), ("a", {"text": 1, "vector": 2}), ("c", {"text": 3})]
+
+
+def test_the_words_a_query_matches_and_where():
+    assert text_query("What did I say about the C++ (fast) build?") == "say C\\+\\+ \\(fast\\) build\\?"
+    assert text_query("what is it") == "what is it"  # only stop words: kept
+    assert query_terms("The KeyError in my Python dict") == ["keyerror", "python", "dict"]
+    text = "User: my dict raised KeyError; keyerrors aside, Python dicts"
+    assert [text[s:e] for s, e in word_matches(text, query_terms("KeyError dict python"))] == ["dict", "KeyError", "Python"]
+    prose = "One. Two!\n\n  Three"
+    assert [prose[s:e] for s, e in sentences(prose)] == ["One.", "Two!", "Three"]
+    hit = Hit(rank=1, score=1.0, text_rank=1, vector_rank=None, conversation={}, chunk_id="x", position=0, char_start=0, char_end=0,
+              text="word " * 100 + "NEEDLE " + "word " * 100, message_ids=[], matches=[(500, 506)])
+    snippet, spans = hit.snippet(width=120)
+    assert len(snippet) <= 120 and [snippet[s:e] for s, e in spans] == ["NEEDLE"] and not snippet.startswith(" ")
+    with pytest.raises(SearchError):
+        SearchFilters(role="wizard")
+    with pytest.raises(SearchError):
+        SearchFilters(since=date(2025, 2, 1), until=date(2025, 1, 1))
+    assert SearchFilters(platform="Claude", until=date(2025, 1, 31), model=" GPT-4 ").params() == {
+        "platform": "claude-ai", "since": None, "until": "2025-02-01", "role": None, "model": "gpt-4"}
+
+
+# --------------------------------------------------------------------------- against the real Neo4j
+
+
+def _at(day: str) -> datetime:
+    return datetime.fromisoformat(day).replace(tzinfo=UTC)
+
+
+# (id, title, platform, source, model, day, what the user said, what the assistant said)
+CHATS = [
+    ("bread", "Sourdough starter", "chatgpt", Source.CHATGPT, "gpt-4o", "2025-03-10",
+     "My sourdough starter smells like nail polish remover after a week on the counter.",
+     "That acetone smell means it is hungry: feed it twice a day with equal weights of flour and water."),
+    ("bike", "Slipping chain", "claude-ai", Source.CLAUDE_AI, "claude-3-opus", "2025-06-02",
+     "The chain on my bicycle keeps jumping off the rear cog when I pedal hard uphill.",
+     "Adjust the derailleur limit screws and check the cable tension before replacing anything."),
+    ("tax", "Home office", "chatgpt", Source.CHATGPT, "gpt-4", "2024-11-20",
+     "Can I deduct the spare bedroom I use as a home office on my income tax return?",
+     "If the room is used exclusively and regularly for work you may claim part of the rent."),
+    ("roses", "Aphids", "grok", Source.CHATGPT, "grok-2", "2025-08-15",
+     "Tiny green aphids are all over the buds of my climbing roses.",
+     "Hose them off with water, or release ladybirds, which eat aphids by the hundred."),
+    ("python", "KeyError", "claude-ai", Source.CLAUDE_AI, "claude-3-5-sonnet", "2025-01-05",
+     "My Python script raises KeyError when it reads a missing entry from the config dict.",
+     "Use dict.get with a default value, or check membership with the in operator first."),
+    ("lisbon", "Lisbon weekend", "chatgpt", Source.CHATGPT, "gpt-4o", "2025-09-01",
+     "Three days in Lisbon: is tram 28 through Alfama worth the queue?",
+     "Ride it early in the morning from Martim Moniz; the old quarter's hills are steep on foot."),
+]
+
+
+def _chats():
+    convs = []
+    for cid, title, platform, source, model, day, said, answered in CHATS:
+        start = _at(day)
+        conv = chat([("user", said), ("assistant", answered)], title=title, platform=platform, conversation_id=cid,
+                    source=source, model=model, updated=start + timedelta(minutes=5))
+        conv.created_at = start
+        for i, m in enumerate(conv.messages):
+            m.created_at = start + timedelta(seconds=i)
+            m.model = model if m.role.value == "assistant" else None
+        convs.append(conv)
+    return convs
+
+
+@pytest.fixture
+def loaded(clean_graph, tmp_path):
+    """The chats in the graph, embedded with the built-in model, each turn its own chunk; html exports in a bucket folder."""
+    clean_graph.execute_query(f"DROP INDEX {VECTOR_INDEX} IF EXISTS", database_=DB)
+    convs = _chats()
+    load_conversations(clean_graph, convs, database=DB)
+    store = LocalObjectStore(tmp_path / "bucket")
+    result = DocumentsResult()
+    write_upload_documents(store, clean_graph, "2025-09-01", "up-1", convs, result, database=DB,
+                           chunking=ChunkOptions(max_chars=120, overlap_chars=0), embedder=builtin_embedder())
+    assert result.chunks == 2 * len(convs)  # one chunk per turn: the role filter can tell them apart
+    for conv in convs:
+        publish_conversation(store, conv, conversation_files(conv, ["html"]), ["html"])
+    yield clean_graph, store, {c.conversation_id: c for c in convs}
+    clean_graph.execute_query(f"DROP INDEX {VECTOR_INDEX} IF EXISTS", database_=DB)
+
+
+def _ids(hits):
+    return [h.conversation["conversation_id"] for h in hits]
+
+
+@pytest.mark.integration
+def test_a_vector_query_finds_the_paraphrase_the_words_cannot(loaded):
+    driver, _, _ = loaded
+    query = "leaven culture giving off a solvent odour"  # no word of it is in the sourdough chat
+    assert "bread" not in _ids(search(driver, query, mode="text", database=DB))
+    hits = search(driver, query, mode="vector", k=3, database=DB)
+    assert _ids(hits)[0] == "bread" and hits[0].vector_rank == 1 and hits[0].text_rank is None
+    [(start, end)] = hits[0].matches  # no word matches: the sentence nearest the query is shown
+    assert (start, end) in sentences(hits[0].text)
+
+
+@pytest.mark.integration
+def test_a_hybrid_query_gives_the_conversation_its_chunk_and_files(loaded):
+    driver, store, convs = loaded
+    hits = search(driver, "riding the Alfama tram in the old town", k=3, store=store, database=DB)
+    top = hits[0]
+    assert top.conversation["conversation_id"] == "lisbon" and top.text_rank == 1 and top.vector_rank is not None
+    assert top.conversation["title"] == "Lisbon weekend" and top.conversation["platform"] == "chatgpt"
+    assert top.conversation["created_at"] == "2025-09-01T00:00:00Z" and top.conversation["model"] == "gpt-4o"
+    assert [top.text[s:e] for s, e in top.matches] == ["tram", "Alfama"]
+    lisbon = convs["lisbon"]
+    assert set(top.message_ids) <= {m.message_id for m in lisbon.messages} and top.message_ids
+    assert top.text == "User: " + lisbon.messages[0].text
+    [html] = top.exports["html"]
+    assert Path(html).is_file() and "Alfama" in Path(html).read_text()
+    row = top.to_dict()
+    assert row["conversation"]["title"] == "Lisbon weekend" and row["matches"] == [list(m) for m in top.matches]
+
+
+@pytest.mark.integration
+def test_filters_by_platform_dates_role_and_model(loaded):
+    driver, _, _ = loaded
+    query = "what to do about a problem"
+    every = _ids(search(driver, query, k=10, database=DB))
+    assert sorted(every) == sorted(c[0] for c in CHATS)  # hybrid: the vector list finds them all
+    assert set(_ids(search(driver, query, filters=SearchFilters(platform="claude"), database=DB))) == {"bike", "python"}
+    dated = search(driver, query, filters=SearchFilters(since=date(2025, 3, 10), until=date(2025, 8, 15)), database=DB)
+    assert set(_ids(dated)) == {"bread", "bike", "roses"}  # both ends inclusive
+    assert set(_ids(search(driver, query, filters=SearchFilters(model="CLAUDE-3"), database=DB))) == {"bike", "python"}
+    # a word only the assistant said: found with role assistant, not with role user
+    assert _ids(search(driver, "ladybirds", mode="text", filters=SearchFilters(role="assistant"), database=DB)) == ["roses"]
+    assert search(driver, "ladybirds", mode="text", filters=SearchFilters(role="user"), database=DB) == []
+    users = search(driver, "aphids", mode="text", filters=SearchFilters(role="user"), database=DB)
+    assert _ids(users) == ["roses"] and users[0].text.startswith("User: ")
+
+
+@pytest.mark.integration
+def test_without_embeddings_hybrid_is_text_and_vector_is_refused(loaded, monkeypatch):
+    driver, _, _ = loaded
+    monkeypatch.setenv("CHATETL_EMBEDDINGS", "off")
+    hits = search(driver, "KeyError", database=DB)
+    assert _ids(hits) == ["python"] and hits[0].vector_rank is None
+    with pytest.raises(SearchError, match="CHATETL_EMBEDDINGS"):
+        search(driver, "KeyError", mode="vector", database=DB)
+    other = Embedder(name="other", vectors_of=lambda texts: [[1.0, 0.0, 0.5] for _ in texts])
+    with pytest.raises(SearchError, match="256 dimensions"):
+        search(driver, "KeyError", embedder=other, database=DB)
