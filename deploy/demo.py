@@ -95,7 +95,7 @@ def main() -> int:
 
 
 # a paraphrase, not a quote, of what one sample chat is about (the average of a list of numbers)
-DEMO_QUERY = "how do I compute the average of some numbers"
+DEMO_QUERY = "averaging three numbers"
 
 
 if __name__ == "__main__":
