@@ -80,8 +80,9 @@ def test_a_yaml_export_over_64_mb_reads_back_in_memory_that_follows_the_largest_
     grown = (got["peak_kb"] - got["base_kb"]) * 1024
     text = got["text_chars"]  # Latin-1 text: one byte a character in a Python str
     assert text > 0.8 * size
+    # the old reader held the text, the node tree and the values at once (about three times the file);
+    # this bound is under 1.2 times the file, and what it allows beyond the text does not grow with it
     assert grown < text + 24 * MIB, f"read grew by {grown / MIB:.0f} MiB for {text / MIB:.0f} MiB of text in a {size / MIB:.0f} MiB file"
-    assert grown < size  # the old reader held the text, the node tree and the values at once
 
 
 def test_one_value_past_the_cap_is_refused_with_its_place_and_the_file_no_further_read(monkeypatch):
