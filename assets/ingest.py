@@ -134,6 +134,7 @@ def normalized_metadata(store, r: PartitionIngest, days: list[str], per_day: lis
         "formats": counts_table(r.formats, "format"),
         "retracted": md_table(["upload", "why"], sorted(r.retracted.items())),
         "duplicate_states": md_list(r.duplicates),  # one id twice in an upload: the newest kept (model.state_order)
+        "kept_newer_states": md_list(r.kept_newer),  # an older version over a newer one: the newer state kept
         "written": key_list(r.written),
         "unchanged": key_list(r.unchanged),
         "tables": MetadataValue.path(store.uri(NORMALIZED_PREFIX)),

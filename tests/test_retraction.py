@@ -169,3 +169,35 @@ def test_one_id_twice_with_one_update_time_warns_and_picks_the_same_state_everyw
     assert any("!" in k for k in holding(outputs, winner_text))
     assert winner_text in store.get_bytes(training_key(day, "sharegpt-jsonl")).decode()
     assert store.head(bundle_key(day)) is not None
+
+
+def test_an_older_version_uploaded_over_a_newer_one_at_the_same_key_rolls_nothing_back(definitions, clean_graph):
+    """Replaying an older export over the same object key (the bucket keeps only the older bytes):
+    every output keeps the state it had, the newest one, as with an older upload under another key."""
+    store = definitions.resources["object_store"].store
+    driver = clean_graph
+    key = "raw/same/conversations.json"
+    info = store.put_bytes(key, json.dumps([chatgpt_conversation("same-1", "Same NEWER", T + 500, "answer NEWER")]).encode())
+    day = partition_of(info)
+    run_day(definitions, day)
+    assert graph_titles(driver, "chatgpt:same-1") == ["Same NEWER"]
+
+    store.put_bytes(key, json.dumps([chatgpt_conversation("same-1", "Same OLDER", T + 200, "answer OLDER")]).encode())
+    run = run_day(definitions, day)
+    assert graph_titles(driver, "chatgpt:same-1") == ["Same NEWER"]
+    outputs = everything_under(store, "exports/") | everything_under(store, "rag/")
+    assert holding(outputs, "answer OLDER") == [], holding(outputs, "answer OLDER")
+    newer_in = holding(outputs, "answer NEWER")
+    assert any("!" in k for k in newer_in), "the day's zip keeps the newer state"
+    assert any(k.startswith("rag/") for k in newer_in), "so do the Documents' texts"
+    assert any(k.startswith("exports/_archive/") for k in holding(outputs, "Same NEWER")), "and the archive's rows"
+    assert holding(outputs, "Same OLDER") == []
+    training = store.get_bytes(training_key(day, "sharegpt-jsonl")).decode()
+    assert "answer NEWER" in training and "answer OLDER" not in training
+    manifest = read_manifest(store, "chatgpt:same-1")
+    assert manifest is not None and manifest["state_version"] == T + 500
+    mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in run.get_asset_materialization_events()}
+    assert f"{key}: chatgpt:same-1" in mats["normalized"]["kept_newer_states"].value
+    with driver.session() as s:
+        texts = s.run("MATCH (:Conversation {key: 'chatgpt:same-1'})-[:HAS_DOCUMENT]->(:Document)-[:HAS_CHUNK]->(c) RETURN c.text").value()
+    assert texts and any("answer NEWER" in t for t in texts) and not any("answer OLDER" in t for t in texts)

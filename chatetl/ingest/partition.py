@@ -84,6 +84,7 @@ class PartitionIngest(Tally):
     skipped: list[str] = field(default_factory=list)
     retracted: dict[str, str] = field(default_factory=dict)  # upload key -> why (moved to D / deleted)
     duplicates: list[str] = field(default_factory=list)  # "upload: key": a second state of a conversation in one upload
+    kept_newer: list[str] = field(default_factory=list)  # "upload: key": its new version held an older state, the newer kept
     conversations: int = 0  # read from the uploads processed now
     messages: int = 0
     conversations_in_skipped: int = 0
@@ -202,10 +203,14 @@ def ingest_partition(
             retract(store, where["day"], uid, info.key, f"replaced: moved to partition {day}", day)
             out.retracted[info.key] = f"replaced: moved here from partition {where['day']}"
 
-        result = normalize_upload(store, info, day)
+        result = normalize_upload(store, info, day, previous=previous)
         report = result.report
         write_location(store, uid, info.key, day, info.etag)
         out.duplicates += keep_newest_states(store, day, uid, info.key, warn)
+        for key in result.kept_newer:
+            warn(f"{info.key}: its new version holds an older state of conversation {key} than the version it "
+                 f"replaced: kept the newer state (an older upload never rolls an output back)")
+            out.kept_newer.append(f"{info.key}: {key}")
         rows = _read_states(store, conv_key)
         out.processed.append(info.key)
         out.bytes_read += info.size

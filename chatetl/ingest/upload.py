@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from chatetl.layout import TABLES, quarantine_prefix, table_key, upload_id
+from chatetl.model import state_order
 from chatetl.readers import Entry, ReadReport, read_entry
 from chatetl.readers.archive import expand
 from chatetl.readers.parallel import read_into, resolve_workers
 from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
-from chatetl.tables import TableWriter
+from chatetl.tables import TableWriter, iter_conversations, read_rows
 
 
 @dataclass
@@ -31,6 +34,7 @@ class NormalizeResult:
     unchanged: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)
     bytes_written: int = 0
+    kept_newer: list[str] = field(default_factory=list)  # conversations whose previous, newer state was kept
 
 
 def upload_entry(store: ObjectStore, info: ObjectInfo) -> Entry:
@@ -38,14 +42,23 @@ def upload_entry(store: ObjectStore, info: ObjectInfo) -> Entry:
 
 
 def normalize_upload(
-    store: ObjectStore, info: ObjectInfo, day: str, workdir: str | Path | None = None, workers: int | None = None
+    store: ObjectStore,
+    info: ObjectInfo,
+    day: str,
+    workdir: str | Path | None = None,
+    workers: int | None = None,
+    previous: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> NormalizeResult:
     """Read one upload (streamed) into the normalized tables of its partition; quarantine what fails.
 
     `workers`: processes converting records (chatetl.readers.parallel); None: its automatic choice
     (this process alone while parallel.AUTO is off; with it on, both cores for an upload of at least
     AUTO_MIN_BYTES). Each process stays within the step's memory; the tables and the report are
-    the same either way."""
+    the same either way.
+
+    `previous`: the state rows (conversation_key, updated_at) of the tables this upload's earlier
+    version left in the bucket; a conversation the new version holds in an older state keeps the
+    earlier version's newer one (`keep_previous_newer`)."""
     uid = upload_id(info.key)
     report = ReadReport()
     result = NormalizeResult(upload=info.key, upload_id=uid, report=report)
@@ -59,6 +72,8 @@ def normalize_upload(
             else:
                 read_into(writer, expand(upload_entry(store, info), report), report, n, upload_key=info.key)
         result.conversations, result.messages = writer.conversations, writer.messages
+        if previous:
+            result.kept_newer = keep_previous_newer(store, day, uid, paths, previous, Path(tmp))
         for table in TABLES:
             key = table_key(table, day, uid)
             if put_if_changed(store, key, paths[table], "application/vnd.apache.parquet"):
@@ -68,6 +83,43 @@ def normalize_upload(
                 result.unchanged.append(key)
     result.quarantined = quarantine(store, info, day, uid, report)
     return result
+
+
+def keep_previous_newer(
+    store: ObjectStore, day: str, uid: str, paths: dict[str, Path], previous: Mapping[str, Mapping[str, Any]], tmp: Path
+) -> list[str]:
+    """An older version of an upload put over a newer one at the same key: for each conversation the
+    new tables (`paths`, not yet in the bucket) hold in an older state (model.state_order) than the
+    tables in the bucket (the earlier version's), the earlier state replaces it in the new tables,
+    so no output rolls back to it, as with an older upload under another key (the graph never
+    regresses; the day's zip, training file, archive rows and Documents follow the partition's
+    tables). Reads two columns unless some update time went back; the keys kept, sorted."""
+    older = {
+        row["conversation_key"]
+        for row in read_rows(paths["conversations"], ["conversation_key", "updated_at"])
+        if _went_back(row.get("updated_at"), (previous.get(row["conversation_key"]) or {}).get("updated_at"))
+    }
+    if not older:
+        return []
+    before = {t: store.download(table_key(t, day, uid), tmp / f"previous-{t}.parquet") for t in TABLES}
+    earlier = {conv.key: (conv, up) for conv, up in iter_conversations(before["conversations"], before["messages"]) if conv.key in older}
+    kept: set[str] = set()
+    out = {t: tmp / f"kept-{t}.parquet" for t in TABLES}
+    with TableWriter(out["conversations"], out["messages"]) as writer:
+        for conv, up in iter_conversations(paths["conversations"], paths["messages"]):
+            old = earlier.get(conv.key)
+            if old is not None and state_order(old[0]) > state_order(conv):
+                conv, up = old
+                kept.add(conv.key)
+            writer.add(conv, upload_key=up)
+    if kept:
+        for t in TABLES:
+            out[t].replace(paths[t])
+    return sorted(kept)
+
+
+def _went_back(new: Any, old: Any) -> bool:
+    return old is not None and (new is None or new < old)
 
 
 def quarantine(store: ObjectStore, info: ObjectInfo, day: str, uid: str, report: ReadReport) -> list[str]:
