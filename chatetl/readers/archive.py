@@ -44,6 +44,7 @@ from typing import Any, BinaryIO
 from chatetl.readers import claude_ai_manifest, limits
 from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.detect import Format, Layout, detect, resembles
+from chatetl.readers.encodings import utf8_entry, wide_encoding
 from chatetl.readers.entry import Entry
 from chatetl.readers.limits import size_text
 from chatetl.readers.report import ReadReport
@@ -73,6 +74,10 @@ def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: i
         else:
             report.skip("empty file")
         return
+    encoding = wide_encoding(head)
+    if encoding is not None:  # UTF-16/32 (Windows tools): read as UTF-8, streamed
+        entry = utf8_entry(entry, encoding)
+        head = entry.head()
     fmt, layout = detect(entry, head)
     if fmt is Format.ZIP:
         yield from _expand_zip(entry, report, depth, top_level, inflated)
@@ -175,7 +180,7 @@ def _expand_zip(entry: Entry, report: ReadReport, depth: int, top_level: bool, i
                     report.error(member_name, "", str(exc))
                     return
                 except (*DAMAGED_MEMBER, OSError) as exc:
-                    report.error(member_name, "", f"damaged zip member: {exc}")
+                    report.error(member_name, "", damage_reason(exc))
     if top_level and not leaves and len(report.errors) == errors_before:
         what = f"none of its {len(infos)} files is" if infos else "it holds no file, so none is"
         report.error(entry.name, "", f"unrecognized format: a zip, but {what} a chat format a reader knows")
@@ -215,6 +220,12 @@ class _local_copy:
     def __exit__(self, *exc: object) -> None:
         if self.tmp:
             os.unlink(self.tmp)
+
+
+def damage_reason(exc: BaseException) -> str:
+    """What an error reading a zip member says: the cap's own words when reading stopped at it
+    (`InflateLimit`), else "damaged zip member: ..." (a bad CRC, a corrupt stream, a cut member)."""
+    return str(exc) if isinstance(exc, InflateLimit) else f"damaged zip member: {exc}"
 
 
 class InflateLimit(zipfile.BadZipFile):

@@ -53,7 +53,7 @@ import pyarrow as pa
 
 from chatetl.model import Conversation
 from chatetl.readers import _read_leaves, chatgpt, claude_ai, jsonstream
-from chatetl.readers.archive import DAMAGED_MEMBER, expand, expand_folder
+from chatetl.readers.archive import DAMAGED_MEMBER, damage_reason, expand, expand_folder
 from chatetl.readers.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.detect import Format, Layout
 from chatetl.readers.entry import Entry
@@ -362,7 +362,7 @@ class _Pool:
             except DAMAGED_MEMBER as exc:  # the records read before the damage stand, as in one process
                 self._submit(fmt, leaf.name, batch)
                 self.drain()
-                self.report.error(leaf.name, f"after {self.leaf_conversations} conversation(s)", f"damaged zip member: {exc}")
+                self.report.error(leaf.name, f"after {self.leaf_conversations} conversation(s)", damage_reason(exc))
         except _Misfit as misfit:
             self._drop()
             self.shares.misfits += 1

@@ -140,6 +140,7 @@ def test_bytes_inflated_are_counted_and_reading_stops_past_the_absolute_cap(monk
     [err] = report.errors  # one, for the member being read; the third is never opened
     assert err.file == "up.zip!conversations-001.json"
     assert "inflated past 3145728 bytes (3 MiB) (CHATETL_MAX_INFLATED_BYTES)" in err.reason
+    assert err.reason.startswith("reading stopped: the zips of up.zip")  # the cap's words, not "damaged zip member"
 
 
 def test_the_caps_are_settings():
