@@ -297,3 +297,30 @@ def s3_client(endpoint_url: str | None = None, region: str | None = None) -> Any
         region_name=region or Settings.from_env().aws_region or "us-east-1",
         config=Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"}),
     )
+
+
+_REFUSED_CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken", "InvalidToken",
+                        "InvalidClientTokenId", "AuthorizationHeaderMalformed", "Forbidden", "403"}
+
+
+def s3_failure(exc: BaseException) -> str | None:
+    """One line saying why S3 refused or could not be reached (no credential in it), for an error
+    boto3 raises; None for anything else (a bug: its traceback is the useful thing)."""
+    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or "")
+        if code in _REFUSED_CREDENTIALS:
+            return (f"the S3 server refused the credentials ({code}): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+                    " (and AWS_SESSION_TOKEN)")
+        if code in ("NoSuchBucket", "404"):
+            return "no such bucket (CHATETL_S3_BUCKET, or the bucket in the s3:// address)"
+        return f"S3 refused the request ({code}: {error.get('Message') or 'no message'})"
+    if isinstance(exc, NoCredentialsError):
+        return "no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    if isinstance(exc, EndpointConnectionError):
+        return f"the S3 server does not answer at {exc.kwargs.get('endpoint_url')} (CHATETL_S3_ENDPOINT_URL)"
+    if isinstance(exc, BotoCoreError):
+        return f"S3 failed: {exc}"
+    return None

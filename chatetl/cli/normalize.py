@@ -25,7 +25,7 @@ from chatetl.model import Conversation
 from chatetl.readers import ReadReport, _read_leaves, read_entries, read_path
 from chatetl.readers.entry import Entry
 from chatetl.settings import Settings
-from chatetl.storage import S3ObjectStore, s3_client
+from chatetl.storage import S3ObjectStore, s3_client, s3_failure
 from chatetl.tables import TableWriter
 
 
@@ -33,9 +33,16 @@ def _s3_entries(uri: str, report: ReadReport) -> Iterator[Entry]:
     bucket, _, prefix = uri[len("s3://"):].partition("/")
     store = S3ObjectStore(s3_client(Settings.from_env().s3_endpoint_url), bucket)
     found = False
-    for info in store.list(prefix):
-        found = True
-        yield Entry(name=store.uri(info.key), opener=lambda key=info.key: store.open(key), size=info.size)
+    try:
+        for info in store.list(prefix):
+            found = True
+            yield Entry(name=store.uri(info.key), opener=lambda key=info.key: store.open(key), size=info.size)
+    except Exception as exc:  # refused credentials, no bucket, no server: one line, not a traceback
+        why = s3_failure(exc)
+        if why is None:
+            raise
+        report.error(uri, "", why)
+        return
     if not found:
         report.error(uri, "", "no objects under this prefix")
 

@@ -59,3 +59,17 @@ def test_normalize_reads_from_s3(s3_store, tmp_path):
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["conversations"] == 4 and summary["files"] == 3
+
+
+@pytest.mark.integration
+def test_a_wrong_s3_secret_is_one_line_saying_the_credentials_were_refused(s3_store, tmp_path, monkeypatch):
+    """Issue 14, item 8: it was a 39-line traceback. The secret never appears in what is printed."""
+    s3_store.put_bytes("uploads/a/conversations.json", json.dumps(chatgpt_conversations()[:1]).encode())
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-xyz")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "not-a-key-xyz")
+    result = _run(f"s3://{s3_store.bucket}/uploads/", "--out", str(tmp_path / "out"))
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: s3://{s3_store.bucket}/uploads/: the S3 server refused the credentials (")
+    assert "Traceback" not in result.stderr and "not-the-secret-xyz" not in result.stderr + result.stdout
+    assert json.loads(result.stdout)["errors"] == 1
