@@ -1,4 +1,4 @@
-"""The Neo4j resource: one driver per step, checked at start, closed after.
+"""The Neo4j resource: one driver per step, its server checked on first use, closed after.
 
 uri, user and database are config (EnvVar in a deployment); the password is an EnvVar in a
 deployment and otherwise left out of the config, so the UI never shows one: unset, the
@@ -26,19 +26,18 @@ class Neo4jResource(ConfigurableResource):
     max_connection_pool_size: int = 10
 
     _driver: Any = PrivateAttr(default=None)
+    _checked: bool = PrivateAttr(default=False)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Make the driver (no network yet): a server down now fails the step that uses it, in its
+        compute, where the step's retry policy applies, not the resource's start (which no retry
+        covers, so a run whose every step then succeeded was still marked failed)."""
         from neo4j import GraphDatabase
 
         conf = resolved(self)
         password = conf.password or Settings.from_env().require("NEO4J_PASSWORD")
-        driver = GraphDatabase.driver(conf.uri, auth=(conf.user, password), max_connection_pool_size=self.max_connection_pool_size)
-        try:
-            driver.verify_connectivity()
-        except BaseException:
-            driver.close()  # Dagster does not tear down a resource whose setup failed
-            raise
-        self._driver = driver
+        self._driver = GraphDatabase.driver(conf.uri, auth=(conf.user, password), max_connection_pool_size=self.max_connection_pool_size)
+        self._checked = False
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._driver is not None:
@@ -47,6 +46,10 @@ class Neo4jResource(ConfigurableResource):
 
     @property
     def driver(self) -> Any:
+        """The driver, its server checked on first use (a refused login or no server raises here)."""
         if self._driver is None:  # used outside a step (e.g. a test or a sensor)
             self.setup_for_execution(None)  # type: ignore[arg-type]
+        if not self._checked:
+            self._driver.verify_connectivity()
+            self._checked = True
         return self._driver

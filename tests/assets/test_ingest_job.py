@@ -6,7 +6,9 @@ Documents and Markdown exports; a second run changes no graph counts and no outp
 
 from __future__ import annotations
 
+import io
 import os
+import zipfile
 
 import pyarrow.dataset as ds
 import pyarrow.fs
@@ -114,21 +116,31 @@ def test_upload_flows_end_to_end_and_reruns_change_nothing(definitions, clean_gr
     assert mats2["graph"]["conversations_created"].value == 0
 
 
-def test_unreadable_upload_is_quarantined_and_the_good_one_still_loads(definitions, clean_graph):
+def _zip_without_a_chat() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("readme.txt", "not a chat")
+        zf.writestr("photo.png", b"\x89PNG\r\n\x1a\n")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name, data", [("garbage.bin", bytes(range(256)) * 10), ("no-chat.zip", _zip_without_a_chat())])
+def test_unreadable_upload_is_quarantined_and_the_good_one_still_loads(definitions, clean_graph, name, data):
+    """Item 8 of issue 14: an upload holding no chat file (a zip of other files) is an error naming it, kept whole."""
     store = definitions.resources["object_store"].store
     store.put_bytes("raw/good.zip", chatgpt_export())
-    info = store.put_bytes("raw/garbage.bin", bytes(range(256)) * 10)
+    info = store.put_bytes(f"raw/{name}", data)
     day = partition_of(info)
     result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral())
     assert result.success
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
     assert mats["normalized"]["conversations"].value == 3
     assert mats["normalized"]["errors"].value == 1
-    assert "garbage.bin" in mats["normalized"]["error_list"].value and "unrecognized format" in mats["normalized"]["error_list"].value
+    assert name in mats["normalized"]["error_list"].value and "unrecognized format" in mats["normalized"]["error_list"].value
     quarantined = [o.key for o in store.list("quarantine/")]
     assert any(k.endswith("/upload") for k in quarantined) and any(k.endswith("errors.json") for k in quarantined)
     kept = next(k for k in quarantined if k.endswith("/upload"))
-    assert store.get_bytes(kept) == bytes(range(256)) * 10
+    assert store.get_bytes(kept) == data
 
 
 def test_a_day_of_nothing_readable_fails_loudly(definitions, clean_graph):
