@@ -10,7 +10,7 @@ from dagster import (
 )
 
 from assets.config import DocumentsConfig
-from assets.metadata import counts_table, key_list, md_fenced, md_text
+from assets.metadata import counts_table, key_list, md_fenced, md_list, md_text
 from assets.partitions import partition_days
 from assets.policies import NEO4J_POOL, daily_asset
 from chatetl.graph.chunks import FULLTEXT_INDEX
@@ -36,6 +36,9 @@ def write_documents(context: AssetExecutionContext, config: DocumentsConfig, obj
     )
     graph_chunks = total.chunks_in_graph
     context.log.info(f"documents: {total.documents}, chunks: {total.chunks}, in graph: {total.documents_in_graph} / {graph_chunks.chunks}")
+    failures = total.failures + graph_chunks.failures
+    if failures:  # the rest of the day is written; these are tried again, alone, by the next run
+        context.log.warning(f"documents: {total.documents_failed + graph_chunks.failed} failed in the graph: {failures[:10]}")
     preview = "_no conversations_"
     if total.first_document:
         doc = total.first_document
@@ -49,6 +52,8 @@ def write_documents(context: AssetExecutionContext, config: DocumentsConfig, obj
             "chunks_in_graph": graph_chunks.chunks,
             "stale_chunks_removed": graph_chunks.deleted,
             "documents_with_another_state_in_graph": graph_chunks.skipped_other_state,
+            "documents_failed_in_graph": total.documents_failed + graph_chunks.failed,
+            "failed_documents": md_list(failures),
             "embedded_chunks": total.embedded,
             "embeddings": MetadataValue.text("on (CHATETL_EMBEDDER)" if embedder else "off: set CHATETL_EMBEDDER to a local model's callable"),
             "content": counts_table(content.model_dump(), "setting"),

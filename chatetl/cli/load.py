@@ -75,6 +75,7 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
         **summary.to_dict(),
         "documents_written": docs.documents_in_graph,
         "chunks_written": docs.chunks_in_graph.chunks,
+        "documents_failed": docs.documents_failed + docs.chunks_in_graph.failed,  # refused by the server, even alone
         "deep": deep,
         "errors": len(report.errors),
     }

@@ -10,6 +10,12 @@ say what a vector was computed from, so a later load finds an unchanged text's v
 (`stored_embeddings`) instead of computing it again. When the model's dimensions change, the
 vector index is rebuilt for the new size.
 
+Bounded writes (issue 14, item 1): chunks go in transactions of about a thousand, stale chunks and
+links are deleted `DELETE_STEP` a transaction, and a Document of very many chunks (one 100 MB
+message: ~60,000) is written a window at a time (`DocumentChunks`). A Document whose chunks the
+server refuses for what they hold fails alone (`ChunkLoadSummary.failed`, `failures`): the rest of
+the batch is written, and, not marked done, it is tried again by the next run.
+
 `chunk_matches` is the retrieval half of hybrid search (chatetl.search): the nearest chunks of
 one index, filtered by platform, dates, role and model, with their Document and Conversation.
 """
@@ -19,13 +25,16 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from chatetl.graph.connection import run_read, run_write, write_session
-from chatetl.tally import Tally
+from chatetl.graph.connection import run_read, run_write, value_fault, write_measured, write_session
+from chatetl.tally import Tally, capped, summed_by
+
+log = logging.getLogger(__name__)
 
 
 class ChunkRow(Protocol):
@@ -105,10 +114,12 @@ MATCH (d:Document {key: doc.key})
 SET d.chunks_digest = doc.digest, d.chunk_count = doc.count
 """
 
+# (both delete at most $limit a transaction: run until they delete fewer, _delete_in_steps)
 _DELETE_STALE = """
 UNWIND $docs AS doc
 MATCH (:Document {key: doc.key})-[:HAS_CHUNK]->(c:Chunk)
 WHERE NOT c.id IN doc.ids
+WITH c LIMIT $limit
 DETACH DELETE c
 RETURN count(*) AS deleted
 """
@@ -130,7 +141,15 @@ RETURN count(c) AS written
 _RELINK = """
 UNWIND $docs AS doc
 MATCH (:Document {key: doc.key})-[:HAS_CHUNK]->(:Chunk)-[r:NEXT]->(:Chunk)
+WITH r LIMIT $limit
 DELETE r
+RETURN count(*) AS deleted
+"""
+
+# one big Document's chunks in the graph: whether it holds the text they are cut from, their digest and how many
+_CHUNK_STATE = """
+MATCH (d:Document {key: $key})
+RETURN d.content_sha256 = $content_sha256 AS current, d.chunks_digest AS digest, COUNT { (d)-[:HAS_CHUNK]->(:Chunk) } AS count
 """
 
 _LINK = """
@@ -140,6 +159,10 @@ MERGE (a)-[:NEXT]->(b)
 """
 
 
+DELETE_STEP = 10_000  # chunks (or NEXT links) deleted per transaction
+FAILURES_LISTED = 100
+
+
 @dataclass
 class ChunkLoadSummary(Tally):
     documents: int = 0  # documents whose chunks were written
@@ -147,20 +170,69 @@ class ChunkLoadSummary(Tally):
     deleted: int = 0  # stale chunks removed (the document's newer state has fewer or other chunks)
     skipped_other_state: int = 0  # the Document in the graph holds another state's text (newer, or the winning source's): left alone
     unchanged: int = 0  # documents whose chunks in the graph are exactly these: nothing written
+    failed: int = 0  # documents whose chunks the server (or the driver) refused, even written alone: see `failures`
+    failures: list[str] = summed_by(capped(FAILURES_LISTED), default_factory=list)  # noqa: RUF009 - "key: why", the first ones
+
+
+def failure_line(key: str, exc: BaseException) -> str:
+    """A Document (or its chunks) that could not be written, even alone: its key and the server's words."""
+    words = (str(exc).strip().splitlines() or [""])[0]
+    key = key if len(key) <= 120 else f"{key[:120]}… ({len(key)} characters)"
+    line = f"{key}: {type(exc).__name__}: {words}"[:500]
+    log.warning("documents load: %s", line)
+    return line
+
+
+class ChunksDigest:
+    """What a Document's chunks are, in one value, given a window of them at a time (`chunks_digest`)."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+
+    def update(self, chunks: Iterable[ChunkRow]) -> None:
+        for c in chunks:
+            self._hash.update(json.dumps(c.graph_row(), sort_keys=True, ensure_ascii=False).encode("utf-8", "replace"))
+            self._hash.update(b"\n")
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
 
 
 def chunks_digest(chunks: list[ChunkRow]) -> str:
     """What a Document's chunks are, in one value: a rerun with the same chunks writes nothing."""
-    h = hashlib.sha256()
-    for c in chunks:
-        h.update(json.dumps(c.graph_row(), sort_keys=True, ensure_ascii=False).encode("utf-8", "replace"))
-        h.update(b"\n")
-    return h.hexdigest()
+    digest = ChunksDigest()
+    digest.update(chunks)
+    return digest.hexdigest()
 
 
 def _upsert_row(chunk: ChunkRow) -> dict[str, Any]:
     props = chunk.graph_row()
     return {"props": {k: v for k, v in props.items() if k != "embedding"}, "embedding": props.get("embedding")}
+
+
+def _write_rows(driver: Any, database: str | None, rows: list[dict[str, Any]], pairs: list[list[str]]) -> int:
+    """Chunks and their NEXT links (pairs of ids) in one transaction, written whole or not at all (one too big for
+    the server fails at once: chatetl.graph.connection.write_measured); how many chunks were written."""
+    def work(tx: Any) -> int:
+        record = tx.run(_UPSERT_CHUNKS, rows=rows).single()
+        if pairs:
+            tx.run(_LINK, pairs=pairs).consume()
+        return record["written"] if record else 0
+
+    with write_session(driver, database) as session:
+        return write_measured(session, work)[0]
+
+
+def _delete_in_steps(driver: Any, database: str | None, cypher: str, **params: Any) -> int:
+    """A deleting statement (at most `DELETE_STEP` a transaction) run until it deletes fewer: how many in all.
+    A Document that had 100,000 chunks is cleared in bounded transactions, not in one."""
+    total = 0
+    while True:
+        records = run_write(driver, database, cypher, limit=DELETE_STEP, **params)
+        deleted = records[0]["deleted"] if records else 0
+        total += deleted
+        if deleted < DELETE_STEP:
+            return total
 
 
 def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_digests: dict[str, str], database: str | None = None, batch: int = 1000) -> ChunkLoadSummary:
@@ -171,7 +243,10 @@ def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_d
     chunked: where the graph's Document holds other text (a newer state, an older upload loaded
     later), its chunks are left alone; otherwise chunks no longer there are removed, the others
     upserted and NEXT rebuilt; a Document whose chunks are exactly these is not touched, so a
-    rerun writes nothing.
+    rerun writes nothing. The chunks of about `batch` at a time are written in one transaction; one the
+    server refuses for what it holds is written again a Document at a time, and a Document refused alone
+    fails alone (`failed`, `failures`: not marked done, so the next run tries it again). A Document of
+    very many chunks goes through `DocumentChunks` instead (a window of them at a time).
     """
     summary = ChunkLoadSummary()
     if not chunks_by_doc:
@@ -194,33 +269,134 @@ def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_d
     for i in range(0, len(keys), batch):
         part = keys[i:i + batch]
         doc_rows = [{"key": k, "ids": [c.id for c in chunks_by_doc[k]]} for k in part]
-        records = run_write(driver, database, _DELETE_STALE, docs=doc_rows)
-        summary.deleted += records[0]["deleted"] if records else 0
-        run_write(driver, database, _RELINK, docs=doc_rows)
-    rows: list[dict[str, Any]] = []
-    pairs: list[list[str]] = []
+        summary.deleted += _delete_in_steps(driver, database, _DELETE_STALE, docs=doc_rows)
+        _delete_in_steps(driver, database, _RELINK, docs=doc_rows)
+    failed: set[str] = set()
+    group: list[str] = []  # the Documents whose chunks are in `rows`
 
     def flush() -> None:
-        nonlocal rows, pairs
+        nonlocal rows, pairs, group
         if rows:
-            records = run_write(driver, database, _UPSERT_CHUNKS, rows=rows)
-            summary.chunks += records[0]["written"] if records else 0
-        if pairs:
-            run_write(driver, database, _LINK, pairs=pairs)
-        rows, pairs = [], []
+            try:
+                summary.chunks += _write_rows(driver, database, rows, pairs)
+            except Exception as exc:
+                if not value_fault(exc):
+                    raise
+                refused = {group[0]: exc} if len(group) == 1 else {}
+                for k in group if len(group) > 1 else ():  # one at a time: the Document the server refuses fails alone
+                    chunks = chunks_by_doc[k]
+                    try:
+                        summary.chunks += _write_rows(driver, database, [_upsert_row(c) for c in chunks], _pairs(chunks))
+                    except Exception as alone:
+                        if not value_fault(alone):
+                            raise
+                        refused[k] = alone
+                for k, why in refused.items():
+                    failed.add(k)
+                    summary.failures.append(failure_line(k, why))
+        rows, pairs, group = [], [], []
 
+    rows: list[dict[str, Any]] = []
+    pairs: list[list[str]] = []
     for k in keys:
         chunks = chunks_by_doc[k]
         rows.extend(_upsert_row(c) for c in chunks)
-        pairs.extend([a.id, b.id] for a, b in itertools.pairwise(chunks))
-        summary.documents += 1
+        pairs.extend(_pairs(chunks))
+        group.append(k)
         if len(rows) >= batch:
             flush()
     flush()
-    done = [{"key": k, "digest": digests[k], "count": len(chunks_by_doc[k])} for k in keys]
+    summary.failed = len(failed)
+    summary.documents = len(keys) - len(failed)
+    done = [{"key": k, "digest": digests[k], "count": len(chunks_by_doc[k])} for k in keys if k not in failed]
     for i in range(0, len(done), batch):
         run_write(driver, database, _MARK_DONE, docs=done[i:i + batch])
     return summary
+
+
+def _pairs(chunks: list[ChunkRow], before: str | None = None) -> list[list[str]]:
+    """The NEXT links of chunks in order (from `before`, the chunk preceding the first, when given)."""
+    ids = ([before] if before is not None else []) + [c.id for c in chunks]
+    return [[a, b] for a, b in itertools.pairwise(ids)]
+
+
+class DocumentChunks:
+    """One Document's chunks written a window at a time: what `load_chunks` does for a Document of very many
+    chunks (one 100 MB message: 60,000), in transactions that stay bounded whatever its size.
+
+    `count`: how many chunks it has (known from their offsets before any is made). Whether the graph's
+    Document holds the text they were cut from, and whether its chunks must be written, is read first: a
+    Document with no digest of its chunks, or another number of them, is written as its windows come (`add`),
+    its NEXT links first removed; one with as many chunks as these is compared by digest once every window
+    is seen (`finish`), and written only if it differs (its windows made again by `again`). The last step
+    removes chunks no longer there and marks the digest, so a run stopped midway writes them again next time,
+    and an unchanged rerun writes nothing. A window the server refuses for what it holds makes the Document
+    fail alone (`failed`): the rest of it is not written, it is not marked done, other Documents go on."""
+
+    def __init__(self, driver: Any, key: str, content_sha256: str, count: int, database: str | None = None) -> None:
+        self.driver, self.key, self.count, self.database = driver, key, count, database
+        self.summary = ChunkLoadSummary()
+        self.digest = ChunksDigest()
+        self.ids: list[str] = []
+        self.last: str | None = None  # the last chunk written (the next window links to it)
+        rows = run_read(driver, database, _CHUNK_STATE, key=key, content_sha256=content_sha256)
+        self.current = bool(rows and rows[0]["current"])
+        self.stored = rows[0]["digest"] if self.current else None
+        self.writing = self.current and (self.stored is None or rows[0]["count"] != count)
+        self.schema_ready = False
+        if self.writing:
+            self._begin()
+
+    def _begin(self) -> None:
+        _delete_in_steps(self.driver, self.database, _RELINK, docs=[{"key": self.key}])
+
+    def add(self, chunks: list[ChunkRow]) -> None:
+        """The next window of chunks, in order: taken into the digest, written when the Document is being written."""
+        self.digest.update(chunks)
+        self.ids.extend(c.id for c in chunks)
+        if self.writing:
+            self._write(chunks)
+
+    def _write(self, chunks: list[ChunkRow]) -> None:
+        if not self.schema_ready:
+            dims = next((len(c.embedding) for c in chunks if c.embedding is not None), None)
+            ensure_chunk_schema(self.driver, self.database, dims)
+            self.schema_ready = True
+        try:
+            self.summary.chunks += _write_rows(self.driver, self.database, [_upsert_row(c) for c in chunks], _pairs(chunks, self.last))
+        except Exception as exc:
+            if not value_fault(exc):
+                raise
+            self.writing = False
+            self.summary.failed = 1
+            self.summary.failures.append(failure_line(self.key, exc))
+        self.last = chunks[-1].id if chunks else self.last
+
+    def finish(self, again: Callable[[], Iterable[list[ChunkRow]]]) -> ChunkLoadSummary:
+        """After the last window: the stale chunks removed and the digest marked (or nothing, for chunks the graph
+        holds already). `again()` gives the windows once more, for chunks found to differ only now."""
+        summary = self.summary
+        if summary.failed:
+            return summary
+        if not self.current:
+            summary.skipped_other_state = 1
+            return summary
+        digest = self.digest.hexdigest()
+        if not self.writing:
+            if digest == self.stored:
+                summary.unchanged = 1
+                return summary
+            self.writing, self.last = True, None  # as many chunks as before, but others (another model, other sizes)
+            self._begin()
+            for chunks in again():
+                self._write(chunks)
+                if summary.failed:
+                    return summary
+        if self.writing:
+            summary.deleted += _delete_in_steps(self.driver, self.database, _DELETE_STALE, docs=[{"key": self.key, "ids": self.ids}])
+            run_write(self.driver, self.database, _MARK_DONE, docs=[{"key": self.key, "digest": digest, "count": self.count}])
+            summary.documents = 1
+        return summary
 
 
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')

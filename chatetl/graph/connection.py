@@ -107,6 +107,28 @@ class TransactionTooBig(Exception):
     """The server refused a transaction for the memory it needs (the cause is its error)."""
 
 
+_OUR_OWN_MISTAKES = ("Neo.ClientError.Statement.SyntaxError", "Neo.ClientError.Statement.ParameterMissing",
+                     "Neo.ClientError.Statement.TypeError")
+
+
+def value_fault(exc: BaseException) -> bool:
+    """Whether `exc` is about what was written (its values or its size), so the rest of a batch can still be
+    written without it (one conversation, one Document failing alone): not the connection, the server's state,
+    the credentials or a statement of chatetl's own (those fail the load)."""
+    from neo4j.exceptions import DriverError, Neo4jError
+
+    if isinstance(exc, TransactionTooBig) or out_of_memory(exc):
+        return True
+    if isinstance(exc, Neo4jError):
+        code = exc.code or ""
+        return (code.startswith(("Neo.ClientError.Statement.", "Neo.ClientError.Schema.", "Neo.DatabaseError.Statement."))
+                and code not in _OUR_OWN_MISTAKES)
+    if isinstance(exc, DriverError):  # ResultFailedError: a statement's own failure, read from a later result
+        return exc.__cause__ is not None and value_fault(exc.__cause__)
+    # a value the driver cannot send: a lone surrogate in a text, an integer beyond 64 bits
+    return isinstance(exc, (ValueError, OverflowError))
+
+
 _OWN_TRANSACTION = """
 SHOW TRANSACTIONS YIELD metaData, estimatedUsedHeapMemory
 WHERE metaData.chatetl_transaction = $tag

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from chatetl.graph.connection import write_session
+from chatetl.graph.connection import value_fault, write_measured, write_session
 from chatetl.graph.schema import ensure_schema
 
 # A Document follows its Conversation: it is written when it comes from the state that won
@@ -49,22 +49,35 @@ def superseded_documents(driver: Any, docs: list[dict[str, Any]], database: str 
     return {r["key"] for r in records}
 
 
-def load_documents(driver: Any, docs: Iterable[dict[str, Any]], database: str | None = None, batch: int = 500) -> int:
-    """Upsert Document nodes (the Conversation's winning state, else newest) and attach each to its Conversation."""
+def load_documents(driver: Any, docs: Iterable[dict[str, Any]], database: str | None = None, batch: int = 500,
+                   failures: list[tuple[str, BaseException]] | None = None) -> int:
+    """Upsert Document nodes (the Conversation's winning state, else newest) and attach each to its Conversation.
+
+    With `failures`, one Document fails alone: a batch the server (or the driver) refuses for what it holds (a
+    value, its size: chatetl.graph.connection.value_fault) is written again in halves, each whole or not at all,
+    down to that Document, which goes into `failures` (key, error) while the others are written."""
     ensure_schema(driver, database)
     written = 0
     rows: list[dict[str, Any]] = []
 
-    def flush() -> int:
-        with write_session(driver, database) as session:
-            record = session.execute_write(lambda tx: tx.run(_UPSERT_DOCUMENTS, rows=rows).single())
+    def flush(rows: list[dict[str, Any]]) -> int:
+        try:  # (write_measured: a transaction too big for the server fails at once, not after 30 s of retries)
+            with write_session(driver, database) as session:
+                record, _ = write_measured(session, lambda tx: tx.run(_UPSERT_DOCUMENTS, rows=rows).single())
+        except Exception as exc:
+            if failures is None or not value_fault(exc):
+                raise
+            if len(rows) == 1:
+                failures.append((rows[0]["key"], exc))
+                return 0
+            return flush(rows[:len(rows) // 2]) + flush(rows[len(rows) // 2:])
         return record["written"] if record else 0
 
     for doc in docs:
         rows.append(doc)
         if len(rows) >= batch:
-            written += flush()
+            written += flush(rows)
             rows = []
     if rows:
-        written += flush()
+        written += flush(rows)
     return written

@@ -68,8 +68,8 @@ from typing import Any
 
 from chatetl.graph.connection import (
     TransactionTooBig,
-    out_of_memory,
     run_counted,
+    value_fault,
     write_measured,
     write_session,
 )
@@ -588,10 +588,6 @@ def batches(conversations: Iterable[Conversation], max_messages: int = DEFAULT_B
 
 # ----------------------------------------------------------------------------- one conversation failing alone
 
-_OUR_OWN_MISTAKES = ("Neo.ClientError.Statement.SyntaxError", "Neo.ClientError.Statement.ParameterMissing",
-                     "Neo.ClientError.Statement.TypeError")
-
-
 class _StageLost(Exception):
     """A state's stage was discarded by other loads every time it was about to be swapped in."""
 
@@ -603,18 +599,7 @@ class _NotStaged(Exception):
 def _conversation_fault(exc: BaseException) -> bool:
     """Whether `exc` is about what was written (a conversation's values or size), so the others can still be written:
     not the connection, the server's state, the credentials or a statement of chatetl's own (those fail the load)."""
-    from neo4j.exceptions import DriverError, Neo4jError
-
-    if isinstance(exc, (TransactionTooBig, _StageLost)) or out_of_memory(exc):
-        return True
-    if isinstance(exc, Neo4jError):
-        code = exc.code or ""
-        return (code.startswith(("Neo.ClientError.Statement.", "Neo.ClientError.Schema.", "Neo.DatabaseError.Statement."))
-                and code not in _OUR_OWN_MISTAKES)
-    if isinstance(exc, DriverError):  # ResultFailedError: a statement's own failure, read from a later result
-        return exc.__cause__ is not None and _conversation_fault(exc.__cause__)
-    # a value the driver cannot send: a lone surrogate in a text, an integer beyond 64 bits
-    return isinstance(exc, (ValueError, OverflowError))
+    return isinstance(exc, _StageLost) or value_fault(exc)
 
 
 def _failure(conv: Conversation, exc: BaseException) -> LoadSummary:

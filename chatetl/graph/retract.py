@@ -2,7 +2,10 @@
 
 What goes, per conversation key (chatetl.graph's model): its Messages with their NEXT and
 REPLIES_TO, its DecisionTrace and TraceSteps (deep mode), its Document with the Document's
-Chunks (and their NEXT), and the Conversation node with every relationship still on it. Nodes are
+Chunks (and their NEXT), the stages a big load left of it (chatetl.graph.staging: its LoadStage
+nodes, by `conversation_key`, and their StagedMessages, by token: a load killed while staging or
+swapping it in, whose rerun no longer names the conversation, would otherwise leave them for ever),
+and the Conversation node with every relationship still on it. Nodes are
 deleted in bounded write transactions (`RETRACT_BATCH` nodes at most each, DETACH DELETE), so a
 conversation of any size is retracted without exhausting the server's transaction memory, and a
 retraction that is cut short and run again finishes the job (every statement matches only what
@@ -75,6 +78,23 @@ DETACH DELETE d
 RETURN count(*) AS deleted
 """
 
+_DELETE_STAGED_MESSAGES = """
+UNWIND $keys AS key
+MATCH (s:LoadStage {conversation_key: key})
+MATCH (m:StagedMessage {stage: s.token}) USING INDEX m:StagedMessage(stage)
+WITH m LIMIT $limit
+DETACH DELETE m
+RETURN count(*) AS deleted
+"""
+
+_DELETE_STAGES = """
+UNWIND $keys AS key
+MATCH (s:LoadStage {conversation_key: key})
+WITH s LIMIT $limit
+DETACH DELETE s
+RETURN count(*) AS deleted
+"""
+
 _DELETE_CONVERSATIONS = """
 UNWIND $keys AS key
 MATCH (c:Conversation {key: key})
@@ -90,6 +110,8 @@ _STEPS = (
     ("traces", _DELETE_TRACES),
     ("chunks", _DELETE_CHUNKS),
     ("documents", _DELETE_DOCUMENTS),
+    ("staged_messages", _DELETE_STAGED_MESSAGES),
+    ("stages", _DELETE_STAGES),
     ("conversations", _DELETE_CONVERSATIONS),
 )
 
@@ -104,6 +126,8 @@ class RetractSummary(Tally):
     traces: int = 0
     documents: int = 0
     chunks: int = 0
+    staged_messages: int = 0  # of stages a big load left (chatetl.graph.staging)
+    stages: int = 0
     transactions: int = 0
 
 

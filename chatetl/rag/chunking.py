@@ -23,9 +23,8 @@ import bisect
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -95,130 +94,158 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-@dataclass(frozen=True)
-class _Piece:
+class _Piece(NamedTuple):  # (a tuple: a message of millions of words is as many pieces, made fast)
     start: int
     end: int
     strength: int  # boundary strength before this piece
 
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")  # matched at a line's start (pattern.match(content, start))
 _WORD = re.compile(r"\S+")
+_NONBLANK = re.compile(r"\S")  # (what str.strip() keeps: the same whitespace)
+_span = re.Match.span
 
 
-def _lines(text: str, base: int) -> list[tuple[int, int]]:
-    """(start, end) of each line (without its newline), absolute."""
-    out = []
-    pos = 0
-    for line in text.split("\n"):
-        out.append((base + pos, base + pos + len(line)))
-        pos += len(line) + 1
-    return out
+def _lines(content: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line of content[start:end] (without its newline), absolute; nothing is copied."""
+    pos = start
+    while (newline := content.find("\n", pos, end)) >= 0:
+        yield pos, newline
+        pos = newline + 1
+    yield pos, end
 
 
-def _paragraphs(content: str, start: int, end: int) -> list[tuple[int, int]]:
+def _blank(content: str, start: int, end: int) -> bool:
+    return _NONBLANK.search(content, start, end) is None
+
+
+def _closes(content: str, start: int, end: int, fence: tuple[str, int]) -> bool:
+    """Whether the line [start, end) closes `fence` (only its character, at least as many times, and blanks)."""
+    first = _NONBLANK.search(content, start, end)
+    if first is None or content[first.start()] != fence[0]:
+        return False  # (most lines: told without copying them)
+    stripped = content[start:end].strip()
+    return set(stripped) == {fence[0]} and len(stripped) >= fence[1]
+
+
+def _paragraphs(content: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """Runs of non-blank lines; blank lines inside a fenced code block do not end a paragraph."""
-    paras: list[tuple[int, int]] = []
     cur: tuple[int, int] | None = None
     fence: tuple[str, int] | None = None
-    for s, e in _lines(content[start:end], start):
-        line = content[s:e]
-        blank = not line.strip()
+    for s, e in _lines(content, start, end):
+        blank = _blank(content, s, e)
         if fence is not None:
-            stripped = line.strip()
-            if stripped and set(stripped) == {fence[0]} and len(stripped) >= fence[1]:
+            if not blank and _closes(content, s, e, fence):
                 fence = None
         else:
-            m = _FENCE.match(line)
+            m = _FENCE.match(content, s, e)
             if m:
                 fence = (m.group(1)[0], len(m.group(1)))
         if blank and fence is None:
             if cur is not None:
-                paras.append(cur)
+                yield cur
                 cur = None
             continue
         if blank:
             continue  # a blank line inside a fence: the paragraph goes on
         cur = (cur[0], e) if cur is not None else (s, e)
     if cur is not None:
-        paras.append(cur)
-    return paras
+        yield cur
 
 
-def _split_long(content: str, start: int, end: int, limit: int, first_strength: int) -> list[_Piece]:
+def _split_long(content: str, start: int, end: int, limit: int, first_strength: int) -> Iterator[_Piece]:
     """A paragraph longer than `limit`: lines, then words, then (a single huge word) hard cuts."""
-    pieces: list[_Piece] = []
     strength = first_strength
-    for ls, le in _lines(content[start:end], start):
-        if not content[ls:le].strip():
+    for ls, le in _lines(content, start, end):
+        if _blank(content, ls, le):
             continue
         if le - ls <= limit:
-            pieces.append(_Piece(ls, le, strength))
+            yield _Piece(ls, le, strength)
         else:
             word_strength = strength
-            for w in _WORD.finditer(content, ls, le):
-                ws, we = w.start(), w.end()
+            for ws, we in map(_span, _WORD.finditer(content, ls, le)):
                 while we - ws > limit:
-                    pieces.append(_Piece(ws, ws + limit, word_strength))
+                    yield _Piece(ws, ws + limit, word_strength)
                     ws += limit
                     word_strength = NONE
-                pieces.append(_Piece(ws, we, word_strength))
+                yield _Piece(ws, we, word_strength)
                 word_strength = WORD
         strength = LINE
-    return pieces
 
 
-def _pieces(content: str, spans: Sequence[Span], limit: int) -> list[_Piece]:
-    pieces: list[_Piece] = []
+def _pieces(content: str, spans: Sequence[Span], limit: int) -> Iterator[_Piece]:
+    """The pieces of the content in order, made as they are asked for (a message of 100 MB on one line is
+    millions of words: never all held at once)."""
     for span in spans:
         strength = TURN
         for ps, pe in _paragraphs(content, span.start, span.end):
             if pe - ps <= limit:
-                pieces.append(_Piece(ps, pe, strength))
+                yield _Piece(ps, pe, strength)
             else:
-                pieces.extend(_split_long(content, ps, pe, limit, strength))
+                yield from _split_long(content, ps, pe, limit, strength)
             strength = PARAGRAPH
-    return pieces
 
 
 def chunk_spans(content: str, spans: Sequence[Span], options: ChunkOptions) -> list[tuple[int, int]]:
     """[start, end) of each chunk of `content` (see the module doc for the rules)."""
-    pieces = _pieces(content, spans, options.max_chars)
-    if not pieces:
-        return []
-    out: list[tuple[int, int]] = []
-    start = pieces[0].start
-    i = 0  # first piece that ends after `start`
-    n = len(pieces)
+    return list(iter_chunk_spans(content, spans, options))
+
+
+def iter_chunk_spans(content: str, spans: Sequence[Span], options: ChunkOptions) -> Iterator[tuple[int, int]]:
+    """`chunk_spans` one chunk at a time, in memory that does not grow with the content: the pieces are made as
+    they are needed and let go once a chunk has moved past them, so what is held is about one chunk's pieces (a
+    100 MB message on one line is millions of words; before, all were held at once, ~70 bytes each)."""
+    source = _pieces(content, spans, options.max_chars)
+    held: list[_Piece] = []  # the pieces from the first that ends after `start` on
+    done = False
+
+    def reach(upto: int, k: int = 0) -> None:
+        """Hold pieces until one ends past `upto` and piece k is held, or there are no more."""
+        nonlocal done
+        while not done and (not held or held[-1].end <= upto or len(held) <= k):
+            piece = next(source, None)
+            if piece is None:
+                done = True
+            else:
+                held.append(piece)
+
+    reach(-1)
+    if not held:
+        return
+    max_chars = options.max_chars
+    start = held[0].start
     prev_end = -1
-    while i < n:
-        # candidate ends: ends of pieces i.. that keep the chunk within max_chars (and go past the previous chunk)
-        j = i
-        while j < n and pieces[j].end - start <= options.max_chars:
+    while held:
+        reach(start + max_chars)
+        # candidate ends: ends of pieces 0.. that keep the chunk within max_chars (and go past the previous chunk)
+        j = 0
+        while j < len(held) and held[j].end - start <= max_chars:
             j += 1
-        last = max(j - 1, i)
+        last = max(j - 1, 0)
         best_j = last
-        if last + 1 < n:  # not the end of the document: choose the strongest boundary that keeps the chunk full enough
-            floor = start + options.min_fill * options.max_chars
+        reach(start + max_chars, last + 1)
+        if last + 1 < len(held):  # not the end of the document: choose the strongest boundary that keeps the chunk full enough
+            floor = start + options.min_fill * max_chars
             best_strength = -1
-            for k in range(last, i - 1, -1):
-                if (pieces[k].end < floor and k != last) or pieces[k].end <= prev_end:
+            for k in range(last, -1, -1):
+                if (held[k].end < floor and k != last) or held[k].end <= prev_end:
                     break
-                strength = pieces[k + 1].strength
+                strength = held[k + 1].strength
                 if strength > best_strength:
                     best_strength, best_j = strength, k
-        end = pieces[best_j].end
-        out.append((start, end))
+        end = held[best_j].end
+        yield start, end
         prev_end = end
-        if best_j + 1 >= n:
+        reach(start + max_chars, best_j + 1)
+        if best_j + 1 >= len(held):
             break
         # overlap: the next chunk starts inside this one, as far back as overlap_chars allows
         # and no further than lets it still take the next piece whole
-        following = pieces[best_j + 1]
+        following = held[best_j + 1]
         nxt = following.start
-        lower = max(start + 1, end - options.overlap_chars, following.end - options.max_chars)
+        lower = max(start + 1, end - options.overlap_chars, following.end - max_chars)
         if options.overlap_chars and lower < end:
-            whole = next((p.start for p in pieces[i:best_j + 1] if p.start >= lower), None)
+            whole = next((p.start for p in held[:best_j + 1] if p.start >= lower), None)
             if whole is not None:
                 nxt = whole
             else:  # no whole piece fits: the last lines that do, else the last words
@@ -233,9 +260,10 @@ def chunk_spans(content: str, spans: Sequence[Span], options: ChunkOptions) -> l
                             nxt = w.start()
                             break
         start = nxt
-        while pieces[i].end <= start:
+        i = 0
+        while held[i].end <= start:
             i += 1
-    return out
+        del held[:i]
 
 
 def _message_ids(spans: Sequence[Span], ends: list[int], start: int, end: int) -> list[str]:
@@ -251,28 +279,32 @@ def _message_ids(spans: Sequence[Span], ends: list[int], start: int, end: int) -
 
 
 def chunk_document(doc: Document, options: ChunkOptions | None = None) -> list[Chunk]:
+    return list(iter_chunks(doc, options))
+
+
+def iter_chunks(doc: Document, options: ChunkOptions | None = None,
+                offsets: Iterable[tuple[int, int]] | None = None, first: int = 0) -> Iterator[Chunk]:
+    """The Document's chunks one at a time (`chunk_document`'s, in order); given `offsets` (some of its
+    `chunk_spans`, the first of them at position `first`), those chunks only: a big Document's chunks are
+    made a window at a time."""
     options = options or ChunkOptions()
     content = doc.content
     props = doc.props
     ends = [span.end for span in doc.spans]
-    chunks = []
-    for position, (start, end) in enumerate(chunk_spans(content, doc.spans, options)):
-        chunks.append(
-            Chunk(
-                id=f"{props['key']}#{position}",
-                document_key=props["key"],
-                conversation_id=props["conversation_id"],
-                source=props["source"],
-                title=props["title"],
-                position=position,
-                char_start=start,
-                char_end=end,
-                text=content[start:end],
-                message_ids=_message_ids(doc.spans, ends, start, end),
-                state_version=props["state_version"],
-            )
+    for position, (start, end) in enumerate(iter_chunk_spans(content, doc.spans, options) if offsets is None else offsets, first):
+        yield Chunk(
+            id=f"{props['key']}#{position}",
+            document_key=props["key"],
+            conversation_id=props["conversation_id"],
+            source=props["source"],
+            title=props["title"],
+            position=position,
+            char_start=start,
+            char_end=end,
+            text=content[start:end],
+            message_ids=_message_ids(doc.spans, ends, start, end),
+            state_version=props["state_version"],
         )
-    return chunks
 
 
 def chunks_jsonl(chunks: Iterable[Chunk]) -> Iterable[bytes]:

@@ -26,20 +26,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from chatetl.graph.chunks import ChunkLoadSummary, load_chunks, stored_embeddings
+from chatetl.graph.chunks import (
+    FAILURES_LISTED,
+    ChunkLoadSummary,
+    DocumentChunks,
+    failure_line,
+    load_chunks,
+    stored_embeddings,
+)
 from chatetl.graph.documents import load_documents, superseded_documents
 from chatetl.layout import document_keys
 from chatetl.model import Conversation, state_batches
-from chatetl.rag.chunking import Chunk, ChunkOptions, chunk_document, chunks_jsonl
-from chatetl.rag.documents import build_document, documents_jsonl
+from chatetl.rag.chunking import Chunk, ChunkOptions, chunk_spans, chunks_jsonl, iter_chunks
+from chatetl.rag.documents import Document, build_document, documents_jsonl
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, embed_chunks
 from chatetl.rag.vectors import PreviousVectors, VectorsWriter
 from chatetl.selection import VISIBLE, ContentOptions
 from chatetl.storage import ObjectStore, put_if_changed
 from chatetl.tables import iter_partition
-from chatetl.tally import Tally
+from chatetl.tally import Tally, capped, summed_by
 
 BATCH = 250
+# chunks made, embedded, written to rag/ and to the graph at a time: the Documents of a batch up to this many
+# chunks together, a Document of more alone, a window of this many at a time (one 100 MB message is ~60,000
+# chunks: before, all of them and their vectors were held and written in one transaction, 2.4 GB of client
+# memory, and the batch's chunks failed with it)
+CHUNK_WINDOW = 1000
+PREVIEW_CHARS = 4000  # of the first Document's content kept for the asset's preview (not the whole text)
 
 
 @dataclass
@@ -52,12 +65,14 @@ class DocumentsResult(Tally):
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     documents_in_graph: int = 0
+    documents_failed: int = 0  # Document nodes the server refused, even written alone (their chunks: chunks_in_graph.failed)
+    failures: list[str] = summed_by(capped(FAILURES_LISTED), default_factory=list)  # noqa: RUF009 - "key: why" of those
     chunks_in_graph: ChunkLoadSummary = field(default_factory=ChunkLoadSummary)
     embedded: int = 0  # chunks whose vector the model computed in this run
     embeddings_reused: int = 0  # chunks whose unchanged text kept the vector of an earlier run
     embedding_seconds: float = 0.0  # time spent in the model
     embedding_model: str | None = None
-    first_document: dict[str, Any] | None = None
+    first_document: dict[str, Any] | None = None  # (its content cut to PREVIEW_CHARS)
 
     @property
     def items(self) -> int:  # what StageResult called it
@@ -84,7 +99,13 @@ def process_documents(
 ) -> DocumentsResult:
     """Documents and chunks of these conversations, batch by batch: JSONL lines to the open files given,
     vectors (with an embedder) to `vectors_out`, and (with a driver) Document and Chunk nodes.
-    The CLI's graph load and the asset share it. `previous`: the upload's earlier vectors."""
+    The CLI's graph load and the asset share it. `previous`: the upload's earlier vectors.
+
+    Memory and transactions stay bounded whatever one message's size: a Document's chunk offsets are
+    found first (cheap), then its chunks are made, embedded and written `CHUNK_WINDOW` at a time
+    (chatetl.graph.chunks.DocumentChunks for a Document of more). A Document (or its chunks) the server
+    refuses fails alone: counted (`documents_failed`, `chunks_in_graph.failed`), described (`failures`,
+    `chunks_in_graph.failures`), the rest of the batch written, and the next run tries it again."""
     chunking = chunking or ChunkOptions()
     model = as_embedder(embedder) if embedder is not None else None
     if model is not None:
@@ -97,39 +118,94 @@ def process_documents(
             found.update(stored_embeddings(driver, model.name, missing, database=database))
         return found
 
+    def in_graph(hashes: list[str]) -> dict[str, Any]:  # (for chunks made a second time: `previous` is read in step once)
+        return stored_embeddings(driver, model.name, hashes, database=database) if model is not None else {}
+
+    def embed(chunks: list[Chunk], counted: bool = True) -> None:
+        if model is None or not chunks:
+            return
+        seconds = model.seconds
+        embedded = embed_chunks(chunks, model, known if counted else in_graph)
+        result.embedding_seconds += model.seconds - seconds
+        if counted:
+            result.embedded += embedded
+            result.embeddings_reused += len(chunks) - embedded
+
+    def written(chunks: list[Chunk]) -> None:
+        """A window of chunks made and embedded: to the rag/ files."""
+        if vectors_out is not None and model is not None:
+            vectors_out.write(chunks)
+        if chunk_out is not None:
+            chunk_out.writelines(chunks_jsonl(chunks))
+        result.chunks += len(chunks)
+
+    def together(group: list[tuple[Document, list[tuple[int, int]]]]) -> None:
+        """Documents of CHUNK_WINDOW chunks at most in all: made, embedded and written at once."""
+        chunked = [list(iter_chunks(doc, chunking, offsets)) for doc, offsets in group]
+        embed([c for chunks in chunked for c in chunks])
+        for chunks in chunked:
+            written(chunks)
+        if driver is not None:
+            graph = {doc.key: chunks for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in refused}
+            digests = {doc.key: doc.props["content_sha256"] for doc, _ in group}
+            result.chunks_in_graph.add(load_chunks(driver, graph, digests, database=database))
+
+    def alone(doc: Document, offsets: list[tuple[int, int]]) -> None:
+        """A Document of more than CHUNK_WINDOW chunks: a window at a time, to the rag/ files and the graph."""
+        graph = None
+        if driver is not None and doc.key not in refused:
+            graph = DocumentChunks(driver, doc.key, doc.props["content_sha256"], len(offsets), database=database)
+        windows = range(0, len(offsets), CHUNK_WINDOW)
+        for lo in windows:
+            chunks = list(iter_chunks(doc, chunking, offsets[lo:lo + CHUNK_WINDOW], lo))
+            embed(chunks)
+            written(chunks)
+            if graph is not None:
+                graph.add(chunks)
+
+        def again() -> Iterator[list[Chunk]]:
+            for lo in windows:
+                chunks = list(iter_chunks(doc, chunking, offsets[lo:lo + CHUNK_WINDOW], lo))
+                embed(chunks, counted=False)
+                yield chunks
+
+        if graph is not None:
+            result.chunks_in_graph.add(graph.finish(again))
+
     for batch in state_batches(conversations, BATCH):
         docs = [build_document(c, content) for c in batch]
         if driver is not None:  # a state the graph holds a newer one of stays out of rag/ (model.state_order)
             stale = superseded_documents(driver, [d.props for d in docs], database=database)
             docs = [d for d in docs if d.key not in stale]
-        chunked = [chunk_document(doc, chunking) for doc in docs]
-        if model is not None:
-            every = [c for chunks in chunked for c in chunks]
-            seconds = model.seconds
-            embedded = embed_chunks(every, model, known) if every else 0
-            result.embedded += embedded
-            result.embeddings_reused += len(every) - embedded
-            result.embedding_seconds += model.seconds - seconds
-            if vectors_out is not None:
-                vectors_out.write(every)
-        chunks_by_doc: dict[str, list[Chunk]] = {}
-        digests: dict[str, str] = {}
-        for doc, chunks in zip(docs, chunked, strict=True):
-            doc.props["chunk_count"] = len(chunks)
+        offsets = [chunk_spans(doc.content, doc.spans, chunking) for doc in docs]  # (offsets only: a few per 2,000 characters)
+        for doc, spans in zip(docs, offsets, strict=True):
+            doc.props["chunk_count"] = len(spans)
             if doc_out is not None:
                 doc_out.writelines(documents_jsonl([doc.props]))
-            if chunk_out is not None:
-                chunk_out.writelines(chunks_jsonl(chunks))
             result.documents += 1
-            result.chunks += len(chunks)
-            result.empty_documents += not chunks
+            result.empty_documents += not spans
             if result.first_document is None:
-                result.first_document = doc.props
-            digests[doc.key] = doc.props["content_sha256"]
-            chunks_by_doc[doc.key] = chunks
+                result.first_document = {**doc.props, "content": doc.content[:PREVIEW_CHARS]}
+        refused: set[str] = set()  # Documents the graph refused: their chunks are not written there
         if driver is not None:
-            result.documents_in_graph += load_documents(driver, [d.props for d in docs], database=database)
-            result.chunks_in_graph.add(load_chunks(driver, chunks_by_doc, digests, database=database))
+            failures: list[tuple[str, BaseException]] = []
+            result.documents_in_graph += load_documents(driver, [d.props for d in docs], database=database, failures=failures)
+            for key, exc in failures:
+                refused.add(key)
+                result.failures.append(failure_line(key, exc))
+            result.documents_failed += len(failures)
+        group: list[tuple[Document, list[tuple[int, int]]]] = []
+        for doc, spans in zip(docs, offsets, strict=True):
+            if len(spans) > CHUNK_WINDOW:
+                together(group)
+                group = []
+                alone(doc, spans)
+                continue
+            if group and sum(len(o) for _, o in group) + len(spans) > CHUNK_WINDOW:
+                together(group)
+                group = []
+            group.append((doc, spans))
+        together(group)
     return result
 
 

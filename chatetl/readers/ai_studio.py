@@ -46,11 +46,13 @@ from urllib.parse import urlparse
 import orjson
 
 from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.readers import limits
 from chatetl.readers.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, list_field, text_or_none
 from chatetl.readers.jsonstream import convert_records, iter_records, json_text, raw_bytes
+from chatetl.readers.jsonstrings import first_long_string
 from chatetl.readers.report import ReadReport
 from chatetl.readers.splitter import nests_too_deep
 from chatetl.readers.timeutil import parse_time
@@ -84,8 +86,10 @@ def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Co
 
 
 # A prompt file is one object, one chat: read whole and decoded by orjson (several times the rate of
-# the streaming parser, which builds the same whole object anyway); past this size, or when orjson
-# refuses it (damage, NaN ...), the streaming path reads it and reports what it finds in its place.
+# the streaming parser, which builds the same whole object anyway); past this size, when orjson
+# refuses it (damage, NaN ...) or when it holds a string past the value cap (CHATETL_MAX_VALUE_BYTES),
+# the streaming path reads it and reports what it finds in its place (the string past the cap: the
+# file refused, its bytes not kept, like a record of any other reader).
 MAX_WHOLE_BYTES = 256 * 1024 * 1024
 
 
@@ -93,7 +97,8 @@ def _records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[tuple
     if layout is Layout.OBJECT and entry.size is not None and entry.size <= MAX_WHOLE_BYTES:
         with entry.open() as f:
             data = f.read(MAX_WHOLE_BYTES + 1)
-        if len(data) <= MAX_WHOLE_BYTES:
+        max_value = limits.current().max_value_bytes
+        if len(data) <= MAX_WHOLE_BYTES and (len(data) <= max_value or first_long_string(data, max_value) is None):
             try:
                 value = orjson.loads(data)
             except orjson.JSONDecodeError:
@@ -102,7 +107,8 @@ def _records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[tuple
                 if data.count(b"{") + data.count(b"[") < MAX_JSON_DEPTH or not nests_too_deep(value):
                     yield "", value
                     return
-            del data, value
+            del value
+        del data  # (let go before the streaming path reads the file again)
     yield from iter_records(entry, layout, report)
 
 

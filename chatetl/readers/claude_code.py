@@ -36,7 +36,6 @@ format (DRMacIver/claude-reliability notes/transcript-format.md; session viewers
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -55,12 +54,14 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers import jsonstream
+from chatetl.readers import jsonstream, limits
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import text_or_none
-from chatetl.readers.jsonstream import convert_records, json_text, raw_bytes
+from chatetl.readers.jsonstream import convert_records, json_text, raw_bytes, report_repairs
+from chatetl.readers.jsonstrings import ValueTooLong, first_long_string
 from chatetl.readers.report import ReadReport
+from chatetl.readers.splitter import decode
 from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import turn_kind
 
@@ -110,9 +111,12 @@ def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Co
 
 def session_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
     """(`line N`, record) for each line of a session log, as `jsonstream.iter_records` reads JSON
-    Lines, but a last line cut mid-JSON (no line break after it: still being written) is a
-    warning (see the module docstring), not damage."""
+    Lines (a string past the value cap makes its line bad, unread and unkept; NaN, 1e999 and lone
+    surrogates are read as null / U+FFFD, the line reported with its bytes and counted as drift),
+    but a last line cut mid-JSON (no line break after it: still being written) is a warning (see
+    the module docstring), not damage."""
     limit = jsonstream.MAX_LINE_BYTES  # (read here: the cap is one for every JSON Lines reader)
+    max_value = limits.current().max_value_bytes
     with entry.open() as f:
         lineno = 0
         pending: tuple[int, bytes, str] | None = None  # a bad line, reported once we know whether it was the last
@@ -130,14 +134,20 @@ def session_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]
             if pending is not None:
                 report.error(entry.name, f"line {pending[0]}", pending[2], raw=pending[1])
                 pending = None
+            if len(line) > max_value and (at := first_long_string(line, max_value)) is not None:
+                raw = line = b""  # (past the cap: not kept for quarantine)
+                report.error(entry.name, f"line {lineno}", str(ValueTooLong(max_value, at, "line")))
+                continue
             try:
-                record = json.loads(line)
+                record, repairs = decode(line)
             except RecursionError:
                 report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
                 continue
             except ValueError as exc:
                 pending = (lineno, raw, f"invalid JSON: {str(exc)[:200]}")
                 continue
+            if repairs:  # (a line's uuid is a message's, not the conversation's: the line alone names the place)
+                report_repairs(report, entry.name, f"line {lineno}", None, repairs, raw)
             yield f"line {lineno}", record
         if pending is not None:
             n, raw, reason = pending

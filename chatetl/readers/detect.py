@@ -18,6 +18,7 @@ import ijson
 from chatetl.readers import claude_ai_manifest
 from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.entry import Entry
+from chatetl.readers.splitter import without_constants, without_lone_surrogates
 
 ZIP_MAGIC = b"PK\x03\x04"
 EMPTY_ZIP_MAGIC = b"PK\x05\x06"
@@ -311,14 +312,18 @@ def resembles(entry: Entry, head: bytes | None = None) -> Format | None:
 
 
 def _first_record_head(head: bytes, array: bool) -> Head:
-    """What the head of a file shows of its first record (keys, scalars, keys below them)."""
+    """What the head of a file shows of its first record (keys, scalars, keys below them).
+
+    NaN, Infinity and -Infinity are read as null first, and an escaped lone surrogate as U+FFFD: ijson
+    stops at the one and raises at the other, and a first record holding either (the readers read
+    it, repaired) would leave the file unrecognized, or stop the upload."""
     out = Head()
     depth_target = 2 if array else 1
     record_prefix = "item" if array else ""
     depth = 0
     last_key = None
     try:
-        for prefix, event, value in ijson.parse(DepthGuard(io.BytesIO(head)), buf_size=4096):
+        for prefix, event, value in ijson.parse(DepthGuard(io.BytesIO(_readable(head))), buf_size=4096):
             if event in ("start_map", "start_array"):
                 depth += 1
             elif event in ("end_map", "end_array"):
@@ -337,10 +342,15 @@ def _first_record_head(head: bytes, array: bool) -> Head:
             elif depth == depth_target and last_key in _SCALAR_KEYS and event in ("string", "number"):
                 out.scalars[last_key] = value
             last_key = None if event != "map_key" else last_key
-    except (ijson.common.IncompleteJSONError, ijson.common.JSONError, NestingTooDeep):
-        pass  # the head is cut mid-document (or absurdly nested): what was seen so far decides
+    except (ijson.common.IncompleteJSONError, ijson.common.JSONError, NestingTooDeep, UnicodeDecodeError):
+        pass  # the head is cut mid-document (or absurdly nested, or not text): what was seen so far decides
     _wildcard_mapping(out)
     return out
+
+
+def _readable(head: bytes) -> bytes:
+    """The head as ijson reads it through: the values no JSON reader holds, as the readers repair them."""
+    return without_lone_surrogates(without_constants(head))
 
 
 def _wildcard_mapping(head: Head) -> None:

@@ -28,11 +28,12 @@ eltanno/slc-ai-tutor-app-modernized and warshanks/open-webui-developer-toolkit (
 from __future__ import annotations
 
 import html
-import json
 import re
 import uuid
 from typing import Any, Callable, Iterator
 from urllib.parse import urlparse
+
+import orjson
 
 from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.detect import Layout
@@ -326,12 +327,14 @@ def _fold_block(kind: str, attrs: dict[str, str], body: str, reasoning: list[str
 
 
 def _decoded(value: str | None) -> Any:
-    """An attribute Open WebUI wrote as `html.escape(json.dumps(x))` (already unescaped): x."""
+    """An attribute Open WebUI wrote as `html.escape(json.dumps(x))` (already unescaped): x. Read
+    by orjson: what it refuses (an escaped lone surrogate, which no table can write; NaN) is kept
+    as the text it was written as."""
     if value is None or value == "":
         return ""
     try:
-        return json.loads(value)
-    except ValueError:
+        return orjson.loads(value)
+    except (orjson.JSONDecodeError, RecursionError):
         return value
 
 

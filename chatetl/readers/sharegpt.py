@@ -29,6 +29,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import orjson
+
 from chatetl.model import (
     Conversation,
     Message,
@@ -316,13 +318,14 @@ def _own_id(conv_id: str, fingerprint: bytes, seen: Fingerprints, report: ReadRe
 
 
 def _json_name(text: str) -> str | None:
-    """The `name` of a JSON function call / observation value, when the value is JSON."""
+    """The `name` of a JSON function call / observation value, when the value is JSON (read by
+    orjson, which refuses an escaped lone surrogate: a name no table can write is no name)."""
     stripped = text.strip()
     if not stripped.startswith("{"):
         return None
     try:
-        value = json.loads(stripped)
-    except (ValueError, RecursionError):
+        value = orjson.loads(stripped)
+    except (orjson.JSONDecodeError, RecursionError):
         return None
     if isinstance(value, dict) and isinstance(value.get("name"), str):
         return value["name"]

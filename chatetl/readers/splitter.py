@@ -193,6 +193,19 @@ def without_constants(data: bytes) -> bytes:
     return _CONSTANT_OR_STRING.sub(lambda m: b"null" if m.group(1) else m.group(0), data)
 
 
+# inside strings, an escape: a surrogate pair, a lone surrogate (group 1) or any other one
+_ESCAPE = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)", re.DOTALL)
+
+
+def without_lone_surrogates(data: bytes) -> bytes:
+    """`data` with every escaped lone surrogate (`\\udc00`, a high one without its low half) written
+    as `\\ufffd`, as `decode` reads them: a head that a streaming parser reads past them (ijson's C
+    backend raises UnicodeDecodeError at a lone low surrogate, an escaped backslash is left alone)."""
+    if b"\\u" not in data:
+        return data
+    return _ESCAPE.sub(lambda m: b"\\ufffd" if m.group(1) else m.group(0), data)
+
+
 class ArraySplitter:
     """Iterate the records of the top-level array in `stream`: (raw bytes, value), a Repaired
     record or a BadRecord; `records` counts those handed out, `offset` is where the last one starts.

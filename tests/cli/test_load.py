@@ -55,7 +55,7 @@ def test_load_every_source_with_documents_and_report_a_bad_input(clean_graph, tm
     assert summary["conversations_unchanged"] == CONVERSATIONS
     assert {k: v for k, v in summary.items() if k.startswith(("messages_", "trace", "documents_"))} == {
         "messages_written": 0, "messages_removed": 0, "traces_written": 0, "trace_steps_written": 0, "traces_removed": 0,
-        "documents_written": 0}
+        "documents_written": 0, "documents_failed": 0}
     assert summary["chunks_written"] == 0
     [row] = q(clean_graph, "MATCH (t:DecisionTrace) RETURN count(t) AS n")
     assert row["n"] == WITH_TOOLS

@@ -22,6 +22,7 @@ from graph_inputs import T0, conversation, generated, graph_dump, wipe
 
 from chatetl.graph.connection import TransactionTooBig, write_measured, write_session
 from chatetl.graph.load import load_conversations
+from chatetl.graph.retract import retract_conversations
 from chatetl.model import (
     Conversation,
     Message,
@@ -271,6 +272,37 @@ def test_loads_staging_the_same_conversations_at_once_keep_the_newest(clean_grap
     wipe(clean_graph, DB)
     load_conversations(clean_graph, new, database=DB)
     assert both == graph_dump(clean_graph, DB)
+
+
+@pytest.mark.parametrize("killed", ["while staging", "while swapping in"])
+def test_a_retracted_conversation_takes_the_stages_a_killed_load_left_with_it(clean_graph, killed):
+    """Before: a load killed while staging a big conversation (or swapping it in) left its LoadStage and
+    StagedMessages; once the conversation was retracted (its upload deleted), no load named it again to
+    discard them, and the retraction left them in the graph for ever. Now they go with the conversation;
+    another conversation's stage stays."""
+    v1, v2 = big_conversation(200, text=50), big_conversation(200, version=1, text=50)
+    other = big_conversation(200, conv_id="other", text=50)
+    if killed == "while swapping in":
+        load_conversations(clean_graph, [v1], database=DB, stage_messages=50)
+    with pytest.raises(Killed):  # 2 steps of 50 staged; or all 5 staged, the swap begun and killed in its second step
+        load_conversations(DyingDriver(clean_graph, after=2 if killed == "while staging" else 6), [v2], database=DB,
+                           stage_messages=50, swap_messages=150)
+    with pytest.raises(Killed):
+        load_conversations(DyingDriver(clean_graph, after=1), [other], database=DB, stage_messages=50)
+    left = leftovers(clean_graph)
+    assert left["stages"] == 2 and left["staged"] >= 100 and left["swapping"] == (killed == "while swapping in")
+
+    summary = retract_conversations(clean_graph, ["chatgpt:huge"], database=DB, batch=60)  # (bounded steps: 60 nodes)
+    rows = q(clean_graph, """
+        MATCH (s:LoadStage) RETURN s.conversation_key AS key,
+              COUNT { (m:StagedMessage) WHERE m.stage = s.token } AS staged
+        """)
+    assert rows == [{"key": "chatgpt:other", "staged": 50}]  # the other conversation's stage is not touched
+    assert q(clean_graph, "MATCH (m) WHERE m:StagedMessage OR m:Message OR m:Conversation RETURN count(m) AS n") == [{"n": 50}]
+    assert summary.stages == 1 and summary.staged_messages == left["staged"] - 50
+    load_conversations(clean_graph, [other], database=DB, stage_messages=50)  # (its rerun finishes it)
+    assert leftovers(clean_graph) == NOTHING_LEFT
+    assert retract_conversations(clean_graph, ["chatgpt:huge"], database=DB).stages == 0  # again: nothing to do
 
 
 # ----------------------------------------------------------------------------- one conversation failing alone

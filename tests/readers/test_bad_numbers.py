@@ -225,20 +225,33 @@ def test_without_constants_nulls_them_outside_strings_only():
     assert without_constants(b'[{"a": 1}]') == b'[{"a": 1}]'
 
 
-def _nan_in_the_first_records_head() -> bytes:
+def _nan_in_the_first_records_head(value: str = "NaN") -> bytes:
     record = chatgpt_record("c0")
     record["create_time"] = "@@"  # before `mapping`: the head's parse stops at it
-    return json.dumps([record, chatgpt_record("c1")]).encode().replace(b'"@@"', b"NaN")
+    return json.dumps([record, chatgpt_record("c1")]).encode().replace(b'"@@"', value.encode())
 
 
 def test_detection_reads_past_a_nan_in_the_head_without_constants():
     assert detect(Entry.from_bytes("conversations.json", without_constants(_nan_in_the_first_records_head())))[0] is Format.CHATGPT
 
 
-@pytest.mark.xfail(strict=True, reason="detect.py parses the head with ijson, which stops at NaN: "
-                   "chatetl.readers.detect._first_record_head should parse splitter.without_constants(head)")
-def test_a_nan_in_the_first_records_head_leaves_the_file_recognized():
-    assert detect(Entry.from_bytes("conversations.json", _nan_in_the_first_records_head()))[0] is Format.CHATGPT
+@pytest.mark.parametrize("value", list(BAD))
+def test_a_nan_in_the_first_records_head_leaves_the_file_recognized(tmp_path, value):
+    data = _nan_in_the_first_records_head(value)
+    assert detect(Entry.from_bytes("conversations.json", data))[0] is Format.CHATGPT
+    path = tmp_path / "conversations.json"
+    path.write_bytes(data)
+    report = ReadReport()
+    convs = list(read_path(path, report))  # read, the bad record reported in its place
+    assert [c.conversation_id for c in convs] == ["c0", "c1"] and convs[0].created_at is None
+    assert report.formats == {"chatgpt": 1} and report.drift[BAD[value]] == 1
+
+
+def test_a_nan_in_the_head_of_a_single_object_leaves_it_recognized():
+    record = chatgpt_record("c0")
+    record["create_time"] = "@@"
+    data = json.dumps(record, indent=1).encode().replace(b'"@@"', b"NaN")
+    assert detect(Entry.from_bytes("conversation.json", data))[0] is Format.CHATGPT
 
 
 # ---- times (chatetl.readers.timeutil) ----
@@ -286,3 +299,74 @@ def test_a_reader_counts_times_out_of_range_as_drift(tmp_path):
     assert convs[1].created_at is None and convs[1].messages[0].created_at is None
     assert convs[0].created_at == _utc(2026, 1, 1) and not report.errors
     assert report.drift["time.out_of_range"] == 2
+
+
+# ---- an escaped lone surrogate (`\udc00`) anywhere: read as U+FFFD, never a crash ----
+
+
+def _claude_line(i: int, text: str | None = None) -> str:
+    record = _claude(i)
+    message = record["chat_messages"][0]
+    message["text"] = message["content"][0]["text"] = text or f"text {i}"
+    return json.dumps(record)
+
+
+def _code_line(i: int, text: str) -> str:
+    return json.dumps({"type": "user", "uuid": f"u{i}", "parentUuid": f"u{i - 1}" if i else None, "sessionId": "s1",
+                       "timestamp": f"2026-01-01T00:00:0{i}Z", "message": {"role": "user", "content": text}})
+
+
+LONE = "text \udc00 x"  # json.dumps writes it as the escape `\udc00`, which orjson and ijson's C backend refuse
+SURROGATE_FILES = {  # name -> (file name, bytes, format, where the report names the repaired record)
+    "claude-ai jsonl, first line": ("conversations.jsonl", "\n".join([_claude_line(0, LONE), _claude_line(1)]) + "\n",
+                                    "claude-ai", "line 1 (conversation c0)"),
+    "claude-ai jsonl, one line": ("conversations.jsonl", _claude_line(0, LONE) + "\n", "claude-ai", "conversation c0"),
+    "claude-ai array, first record": ("conversations.json", f"[{_claude_line(0, LONE)}, {_claude_line(1)}]",
+                                      "claude-ai", "record 0 (conversation c0)"),
+    "chatgpt object": ("conversation.json", json.dumps(chatgpt_record("c0", LONE), indent=1), "chatgpt", "conversation c0"),
+    "claude-code, first line": ("s1.jsonl", "\n".join([_code_line(0, LONE), _code_line(1, "next")]) + "\n", "claude-code", "line 1"),
+    "claude-code, second line": ("s1.jsonl", "\n".join([_code_line(0, "first"), _code_line(1, LONE)]) + "\n", "claude-code", "line 2"),
+}
+
+
+@pytest.mark.parametrize("case", list(SURROGATE_FILES))
+def test_a_lone_surrogate_escape_is_read_as_a_replacement_character(tmp_path, case):
+    """Before: `\\udc00` in the first record's head raised UnicodeDecodeError out of detection (ijson's C
+    backend), and a Claude Code line (read by json.loads) carried the surrogate into the tables, where
+    Arrow raised UnicodeEncodeError: either stopped the whole upload."""
+    name, text, fmt, where = SURROGATE_FILES[case]
+    assert "\\udc00" in text
+    path = tmp_path / name
+    path.write_text(text)
+    assert detect(Entry.from_path(path))[0] is Format(fmt)
+    convs, msgs, report = _normalize(path, tmp_path)
+    assert report.formats == {fmt: 1} and msgs.num_rows == (1 if fmt == "chatgpt" or "one line" in case else 2)
+    texts = msgs.column("text").to_pylist()
+    assert "text \ufffd x" in texts and not any("\udc00" in t for t in texts if t)
+    n = text.count("\\udc00")  # (a Claude.ai message says its text twice: `text` and `content`)
+    assert report.drift["json.lone_surrogate"] == n
+    [err] = report.errors  # reported in its place, its bytes kept for quarantine
+    assert (err.where, err.reason) == (where, f"lone surrogates replaced by U+FFFD ({n})") and err.raw
+
+
+def test_a_lone_surrogate_in_json_text_inside_a_string_never_reaches_the_tables(tmp_path):
+    """JSON inside a string (a ShareGPT function call's value, an Open WebUI tool attribute) was read by
+    json.loads, which keeps a lone surrogate: the tool's name or output then stopped the table write."""
+    sharegpt = {"id": "s0", "conversations": [
+        {"from": "human", "value": "hi"}, {"from": "function_call", "value": '{"name": "\\udc00x", "arguments": {}}'},
+        {"from": "observation", "value": '{"name": "\\udc00y", "content": 1}'}, {"from": "gpt", "value": "ok"}]}
+    block = ('<details type="tool_calls" done="true" id="k1" name="look" arguments="&quot;\\udc00a&quot;" '
+             'result="{&quot;r&quot;: &quot;\\udc00b&quot;}">\n<summary>Tool Executed</summary>\n</details>\nDone.')
+    messages = {"u": {"id": "u", "parentId": None, "childrenIds": ["a"], "role": "user", "content": "go", "timestamp": 1767225600},
+                "a": {"id": "a", "parentId": "u", "childrenIds": [], "role": "assistant", "content": block, "timestamp": 1767225601}}
+    webui = [{"id": "w0", "user_id": "u1", "title": "t", "updated_at": 1767225700, "created_at": 1767225600,
+              "chat": {"models": ["m"], "history": {"messages": messages, "currentId": "a"}, "messages": []}}]
+    for name, data, fmt in (("data.jsonl", json.dumps(sharegpt) + "\n", "sharegpt"), ("chats.json", json.dumps(webui), "open-webui")):
+        path = tmp_path / name
+        path.write_text(data)
+        convs, msgs, report = _normalize(path, tmp_path)
+        assert report.formats == {fmt: 1} and convs.num_rows == 1 and not report.errors
+        calls = [c for row in msgs.column("tool_calls").to_pylist() for c in row or []]
+        results = [r for row in msgs.column("tool_results").to_pylist() for r in row or []]
+        assert calls and all("\udc00" not in json.dumps(c, ensure_ascii=False) for c in calls + results)
+        assert any("\\udc00" in (c["input"] or "") for c in calls)  # kept as the text it was written as

@@ -19,7 +19,7 @@ import tracemalloc
 
 import pyarrow.parquet as pq
 import pytest
-from reader_inputs import chatgpt_record
+from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.ingest.upload import normalize_upload
 from chatetl.layout import quarantine_prefix, upload_id
@@ -262,3 +262,39 @@ def test_on_two_cores_a_string_past_the_cap_costs_its_record_alone(tmp_path, cap
     ids, errors = results[1]
     assert ids == [f"c{i}" for i in range(40) if i != 7]
     assert [where for where, _ in errors] == ["record 7"]
+
+
+def test_a_claude_code_line_with_a_string_past_the_cap_is_refused_and_the_session_read(cap_1_mib):
+    """Before: the session log's own line loop read every line with json.loads, past the cap too."""
+    def line(i: int, text: str) -> bytes:
+        return json.dumps({"type": "user", "uuid": f"u{i}", "parentUuid": f"u{i - 1}" if i else None, "sessionId": "s1",
+                           "timestamp": f"2026-01-01T00:00:0{i}Z", "message": {"role": "user", "content": text}}).encode() + b"\n"
+
+    data = line(0, "first") + line(1, "y" * (2 * MB)) + line(2, "third")
+    report = ReadReport()
+    [conv] = read_entry(Entry.from_bytes("-home-me-app/s1.jsonl", data), report)
+    assert [m.text for m in conv.messages] == ["first", "third"]
+    [err] = report.errors
+    assert (err.file, err.where) == ("-home-me-app/s1.jsonl", "line 2") and err.raw is None
+    assert "a string longer than 1048576 bytes (1 MiB)" in err.reason and "of the line: the line is not read" in err.reason
+
+
+def test_an_ai_studio_prompt_with_a_string_past_the_cap_is_refused_and_the_other_files_read(cap_1_mib, tmp_path):
+    """Before: a prompt file up to 256 MB was read whole by orjson, whatever the cap. Now it is refused
+    in its place (quarantined, its bytes not kept), and the other prompts of the upload read."""
+    def prompt(text: str) -> bytes:
+        chunks = [{"role": "user", "text": text, "createTime": "2026-01-07T10:00:00Z"}, {"role": "model", "text": "ok"}]
+        return json.dumps({"runSettings": {"model": "models/gemini-2.5-flash"}, "systemInstruction": {},
+                           "chunkedPrompt": {"chunks": chunks, "pendingInputs": []}}).encode()
+
+    store = LocalObjectStore(tmp_path / "bucket")
+    day, folder = "2026-03-01", "Takeout/Drive/Google AI Studio"
+    key = f"raw/{day}/drive.zip"
+    files = {f"{folder}/Short one": prompt("hello"), f"{folder}/Long one": prompt("y" * (2 * MB)), f"{folder}/Last": prompt("bye")}
+    info = store.put_bytes(key, zip_bytes(files))
+    result = normalize_upload(store, info, day, workdir=tmp_path)
+    assert result.conversations == 2
+    listing = json.loads(store.get_bytes(f"{quarantine_prefix(day, upload_id(key))}errors.json"))
+    [error] = listing["errors"]
+    assert error["file"].endswith(f"{folder}/Long one") and "CHATETL_MAX_VALUE_BYTES" in error["reason"]
+    assert "at byte" in error["reason"]
