@@ -135,6 +135,13 @@ class Message(_Model):
 
 
 class Conversation(_Model):
+    # The state hash the normalized tables hold for this state (chatetl.tables.iter_conversations sets it, through
+    # `with_state_hash`): `state_hash` returns it instead of hashing again. Not a field (no dump, no equality), never
+    # copied (`model_copy`, `copy.deepcopy` and pickling make a conversation without it: it hashes itself again),
+    # and dropped when a field is assigned. A read-back conversation changed in place below its fields (a message
+    # edited, a list appended to) must be copied (`model_copy`) or have a field assigned so its hash is computed anew.
+    __slots__ = ("_stored_state_hash",)
+
     source: Source  # format family (how it arrived)
     platform: str  # the service the chat happened on: chatgpt, claude-ai, grok, gemini ...
     conversation_id: str  # the platform's own id where the file carries one, else a stable derived id
@@ -153,6 +160,11 @@ class Conversation(_Model):
     @classmethod
     def _utc(cls, v: datetime | None) -> datetime | None:
         return utc(v)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name != "source_file":  # (the one field the state hash leaves out)
+            _object_setattr(self, "_stored_state_hash", None)
 
     @property
     def active_branch(self) -> list[Message]:
@@ -293,8 +305,22 @@ SOURCE_FIDELITY: dict[str, int] = {
 
 
 def state_hash(conv: Conversation) -> str:
-    """A fingerprint of a conversation's state (everything but the file it was read from)."""
+    """A fingerprint of a conversation's state (everything but the file it was read from): the first 32 hex digits of
+    the sha256 of its JSON dump. A conversation read back from the normalized tables carries the one they hold
+    (their `state_hash` column, computed once at normalize time, set by `with_state_hash`), taken as it is."""
+    stored = getattr(conv, "_stored_state_hash", None)
+    return stored if stored is not None else computed_state_hash(conv)
+
+
+def computed_state_hash(conv: Conversation) -> str:
+    """`state_hash` computed from the conversation itself (whatever hash it carries)."""
     return hashlib.sha256(conv.model_dump_json(exclude={"source_file"}).encode()).hexdigest()[:32]
+
+
+def with_state_hash(conv: Conversation, digest: str | None) -> Conversation:
+    """`conv`, carrying `digest` as its state hash (what the tables hold for it; None: computed when asked)."""
+    _object_setattr(conv, "_stored_state_hash", digest)
+    return conv
 
 
 StateOrder = tuple[float, int, str]

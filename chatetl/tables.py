@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,7 +33,9 @@ from chatetl.model import (
     Source,
     ToolCall,
     ToolResult,
+    computed_state_hash,
     state_version,
+    with_state_hash,
 )
 from chatetl.storage import ObjectStore
 
@@ -56,6 +60,9 @@ CONVERSATIONS_SCHEMA = pa.schema(
         ("source_file", pa.string()),
         ("upload_key", pa.string()),
         ("meta", pa.string()),  # JSON: source-specific extras
+        # chatetl.model.state_hash of the state as these tables hold it, computed once when it is written (files
+        # written before it was a column lack it: readers compute it then; null where it could not be computed)
+        ("state_hash", pa.string()),
     ]
 )
 
@@ -117,6 +124,7 @@ def _json(value: dict[str, Any]) -> str | None:
 
 
 def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[str, Any]:
+    meta = _json(conv.meta)
     return {
         **{name: getattr(conv, name) for name in _CONVERSATION_FIELDS},
         "conversation_key": conv.key,
@@ -125,8 +133,23 @@ def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[
         "total_messages": len(conv.messages),
         "models_used": sorted({m.model for m in conv.messages if m.model}),
         "upload_key": upload_key,
-        "meta": _json(conv.meta),
+        "meta": meta,
+        "state_hash": stored_state_hash(conv, meta, [_json(m.extra) for m in conv.messages]),
     }
+
+
+def stored_state_hash(conv: Conversation, meta: str | None, extras: list[str | None]) -> str | None:
+    """The state hash of `conv` as the tables hold it (`meta`, `extras`: its `meta` and its messages' `extra` as
+    their JSON columns), which is what every later stage reads back and hashed before this was a column: the JSON
+    columns read back with their keys sorted and what JSON cannot hold as text, so those are hashed as they read
+    back. None where it cannot be computed (a value pydantic cannot serialize: the stage that reads it fails it)."""
+    try:
+        if not meta and not any(extras):
+            return computed_state_hash(conv)
+        messages = [m.model_copy(update={"extra": json.loads(x)}) if x else m for m, x in zip(conv.messages, extras)]
+        return computed_state_hash(conv.model_copy(update={"meta": _none_if_empty(meta), "messages": messages}))
+    except (ValueError, OverflowError):
+        return None
 
 
 def message_rows(conv: Conversation) -> Iterator[dict[str, Any]]:
@@ -208,7 +231,8 @@ class TableBatch:
         models.discard("")
         cc["models_used"].append(sorted(models))
         cc["upload_key"].append(upload_key)
-        cc["meta"].append(_json(conv.meta))
+        meta = _json(conv.meta)
+        cc["meta"].append(meta)
         mc = self._mc
         for name, value in (("conversation_key", key), ("source", source), ("platform", platform), ("conversation_id", cid)):
             mc[name].extend([value] * n)
@@ -220,7 +244,9 @@ class TableBatch:
             else:
                 mc[name].extend([_EMPTY] * n)
         extras = columns[_EXTRA]
-        mc["extra"].extend([_json(x) if x else None for x in extras] if any(extras) else [None] * n)
+        extra_json = [_json(x) if x else None for x in extras] if any(extras) else [None] * n
+        mc["extra"].extend(extra_json)
+        cc["state_hash"].append(stored_state_hash(conv, meta, extra_json))
         size = sum(map(len, columns[_TEXT])) + 200 * n
         self.rows += n + 1
         self.bytes += size
@@ -403,26 +429,89 @@ def _conversation_from_row(row: dict[str, Any]) -> Conversation:
     )
 
 
-def iter_conversations(conversations_file: BinaryIOLike, messages_file: BinaryIOLike) -> Iterator[tuple[Conversation, str | None]]:
+def iter_conversations(conversations_file: BinaryIOLike, messages_file: BinaryIOLike,
+                       rows: Iterable[int] | None = None) -> Iterator[tuple[Conversation, str | None]]:
     """Stream (conversation with its messages, upload_key) back from one pair of table files.
 
     Both files list conversations in the same order and messages are contiguous per
     conversation (as TableWriter writes them), so this holds one conversation at a time.
     Each conversation takes its own `total_messages` rows: two states of one chat in a row
-    (the same chat exported twice) keep their own messages.
+    (the same chat exported twice) keep their own messages. Each carries the state hash the
+    table holds (`state_hash` column; files written before it compute it when asked).
+
+    `rows`: only the conversations at these positions of the conversations table (in table
+    order), their messages read from the row groups that hold them and no others.
     """
-    conv_rows = read_rows(conversations_file)
+    if rows is not None:
+        yield from _selected_conversations(conversations_file, messages_file, sorted(set(rows)))
+        return
     msg_rows = read_rows(messages_file)
-    for crow in conv_rows:
-        conv = _conversation_from_row(crow)
-        messages = []
-        for _ in range(crow["total_messages"] or 0):
-            mrow = next(msg_rows, None)
-            if mrow is None or mrow["conversation_key"] != crow["conversation_key"]:
-                raise ValueError(f"messages table out of step with conversations at {crow['conversation_key']}")
-            messages.append(_message_from_row(mrow))
-        conv.messages = messages
-        yield conv, crow["upload_key"]
+    for crow in read_rows(conversations_file):
+        yield _conversation_with(crow, [next(msg_rows, None) for _ in range(crow["total_messages"] or 0)])
+
+
+def _conversation_with(crow: dict[str, Any], mrows: list[dict[str, Any] | None]) -> tuple[Conversation, str | None]:
+    """A conversation's row and its messages' rows as the model (and its upload_key)."""
+    conv = _conversation_from_row(crow)
+    messages = []
+    for mrow in mrows:
+        if mrow is None or mrow["conversation_key"] != crow["conversation_key"]:
+            raise ValueError(f"messages table out of step with conversations at {crow['conversation_key']}")
+        messages.append(_message_from_row(mrow))
+    conv.messages = messages
+    return with_state_hash(conv, crow.get("state_hash")), crow["upload_key"]
+
+
+def _selected_conversations(conversations_file: BinaryIOLike, messages_file: BinaryIOLike,
+                            rows: list[int]) -> Iterator[tuple[Conversation, str | None]]:
+    if not rows:
+        return
+    convs = pq.read_table(conversations_file)
+    starts = [0, *accumulate(t or 0 for t in convs.column("total_messages").to_pylist())]
+    messages = pq.ParquetFile(messages_file)
+    group_starts = [0, *accumulate(messages.metadata.row_group(g).num_rows for g in range(messages.num_row_groups))]
+    held: dict[int, pa.Table] = {}  # the row groups read, while a later selected conversation may still need them
+    for i in rows:
+        lo, hi = starts[i], starts[i + 1]
+        end = min(hi, group_starts[-1])  # (a messages table shorter than the conversations say: out of step)
+        first, last = bisect_right(group_starts, lo) - 1, bisect_right(group_starts, end - 1) - 1
+        held = {g: t for g, t in held.items() if g >= first}
+        mrows: list[dict[str, Any] | None] = [None] * (hi - lo)
+        if end > lo:
+            for g in range(first, last + 1):
+                if g not in held:
+                    held[g] = messages.read_row_group(g)
+            part = pa.concat_tables([held[g] for g in range(first, last + 1)]).slice(lo - group_starts[first], end - lo)
+            mrows[:end - lo] = part.to_pylist()
+        yield _conversation_with(convs.slice(i, 1).to_pylist()[0], mrows)
+
+
+# what decides, without its messages, whether a state is already in the graph (chatetl.graph.load)
+STATE_COLUMNS = ["conversation_key", "source", "created_at", "updated_at", "source_file", "total_messages", "state_hash"]
+
+
+def table_states(conversations_file: BinaryIOLike, messages_file: BinaryIOLike) -> list[dict[str, Any]] | None:
+    """Each conversation's state as the tables hold it, in table order, without building it: STATE_COLUMNS and its
+    `state_version` (the messages' `created_at` read only for a conversation without an update time). None for a
+    file written before the `state_hash` column (its states must be read whole to be hashed)."""
+    source = pq.ParquetFile(conversations_file)
+    if "state_hash" not in source.schema_arrow.names:
+        return None
+    states = source.read(columns=STATE_COLUMNS).to_pylist()
+    times = None
+    start = 0
+    for state in states:
+        total = state["total_messages"] or 0
+        if state["updated_at"] is None:
+            if times is None:
+                times = pq.read_table(messages_file, columns=["created_at"]).column("created_at")
+            created = [t for t in times.slice(start, total).to_pylist() if t is not None]
+            state["state_version"] = state_version(SimpleNamespace(  # type: ignore[arg-type]
+                updated_at=None, created_at=state["created_at"], messages=[SimpleNamespace(created_at=t) for t in created]))
+        else:
+            state["state_version"] = state["updated_at"].timestamp()
+        start += total
+    return states
 
 
 BinaryIOLike = Any
@@ -447,12 +536,17 @@ def partition_table_pairs(store: ObjectStore, day: str) -> list[tuple[str, str]]
 
 def iter_partition(store: ObjectStore, day: str) -> Iterator[tuple[str, Iterator[tuple[Conversation, str | None]]]]:
     """For each upload of a partition: (upload id, stream of its normalized conversations)."""
+    for uid, c_path, m_path in iter_partition_files(store, day):
+        yield uid, iter_conversations(c_path, m_path)
+
+
+def iter_partition_files(store: ObjectStore, day: str) -> Iterator[tuple[str, Path, Path]]:
+    """For each upload of a partition: (upload id, its conversations file, its messages file), downloaded into a
+    folder that is deleted when the next upload's are asked for."""
     for conv_key, msg_key in partition_table_pairs(store, day):
         uid = conv_key.rsplit("/", 1)[-1].removesuffix(".parquet")
         with tempfile.TemporaryDirectory() as tmp:
-            c_path = store.download(conv_key, Path(tmp, "c.parquet"))
-            m_path = store.download(msg_key, Path(tmp, "m.parquet"))
-            yield uid, iter_conversations(c_path, m_path)
+            yield uid, store.download(conv_key, Path(tmp, "c.parquet")), store.download(msg_key, Path(tmp, "m.parquet"))
 
 
 def download_table(store: ObjectStore, key: str, folder: str) -> Path:

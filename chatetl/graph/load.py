@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
@@ -99,7 +100,7 @@ from chatetl.graph.staging import (
 from chatetl.graph.traces import trace_for
 from chatetl.model import SOURCE_FIDELITY, Conversation, state_batches
 from chatetl.storage import ObjectStore
-from chatetl.tables import iter_partition
+from chatetl.tables import iter_conversations, iter_partition_files, table_states
 from chatetl.tally import Tally, capped, summed_by
 
 log = logging.getLogger(__name__)
@@ -954,7 +955,59 @@ def load_conversations(
 
 
 def load_graph_partition(store: ObjectStore, driver: Any, day: str, database: str | None = None, deep: bool = False) -> LoadSummary:
+    """A day's normalized tables into the graph, one upload after another (`load_conversations` each).
+
+    Each upload's key/state columns are read first (its `state_hash` column, computed at normalize time) and the
+    graph's stored states of those keys (`_unchanged_in_graph`); only the conversations that would be written are
+    built from the messages table and loaded. The others are counted as the load would count them (unchanged, or
+    skipped: older) and cost one column read and one index lookup each: an unchanged rerun builds nothing and writes
+    nothing. Tables written before the `state_hash` column are read whole, as before."""
     total = LoadSummary()
-    for _uid, convs in iter_partition(store, day):
+    for _uid, c_path, m_path in iter_partition_files(store, day):
+        rows = None
+        states = table_states(c_path, m_path)
+        if states is not None:
+            quiet, rows = _unchanged_in_graph(driver, database, states, deep)
+            total.add(quiet)
+        convs = iter_conversations(c_path, m_path, rows)
         total.add(load_conversations(driver, (c for c, _ in convs), database=database, deep=deep))
     return total
+
+
+CHECK_KEYS = 5000  # keys per read transaction of _unchanged_in_graph
+
+
+def _unchanged_in_graph(driver: Any, database: str | None, states: list[dict[str, Any]],
+                        deep: bool) -> tuple[LoadSummary, list[int]]:
+    """From one upload's table states (chatetl.tables.table_states) and the graph's stored states (read-only, in
+    transactions of CHECK_KEYS keys): what a load would count for the states it would not write at all (the same
+    state, or an older one, that brings no new format or file), and the positions of the others, which the load
+    must have whole. A state is always loaded when it has no stored hash, when its key is twice in the upload (the
+    first decides what the second meets), when its conversation is being swapped in or has a stage in the graph
+    (chatetl.graph.staging: the load finishes or discards those)."""
+    keys = list(dict.fromkeys(s["conversation_key"] for s in states))
+    twice = {k for k, n in Counter(s["conversation_key"] for s in states).items() if n > 1}
+    with write_session(driver, database) as session:
+        staged = session.execute_read(pending_stages)
+        stored: dict[str, dict[str, Any]] = {}
+        for lo in range(0, len(keys), CHECK_KEYS):
+            stored.update(session.execute_read(_read_state, keys[lo:lo + CHECK_KEYS]))
+    summary = LoadSummary()
+    load: list[int] = []
+    for i, state in enumerate(states):
+        key = state["conversation_key"]
+        old = stored.get(key)
+        if old is None or state["state_hash"] is None or key in twice or key in staged or old["swapping_in"]:
+            load.append(i)
+            continue
+        row = {"key": key, "state_version": state["state_version"], "state_hash": state["state_hash"],
+               "state_rank": SOURCE_FIDELITY.get(state["source"], 0), "arrived_via": state["source"],
+               "source_file": state["source_file"], "deep": deep}
+        outcome = None if _new_sources(row, old) else _decide(row, old)
+        if outcome == "unchanged":
+            summary.conversations_unchanged += 1
+        elif outcome == "skipped":
+            summary.conversations_skipped += 1
+        else:
+            load.append(i)
+    return summary, load

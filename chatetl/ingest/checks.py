@@ -23,6 +23,7 @@ from chatetl.tally import Tally, all_passed, capped, summed_by
 
 MAX_PROBLEMS = 50
 SCHEMAS = {"conversations": CONVERSATIONS_SCHEMA, "messages": MESSAGES_SCHEMA}
+OPTIONAL_COLUMNS = frozenset({"state_hash"})  # columns that files written before they were added lack (read without them)
 
 
 @dataclass
@@ -45,7 +46,7 @@ def schema_problems(actual: pa.Schema, expected: pa.Schema) -> list[str]:
     """How a file's schema differs from the contract (names, order-independent, and types)."""
     have = {f.name: f.type for f in actual}
     want = {f.name: f.type for f in expected}
-    problems = [f"missing column {name!r}" for name in want if name not in have]
+    problems = [f"missing column {name!r}" for name in want if name not in have and name not in OPTIONAL_COLUMNS]
     problems += [f"unexpected column {name!r}" for name in have if name not in want]
     problems += [f"column {name!r} is {have[name]}, the contract says {t}" for name, t in want.items() if name in have and not have[name].equals(t)]
     return problems

@@ -1,0 +1,134 @@
+"""The conversations table's `state_hash` column (issue 11): computed once when a state is written, the same value
+`state_hash` gives for the conversation read back (so graphs, manifests and Documents made before compare equal),
+carried by the conversations read back, and computed again where a file written before lacks it."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from graph_inputs import generated, read, write_inputs
+
+from chatetl.ingest.checks import check_normalized_pair
+from chatetl.model import computed_state_hash, state_hash, state_version
+from chatetl.readers import read_path
+from chatetl.readers.report import ReadReport
+from chatetl.samples import sample_uploads
+from chatetl.tables import TableWriter, iter_conversations, read_rows, table_states
+
+
+def _corpus(tmp_path: Path) -> list:
+    """Every source format (their meta and extra fields too), the samples and generated chats."""
+    convs = [c for p in write_inputs(tmp_path / "inputs").values() for c in read(p)]
+    for name, data in sample_uploads().items():
+        path = tmp_path / name.replace("/", "_")
+        path.write_bytes(data)
+        convs += list(read_path(path, ReadReport()))
+    gen = generated(12, 5)
+    for c in gen[::4]:
+        c.updated_at = None  # (state_version from the messages' times)
+    return convs + gen
+
+
+def _write(convs, folder: Path, **options) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = folder / "c.parquet", folder / "m.parquet"
+    with TableWriter(*paths, **options) as writer:
+        for conv in convs:
+            writer.add(conv, upload_key="raw/x.json")
+    return paths
+
+
+def _without_state_hash(paths: tuple[Path, Path], folder: Path) -> tuple[Path, Path]:
+    """The same tables as a writer before the column wrote them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pq.read_table(paths[0])
+    old = folder / "c.parquet", folder / "m.parquet"
+    pq.write_table(table.drop_columns(["state_hash"]), old[0])
+    old[1].write_bytes(paths[1].read_bytes())
+    return old
+
+
+@pytest.mark.parametrize("columnar", [True, False])
+def test_the_column_is_the_hash_of_the_state_read_back(tmp_path, columnar):
+    convs = _corpus(tmp_path)
+    paths = _write(convs, tmp_path / "t", columnar=columnar)
+    stored = [r["state_hash"] for r in read_rows(paths[0], ["state_hash"])]
+    back = [c for c, _ in iter_conversations(*paths)]
+    assert len(back) == len(convs) and None not in stored
+    # what every stage hashed before the column: the conversation as the tables give it back (meta and extra
+    # read back from their JSON: for some sources not the reader's own dicts, so not their hash)
+    assert stored == [computed_state_hash(c) for c in back]
+    assert [state_hash(c) for c in back] == stored  # carried, not computed again
+    assert any(computed_state_hash(a) != computed_state_hash(b) for a, b in zip(convs, back))  # (the case is covered)
+
+
+def test_a_file_written_before_the_column_reads_back_the_same(tmp_path):
+    convs = _corpus(tmp_path)
+    paths = _write(convs, tmp_path / "new")
+    old = _without_state_hash(paths, tmp_path / "old")
+    new_back = [c for c, _ in iter_conversations(*paths)]
+    old_back = [c for c, _ in iter_conversations(*old)]
+    assert old_back == new_back
+    assert [state_hash(c) for c in old_back] == [state_hash(c) for c in new_back]
+    assert table_states(*old) is None  # read whole to be hashed
+    # the contract check takes both
+    for pair in (paths, old):
+        assert check_normalized_pair(*pair, "x")["columns"].passed
+
+
+def test_a_changed_or_copied_conversation_does_not_keep_the_stored_hash(tmp_path):
+    convs = generated(3, 4)
+    paths = _write(convs, tmp_path / "t")
+    back = [c for c, _ in iter_conversations(*paths)]
+    conv = back[0]
+    stored = state_hash(conv)
+    assert conv._stored_state_hash == stored
+    changed = conv.model_copy(update={"title": "Another title"})
+    assert state_hash(changed) == computed_state_hash(changed) != stored
+    for twin in (copy.deepcopy(conv), copy.copy(conv), pickle.loads(pickle.dumps(conv)), conv.model_copy()):
+        assert getattr(twin, "_stored_state_hash", None) is None and state_hash(twin) == stored and twin == conv
+    moved = back[1]
+    moved.source_file = "elsewhere.json"  # not part of the state: the hash stays
+    assert moved._stored_state_hash is not None
+    conv.title = "Renamed in place"
+    assert state_hash(conv) == computed_state_hash(conv) != stored
+    shorter = back[2]
+    shorter.messages = shorter.messages[:-1]
+    assert state_hash(shorter) == computed_state_hash(shorter)
+
+
+def test_selected_rows_read_the_same_conversations(tmp_path):
+    convs = _corpus(tmp_path)
+    # small row groups: conversations cut across them
+    paths = _write(convs, tmp_path / "t", batch_messages=7)
+    assert pq.ParquetFile(paths[1]).num_row_groups > 5
+    everything = list(iter_conversations(*paths))
+    for rows in ([], [0], [len(convs) - 1], list(range(0, len(convs), 3)), [5, 2, 2, 9], list(range(len(convs)))):
+        picked = list(iter_conversations(*paths, rows=rows))
+        assert picked == [everything[i] for i in sorted(set(rows))]
+        assert [state_hash(c) for c, _ in picked] == [state_hash(everything[i][0]) for i in sorted(set(rows))]
+
+
+def test_table_states_are_the_states_of_the_conversations(tmp_path):
+    convs = _corpus(tmp_path)
+    paths = _write(convs, tmp_path / "t", batch_messages=11)
+    back = [c for c, _ in iter_conversations(*paths)]
+    states = table_states(*paths)
+    assert any(c.updated_at is None and c.messages for c in back)
+    assert [s["conversation_key"] for s in states] == [c.key for c in back]
+    assert [s["state_version"] for s in states] == [state_version(c) for c in back]
+    assert [s["state_hash"] for s in states] == [computed_state_hash(c) for c in back]
+    assert [(s["source"], s["source_file"]) for s in states] == [(c.source.value, c.source_file) for c in back]
+
+
+def test_a_messages_table_out_of_step_is_refused_on_either_path(tmp_path):
+    convs = generated(3, 4)
+    paths = _write(convs, tmp_path / "t")
+    short = _write(convs[:2], tmp_path / "short")
+    for rows in (None, [2]):
+        with pytest.raises(ValueError, match="out of step"):
+            list(iter_conversations(paths[0], short[1], rows=rows))
