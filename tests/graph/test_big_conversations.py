@@ -18,6 +18,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from graph_faults import DyingDriver, Killed
 from graph_inputs import T0, conversation, generated, graph_dump, wipe
 
 from chatetl.graph.connection import TransactionTooBig, write_measured, write_session
@@ -129,53 +130,6 @@ def test_a_conversation_of_50000_messages_is_written_in_bounded_transactions(cle
 
 
 # ----------------------------------------------------------------------------- a kill in any transaction
-
-
-class Killed(Exception):
-    """The process died in a write transaction (after its statements ran, before it committed)."""
-
-
-class DyingDriver:
-    """The real driver, whose sessions die in their write transaction number `after + 1` (counted over the load)."""
-
-    def __init__(self, driver, after: int):
-        self.driver, self.after, self.writes = driver, after, 0
-        self.lock = threading.Lock()
-
-    def session(self, **config):
-        return _DyingSession(self.driver.session(**config), self)
-
-    def __getattr__(self, name):
-        return getattr(self.driver, name)
-
-
-class _DyingSession:
-    def __init__(self, session, owner: DyingDriver):
-        self.session, self.owner = session, owner
-
-    def __enter__(self):
-        self.session.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.session.__exit__(*exc)
-
-    def __getattr__(self, name):
-        return getattr(self.session, name)
-
-    def execute_write(self, work, *args, **kwargs):
-        with self.owner.lock:
-            self.owner.writes += 1
-            dies = self.owner.writes > self.owner.after
-        if not dies:
-            return self.session.execute_write(work, *args, **kwargs)
-
-        def dying(tx, *a, **k):
-            work(tx, *a, **k)
-            raise Killed()
-
-        dying.metadata = getattr(work, "metadata", None)
-        return self.session.execute_write(dying, *args, **kwargs)
 
 
 KILL = {"batch_messages": 40, "stage_messages": 60, "swap_messages": 150, "deep": True}

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from export_inputs import chat
+from graph_faults import DyingDriver, DyingSession, Killed
 from graph_inputs import graph_dump, wipe
 
 from chatetl.rag import partition
@@ -111,50 +112,6 @@ def test_fewer_chunks_than_before_leave_no_stale_ones(clean_graph, monkeypatch):
     assert [r["position"] for r in rows] == list(range(doc["n"])) and all(doc["content"][r["start"]:r["end"]] == r["text"] for r in rows)
 
 
-class Killed(Exception):
-    """The process died in a write transaction (after its statements ran, before it committed)."""
-
-
-class DyingDriver:
-    """The real driver, whose sessions die in their write transaction number `after + 1` (counted over the run)."""
-
-    def __init__(self, driver, after: int):
-        self.driver, self.after, self.writes = driver, after, 0
-
-    def session(self, **config):
-        return _DyingSession(self.driver.session(**config), self)
-
-    def __getattr__(self, name):
-        return getattr(self.driver, name)
-
-
-class _DyingSession:
-    def __init__(self, session, owner: DyingDriver):
-        self.session, self.owner = session, owner
-
-    def __enter__(self):
-        self.session.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.session.__exit__(*exc)
-
-    def __getattr__(self, name):
-        return getattr(self.session, name)
-
-    def execute_write(self, work, *args, **kwargs):
-        self.owner.writes += 1
-        if self.owner.writes <= self.owner.after:
-            return self.session.execute_write(work, *args, **kwargs)
-
-        def dying(tx, *a, **k):
-            work(tx, *a, **k)
-            raise Killed()
-
-        dying.metadata = getattr(work, "metadata", None)
-        return self.session.execute_write(dying, *args, **kwargs)
-
-
 def test_a_run_killed_in_any_transaction_and_rerun_ends_in_the_same_graph(clean_graph, monkeypatch):
     convs = [c for c in _convs(version=1) if c.conversation_id in ("long-a", "long-b", "small-0")]
     before = [c for c in _convs() if c.conversation_id in ("long-a", "long-b", "small-0")]
@@ -204,7 +161,7 @@ class RefusingDriver:
         return getattr(self.driver, name)
 
 
-class _RefusingSession(_DyingSession):
+class _RefusingSession(DyingSession):
     def execute_write(self, work, *args, **kwargs):
         owner = self.owner
 

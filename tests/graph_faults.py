@@ -1,0 +1,56 @@
+"""Faults for graph tests, on the real driver: a process that dies in its Nth write transaction
+(after the transaction's statements ran, before it committed)."""
+
+from __future__ import annotations
+
+import threading
+
+
+class Killed(Exception):
+    """The process died in a write transaction (after its statements ran, before it committed)."""
+
+
+class DyingDriver:
+    """The real driver, whose sessions die in their write transaction number `after + 1` (counted over
+    the run, across sessions and threads); `writes` counts them."""
+
+    def __init__(self, driver, after: int):
+        self.driver, self.after, self.writes = driver, after, 0
+        self.lock = threading.Lock()
+
+    def session(self, **config):
+        return DyingSession(self.driver.session(**config), self)
+
+    def __getattr__(self, name):
+        return getattr(self.driver, name)
+
+
+class DyingSession:
+    """A session of a DyingDriver (a base for other faulty sessions: `session`, `owner`)."""
+
+    def __init__(self, session, owner):
+        self.session, self.owner = session, owner
+
+    def __enter__(self):
+        self.session.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.session.__exit__(*exc)
+
+    def __getattr__(self, name):
+        return getattr(self.session, name)
+
+    def execute_write(self, work, *args, **kwargs):
+        with self.owner.lock:
+            self.owner.writes += 1
+            dies = self.owner.writes > self.owner.after
+        if not dies:
+            return self.session.execute_write(work, *args, **kwargs)
+
+        def dying(tx, *a, **k):
+            work(tx, *a, **k)
+            raise Killed()
+
+        dying.metadata = getattr(work, "metadata", None)
+        return self.session.execute_write(dying, *args, **kwargs)
