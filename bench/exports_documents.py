@@ -1,18 +1,24 @@
 """Documents, chunks and exports benchmark: chatetl's writers beside the simplest thing that could work.
 
-    .venv/bin/python bench/exports_documents.py [--conversations 500] [--turns 20]
+    .venv/bin/python bench/exports_documents.py [--conversations 500] [--turns 20] [--runs 3] [--profile 5]
     NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/exports_documents.py --neo4j
 
 Generated data (never real chats): N ChatGPT-shaped conversations of M turn pairs (bench/chatgpt_shaped.py,
 Markdown paragraphs and a code block in every third answer), read through the real reader. It prints, per
-step, conversations per second and MB of output per second:
+step, conversations per second and MB of output per second (the median of --runs), and ratios to the
+baselines measured in the same run (the machine is shared: compare ratios, not absolute rates):
 
 - documents: building the Document text and spans, beside the baseline of joining the turns' text;
 - chunking (2,000 / 200 characters) on turn and paragraph boundaries, beside the baseline of fixed
   2,000-character windows with a 200 overlap (no boundaries, no message ids);
-- each export format, beside the baseline of `json.dumps` of the visible turns; for the fenced Markdown
-  also the render without the read-back check, to show what the check costs;
+- exports: two baselines, `json.dumps` of the visible turns ([role, text] lists made from the model) and
+  the ceiling, orjson writing plain dicts of the same turns made beforehand (serializing alone); then each
+  format through `conversation_files` (the turns chosen, the file name, the bytes), every format in one
+  call (the views computed once and shared), the fenced Markdown's render without the read-back check,
+  and the targets of issue 11 (chat-export JSON and Markdown >= 50 MB/s);
 - the zip of three formats and the training file through the collector (on disk);
+- with --profile N, the top N chatetl functions by cumulative and by own share of samples of the
+  chat-export JSON and the Markdown exports (py-spy from the venv: `.venv/bin/pip install py-spy`);
 - with --neo4j, loading Documents and chunks into the Neo4j of NEO4J_URI (nodes under the `bench-rag`
   platform, deleted before and after) beside a naive one-query-per-chunk MERGE.
 """
@@ -23,11 +29,15 @@ import argparse
 import json
 import os
 import random
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Callable
+
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,6 +53,9 @@ from chatetl.graph.documents import load_documents  # noqa: E402
 from chatetl.rag.chunking import ChunkOptions, chunk_document  # noqa: E402
 from chatetl.rag.documents import build_document  # noqa: E402
 from chatetl.readers import ReadReport, read_path  # noqa: E402
+
+TARGETS = {"chat-export-json": 50.0, "md": 50.0}  # MB/s of output (issue 11)
+RUNS = 3
 
 
 def generate(n: int, turns: int, workdir: Path) -> list:
@@ -69,32 +82,64 @@ def generate(n: int, turns: int, workdir: Path) -> list:
     return out
 
 
-def timed(label: str, items: int, fn: Callable[[], int], baseline: float | None = None) -> float:
-    start = time.perf_counter()
-    out_bytes = fn()
-    secs = time.perf_counter() - start
+def timed(label: str, items: int, fn: Callable[[], int], *bases: tuple[str, float], runs: int | None = None) -> float:
+    """Run `fn` (it returns the bytes it made) `runs` times (--runs); print the median's conv/s, MB/s
+    and its ratio to each (name, MB/s) baseline; return the MB/s."""
+    times = []
+    for _ in range(runs or RUNS):
+        start = time.perf_counter()
+        out_bytes = fn()
+        times.append(time.perf_counter() - start)
+    secs = statistics.median(times)
     rate = items / secs if secs else float("inf")
-    ratio = f"  ({rate / baseline:5.2f}x baseline)" if baseline else ""
-    print(f"  {label:<44} {rate:10,.0f} conv/s  {out_bytes / secs / 1e6 if secs else 0:8.1f} MB/s{ratio}")
-    return rate
+    mbs = out_bytes / secs / 1e6 if secs else 0.0
+    ratios = "".join(f"  {mbs / b:6.2f}x {name}" for name, b in bases if b)
+    print(f"  {label:<50} {rate:9,.0f} conv/s  {mbs:8.1f} MB/s{ratios}", flush=True)
+    return mbs
 
 
 def main() -> None:
+    global RUNS
     ap = argparse.ArgumentParser()
     ap.add_argument("--conversations", type=int, default=500)
     ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=RUNS, help="timed runs per step; the median is printed")
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the top N functions of the JSON and Markdown exports")
+    ap.add_argument("--exports-only", action="store_true", help="skip the documents and chunking steps")
+    ap.add_argument("--render", metavar="FORMAT", help=argparse.SUPPRESS)  # (what --profile runs under py-spy)
     ap.add_argument("--neo4j", action="store_true")
     args = ap.parse_args()
+    RUNS = max(1, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
         convs = generate(args.conversations, args.turns, Path(tmp))
+    if args.render:
+        return render_only(convs, args.render, 20)
     n = len(convs)
     chars = sum(len(m.text) for c in convs for m in c.visible_turns)
-    print(f"{n} conversations, {sum(len(c.visible_turns) for c in convs)} visible turns, {chars / 1e6:.1f} M characters")
+    print(f"{n} conversations, {sum(len(c.visible_turns) for c in convs)} visible turns, {chars / 1e6:.1f} M characters; median of {RUNS} runs")
 
+    docs: list = []
+    chunks: dict = {}
+    if not args.exports_only or args.neo4j:
+        docs, chunks = bench_documents(convs)
+    bench_exports(convs)
+    if args.profile:
+        profile_exports(args, args.profile)
+    if args.neo4j:
+        bench_neo4j(docs, chunks)
+
+
+def bench_documents(convs: list) -> tuple[list, dict]:
+    n = len(convs)
     print("documents")
     base = timed("baseline: join the turns' text", n, lambda: sum(len("\n\n".join(m.text for m in c.visible_turns)) for c in convs))
-    docs = []
-    timed("chatetl: Document text + spans", n, lambda: sum(len(d.content) for d in (docs.append(build_document(c)) or docs[-1] for c in convs)), base)
+    docs: list = []
+
+    def documents() -> int:
+        docs[:] = [build_document(c) for c in convs]
+        return sum(len(d.content) for d in docs)
+
+    timed("chatetl: Document text + spans", n, documents, ("baseline", base))
 
     print("chunking 2000/200")
 
@@ -107,32 +152,91 @@ def main() -> None:
         return total
 
     base = timed("baseline: fixed windows, no boundaries", n, windows)
-    chunks = {}
+    chunks: dict = {}
     opts = ChunkOptions(max_chars=2000, overlap_chars=200)
-    timed("chatetl: turns, paragraphs, message ids", n, lambda: sum(len(ch.text) for d in docs for ch in chunks.setdefault(d.key, chunk_document(d, opts))), base)
-    print(f"  {sum(len(v) for v in chunks.values())} chunks")
 
-    print("exports")
-    base = timed("baseline: json.dumps of the visible turns", n, lambda: sum(len(json.dumps([[m.role.value, m.text] for m in c.visible_turns]).encode()) for c in convs))
+    def chunking() -> int:
+        chunks.clear()
+        chunks.update((d.key, chunk_document(d, opts)) for d in docs)
+        return sum(len(ch.text) for v in chunks.values() for ch in v)
+
+    timed("chatetl: turns, paragraphs, message ids", n, chunking, ("baseline", base))
+    print(f"  {sum(len(v) for v in chunks.values())} chunks")
+    return docs, chunks
+
+
+def bench_exports(convs: list) -> None:
+    n = len(convs)
+    print("exports (MB of output per second; ratios to the json.dumps baseline and to the orjson ceiling)")
+    base = timed("baseline: json.dumps of the visible turns", n,
+                 lambda: sum(len(json.dumps([[m.role.value, m.text] for m in c.visible_turns]).encode()) for c in convs))
+    prepared = [[{"role": m.role.value, "text": m.text} for m in c.visible_turns] for c in convs]
+    ceiling = timed("ceiling: orjson of the same turns as dicts", n,
+                    lambda: sum(len(orjson.dumps(turns, option=orjson.OPT_INDENT_2)) for turns in prepared), ("baseline", base))
+    bases = (("baseline", base), ("ceiling", ceiling))
+    rates = {}
     for fmt in PER_CONVERSATION:
-        timed(f"chatetl: {fmt}", n, lambda fmt=fmt: sum(len(f.data) for c in convs for f in conversation_files(c, [fmt])), base)
+        rates[fmt] = timed(f"chatetl: {fmt}", n, lambda fmt=fmt: sum(len(f.data) for c in convs for f in conversation_files(c, [fmt])), *bases)
+    every = tuple(PER_CONVERSATION)
+    timed("chatetl: all six formats in one call (views shared)", n,
+          lambda: sum(len(f.data) for c in convs for f in conversation_files(c, every)), *bases)
     timed("fenced md without the read-back check", n,
-          lambda: sum(len(_render(v, [markdown_equivalent(t.text) for t in v.turns])) for c in convs for v in export_views(c)), base)
+          lambda: sum(len(_render(v, [markdown_equivalent(t.text) for t in v.turns])) for c in convs for v in export_views(c)), *bases)
 
     def bundle() -> int:
         with temporary_collector(("chat-export-json", "md", "html")) as col:
             for c in convs:
-                col.add(c, conversation_files(c, ("chat-export-json", "md", "html")), training_lines(c))
+                views = export_views(c)
+                col.add(c, conversation_files(c, ("chat-export-json", "md", "html"), views=views), training_lines(c, views=views))
             zpath = col.workdir / "b.zip"
             tpath = col.workdir / "t.jsonl"
             col.write_zip(zpath)
             col.write_training(tpath)
             return os.path.getsize(zpath) + os.path.getsize(tpath)
 
-    timed("chatetl: zip (3 formats) + training file", n, bundle, base)
+    timed("chatetl: zip (3 formats) + training file", n, bundle, *bases)
+    print("targets (issue 11): " + "; ".join(
+        f"{fmt} {rates[fmt]:.1f} MB/s >= {want:.0f}: {'met' if rates[fmt] >= want else 'MISSED'} ({rates[fmt] / ceiling:.2f}x ceiling)"
+        for fmt, want in TARGETS.items()))
 
-    if args.neo4j:
-        bench_neo4j(docs, chunks)
+
+def profile_exports(args: argparse.Namespace, top: int) -> None:
+    """The top chatetl functions, by cumulative and by own share of samples, of each targeted export:
+    this script run again under py-spy (from the venv) with --render, its stacks inside `conversation_files`."""
+    spy = Path(sys.executable).parent / "py-spy"
+    if not spy.exists():
+        print(f"(no profile: {spy} is not installed; .venv/bin/pip install py-spy)")
+        return
+    print("profile (py-spy, samples inside conversation_files)")
+    for fmt in TARGETS:
+        with tempfile.TemporaryDirectory() as tmp:
+            raw = Path(tmp, "profile.txt")
+            cmd = [str(spy), "record", "-r", "500", "-f", "raw", "-o", str(raw), "--", sys.executable, __file__,
+                   "--conversations", str(args.conversations), "--turns", str(args.turns), "--render", fmt]
+            subprocess.run(cmd, capture_output=True, check=True)
+            lines = raw.read_text().splitlines()
+        cumulative: dict[str, int] = {}
+        own: dict[str, int] = {}
+        total = 0
+        for line in lines:
+            stack, _, n = line.rpartition(" ")
+            frames = [f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0].split("/main/")[-1] + ")" for f in stack.split(";") if " (" in f]
+            if not any(f.startswith("conversation_files ") for f in frames):
+                continue  # generating and reading the chats
+            total += int(n)
+            for f in set(frames):
+                cumulative[f] = cumulative.get(f, 0) + int(n)
+            own[frames[-1]] = own.get(frames[-1], 0) + int(n)
+        for title, counts in (("cumulative", cumulative), ("self", own)):
+            shown = sorted(((c, f) for f, c in counts.items() if "chatetl/" in f and not f.startswith("conversation_files ")), reverse=True)[:top]
+            print(f"  {fmt}: top {top} by {title} share of {total} samples: " + "; ".join(f"{100 * c / total:.0f}% {f}" for c, f in shown))
+
+
+def render_only(convs: list, fmt: str, repeat: int) -> None:
+    """What --profile samples: `fmt` rendered for every conversation, `repeat` times."""
+    for _ in range(repeat):
+        for c in convs:
+            conversation_files(c, [fmt])
 
 
 def bench_neo4j(docs, chunks) -> None:
@@ -177,7 +281,8 @@ def bench_neo4j(docs, chunks) -> None:
                     prev = c.id
             return 0
 
-        base = timed(f"baseline: one query per row ({len(slice_docs)} docs)", len(slice_docs), naive)
+        # one run each: a first load is only a first load once
+        base = timed(f"baseline: one query per row ({len(slice_docs)} docs)", len(slice_docs), naive, runs=1)
         wipe()
 
         def batched() -> int:
@@ -185,8 +290,8 @@ def bench_neo4j(docs, chunks) -> None:
             load_chunks(driver, by_doc, versions, database=db)
             return 0
 
-        timed("chatetl: batched documents + chunks", n, batched, base)
-        timed("chatetl: the same again (rerun)", n, batched, base)
+        timed("chatetl: batched documents + chunks", n, batched, ("baseline", base), runs=1)
+        timed("chatetl: the same again (rerun)", n, batched, ("baseline", base), runs=1)
     finally:
         wipe()
         driver.close()

@@ -50,10 +50,18 @@ def truncate_utf8(text: str, limit: int) -> str:
     return cut
 
 
+# what each ASCII character becomes (itself, or `-`): the rule of `_keep`, for a whole ASCII title at once
+_ASCII_SLUG = str.maketrans({chr(c): chr(c) if _keep(chr(c)) and chr(c) != "_" else "-" for c in range(128)})
+
+
 def slug(text: str | None, limit: int = MAX_TITLE_BYTES, fallback: str = "untitled") -> str:
     """A title as one safe file-name part (never empty, never a path, never a reserved name)."""
-    value = unicodedata.normalize("NFKC", text or "")
-    value = "".join(ch if _keep(ch) else "-" for ch in value).replace("_", "-")
+    value = text or ""
+    if value.isascii():  # (NFKC leaves ASCII as it is)
+        value = value.translate(_ASCII_SLUG)
+    else:
+        value = unicodedata.normalize("NFKC", value)
+        value = "".join(ch if _keep(ch) else "-" for ch in value).replace("_", "-")
     value = _DASHES.sub("-", value).strip(".-")
     value = truncate_utf8(value, limit).rstrip(".-")
     if not value:

@@ -46,6 +46,7 @@ from chatetl.exports.formats import (
     TRAINING,
     parse_formats,
 )
+from chatetl.exports.meta import export_views
 from chatetl.model import state_version
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
@@ -98,8 +99,9 @@ def export(
     with temporary_collector(bundle) as collector, meter:
         for conv in read_inputs(inputs, report, meter):
             conversations += 1
-            files = conversation_files(conv, rendered, options)
-            lines = training_lines(conv, options) if want_training else []
+            views = export_views(conv, options)  # one selection of turns for every format and the training lines
+            files = conversation_files(conv, rendered, options, views)
+            lines = training_lines(conv, options, views) if want_training else []
             if not files and not lines:
                 empty += 1
                 continue

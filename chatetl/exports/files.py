@@ -1,7 +1,9 @@
 """Rendering a conversation into its export files, and collecting them with newest-wins.
 
 `conversation_files` renders one conversation into every chosen per-conversation format:
-one `ExportFile` per format and exported branch, at `<format>/<name>.<ext>`. The same
+one `ExportFile` per format and exported branch, at `<format>/<name>.<ext>`. The views (the
+turns chosen, `meta.export_views`) are computed once per conversation and shared by every format;
+a caller that also wants the training lines passes the same `views` to `training_lines`. The same
 conversation can arrive more than once (two uploads, a resync, the same chat as .json and
 .md): `ExportCollector` keeps, per conversation key, only the newest state's files, so the
 training file and the zip hold each conversation once.
@@ -26,10 +28,6 @@ from chatetl.model import Conversation, state_version
 from chatetl.selection import VISIBLE, ContentOptions
 
 
-def encode(text: str) -> bytes:
-    return text.encode("utf-8", "replace")  # a lone surrogate from a damaged source becomes '?'
-
-
 @dataclass(frozen=True)
 class ExportFile:
     path: str  # `<format>/<name>.<ext>`, relative
@@ -38,28 +36,35 @@ class ExportFile:
     format: str
 
 
-def view_name(conv: Conversation, view: ExportView) -> str:
-    base = conversation_basename(conv)
+def view_name(conv: Conversation, view: ExportView, base: str | None = None) -> str:
+    base = base or conversation_basename(conv)
     return base if not view.branch else f"{base}-branch-{view.branch}"
 
 
-def conversation_files(conv: Conversation, formats: Iterable[str], options: ContentOptions = VISIBLE) -> list[ExportFile]:
-    """Every per-conversation file of one conversation (none when it has no turns to show)."""
+def conversation_files(conv: Conversation, formats: Iterable[str], options: ContentOptions = VISIBLE,
+                       views: list[ExportView] | None = None) -> list[ExportFile]:
+    """Every per-conversation file of one conversation (none when it has no turns to show);
+    `views`, when given, are `export_views(conv, options)` computed by the caller."""
     wanted = [PER_CONVERSATION[f] for f in formats if f in PER_CONVERSATION]
     out: list[ExportFile] = []
-    for view in export_views(conv, options):
+    if not wanted:
+        return out
+    base = None
+    for view in export_views(conv, options) if views is None else views:
         if not view.turns:
             continue
-        name = view_name(conv, view)
+        base = base or conversation_basename(conv)
+        name = view_name(conv, view, base)
         for fmt in wanted:
-            out.append(ExportFile(f"{fmt.name}/{name}.{fmt.ext}", encode(fmt.render(view)), fmt.content_type, fmt.name))
+            out.append(ExportFile(f"{fmt.name}/{name}.{fmt.ext}", fmt.render_bytes(view), fmt.content_type, fmt.name))
     return out
 
 
-def training_lines(conv: Conversation, options: ContentOptions = VISIBLE) -> list[bytes]:
-    """The conversation's ShareGPT JSONL lines: the active branch, and each other branch when opted in."""
+def training_lines(conv: Conversation, options: ContentOptions = VISIBLE, views: list[ExportView] | None = None) -> list[bytes]:
+    """The conversation's ShareGPT JSONL lines: the active branch, and each other branch when opted in
+    (`views` as for `conversation_files`)."""
     lines = []
-    for view in export_views(conv, options):
+    for view in export_views(conv, options) if views is None else views:
         line = training_line(view)
         if line is not None:
             lines.append(line)

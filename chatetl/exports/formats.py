@@ -13,29 +13,37 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from chatetl.exports.archive import ARCHIVE
-from chatetl.exports.chat_export_json import to_chat_export_json
+from chatetl.exports.chat_export_json import chat_export_json_bytes, to_chat_export_json
 from chatetl.exports.html import to_html
-from chatetl.exports.markdown import to_markdown
+from chatetl.exports.markdown import markdown_bytes, to_markdown
 from chatetl.exports.markdown_note import to_markdown_note
-from chatetl.exports.meta import ExportView
-from chatetl.exports.sharegpt import to_sharegpt1_json
+from chatetl.exports.meta import ExportView, encode
+from chatetl.exports.sharegpt import sharegpt1_json_bytes, to_sharegpt1_json
 from chatetl.exports.yaml_export import to_yaml
 
 
 @dataclass(frozen=True)
 class FileFormat:
+    """A per-conversation format: `render` gives a view's text, `render_bytes` its file's bytes: the
+    text encoded (`meta.encode`), or what `to_bytes` makes, the same bytes by a shorter way (the JSON
+    formats: orjson's bytes as they come; the fenced Markdown: its common case first)."""
+
     name: str
     ext: str
     content_type: str
     render: Callable[[ExportView], str]
+    to_bytes: Callable[[ExportView], bytes] | None = None
+
+    def render_bytes(self, view: ExportView) -> bytes:
+        return self.to_bytes(view) if self.to_bytes is not None else encode(self.render(view))
 
 
 PER_CONVERSATION: dict[str, FileFormat] = {
     f.name: f
     for f in (
-        FileFormat("chat-export-json", "json", "application/json", to_chat_export_json),
-        FileFormat("sharegpt", "json", "application/json", to_sharegpt1_json),
-        FileFormat("md", "md", "text/markdown; charset=utf-8", to_markdown),
+        FileFormat("chat-export-json", "json", "application/json", to_chat_export_json, chat_export_json_bytes),
+        FileFormat("sharegpt", "json", "application/json", to_sharegpt1_json, sharegpt1_json_bytes),
+        FileFormat("md", "md", "text/markdown; charset=utf-8", to_markdown, markdown_bytes),
         FileFormat("md-frontmatter", "md", "text/markdown; charset=utf-8", to_markdown_note),
         FileFormat("yaml", "yaml", "application/yaml", to_yaml),
         FileFormat("html", "html", "text/html; charset=utf-8", to_html),

@@ -11,9 +11,21 @@ from typing import Any
 
 import orjson
 
+_PRETTY = orjson.OPT_INDENT_2
+_PRETTY_LINE = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+
 
 def pretty_json(value: Any) -> str:
     try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+        return orjson.dumps(value, option=_PRETTY).decode()
     except TypeError:  # lone surrogates, or a type orjson does not write
         return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def pretty_json_bytes(value: Any) -> bytes:
+    """`pretty_json(value) + "\\n"` as the UTF-8 a file holds (a lone surrogate becomes `?`), without
+    decoding orjson's bytes to encode them again."""
+    try:
+        return orjson.dumps(value, option=_PRETTY_LINE)
+    except TypeError:
+        return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8", "replace")

@@ -22,6 +22,11 @@ bodies that need them (`MarkdownResult.adjusted`); bodies whose fence lines are 
 and hold no top-level ```md block read back as written and skip that check (`reads_back_plainly`). The layout also has no way to carry
 line breaks as `\\r` or blank lines at the end of a body: `\\r\\n` and `\\r` become `\\n`,
 trailing blank lines are dropped (`markdown_equivalent` says what a body reads back as).
+
+The file's bytes come from `markdown_bytes`: for a chat without control characters whose bodies all
+read back plainly (most), the render of its bodies, encoded, with one check of the whole file for
+controls; for any other chat, `render_markdown`'s text. The same bytes either way (the golden files of
+tests/exports/test_export_equivalence.py).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
+from chatetl.exports.meta import ExportView, encode, has_controls_utf8, safe_link, source_list, without_controls
 from chatetl.model import MessageKind, Role
 from chatetl.readers.chat_export.markdown import parse_markdown_lines
 from chatetl.readers.report import ReadReport
@@ -71,6 +76,8 @@ def markdown_equivalent(text: str) -> str:
     """What a body reads back as from this layout: `\\n` line breaks, no trailing blank lines."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    elif not text or not text[-1].isspace():
+        return text  # (most bodies: nothing to take off the end)
     content = len(text.rstrip())  # the end of the last line that is not blank
     if not content:
         return ""
@@ -78,20 +85,19 @@ def markdown_equivalent(text: str) -> str:
     return text if end < 0 else text[:end]
 
 
+_TURN, _ASSISTANT = MessageKind.TURN, Role.ASSISTANT
+_ROLE_LABEL = {r: r.value for r in Role}
+_PART_LABEL = {MessageKind.REASONING: "reasoning", MessageKind.TOOL_CALL: "tool_call", MessageKind.TOOL_RESULT: "tool_result",
+               MessageKind.SUMMARY: "summary", MessageKind.HIDDEN: "system"}
+
+
 def marker_label(turn: OutputTurn) -> str:
-    if turn.kind is MessageKind.TURN:
-        if turn.role is Role.ASSISTANT and turn.tag in ASSISTANT_TAGS:
+    """What a turn's marker says: its role (an assistant's display tag where the reader knows it), or the part it is."""
+    if turn.kind is _TURN:
+        if turn.role is _ASSISTANT and turn.tag in ASSISTANT_TAGS:
             return turn.tag
-        return turn.role.value
-    if turn.kind is MessageKind.REASONING:
-        return "reasoning"
-    if turn.kind is MessageKind.TOOL_CALL:
-        return "tool_call"
-    if turn.kind is MessageKind.TOOL_RESULT:
-        return "tool_result"
-    if turn.kind is MessageKind.SUMMARY:
-        return "summary"
-    return "system"
+        return _ROLE_LABEL[turn.role]
+    return _PART_LABEL.get(turn.kind, "system")
 
 
 def _closes(line: str, char: str, length: int) -> bool:
@@ -122,6 +128,9 @@ def adjust_body(text: str) -> str:
     return "\n".join(lines)
 
 
+_MARKERS: dict[str, str] = {}  # label -> its marker's lines and the empty one after them, made once
+
+
 def _render(view: ExportView, bodies: list[str]) -> str:
     out = ["```md", "sys"]
     meta = view.meta()
@@ -129,9 +138,16 @@ def _render(view: ExportView, bodies: list[str]) -> str:
         meta = {("exported" if k == "exported_at" else k): v for k, v in meta.items()}
     out += [f"{k}: {_one_line(str(v))}" for k, v in meta.items()]
     out += ["```", ""]
+    add = out.extend
     for turn, body in zip(view.turns, bodies):
-        out += ["```md", f"{marker_label(turn)}:", "```", "", body, ""]
-        links = source_list(turn.citations)
+        if turn.kind is _TURN:  # (marker_label, inline: most turns)
+            tag = turn.tag
+            label = tag if turn.role is _ASSISTANT and tag in ASSISTANT_TAGS else _ROLE_LABEL[turn.role]
+        else:
+            label = marker_label(turn)
+        marker = _MARKERS.get(label) or _MARKERS.setdefault(label, f"```md\n{label}:\n```\n")  # (its last line "" too)
+        add((marker, body, ""))  # the lines "```md", "<label>:", "```", "", body, ""
+        links = source_list(turn.citations) if turn.citations else None
         if links:
             out += ["```md", "sources"]
             for i, s in enumerate(links, 1):
@@ -154,24 +170,31 @@ class MarkdownResult:
     exact: bool = True  # False only if the reader still reads something else back (never seen: a bug)
 
 
-# the lines that can open or close a code fence (CommonMark: up to 3 spaces, then ``` or ~~~)
-_FENCE_LINES = re.compile(r"^ {0,3}(?:`{3,}|~{3,})[^\n]*$", re.MULTILINE)
+# the lines that can open or close a code fence (CommonMark: up to 3 spaces, then ``` or ~~~), each after
+# its line break: a pattern that opens with a literal character is searched for that character first,
+# where `^` in multi-line mode is tried at every character (three times slower on a body with a fence)
+_FENCE_LINES = re.compile(r"\n( {0,3}(?:```|~~~)[^\n]*)")
+
+
+def fence_lines(body: str) -> list[str]:
+    """The lines of `body` that can open or close a code fence, in order: what
+    `^ {0,3}(?:`{3,}|~{3,})[^\\n]*$` (multi-line) finds, found after a line break put before the body."""
+    return _FENCE_LINES.findall("\n" + body)
 
 
 def reads_back_plainly(body: str) -> bool:
     """Whether the reader reads `body` back as written, decided from its fence lines alone (the only
     lines that can end a body): every fence it opens is closed, and no ```md block stands at its top
     level (which the reader might take for a marker). Everything else is text to the reader."""
-    if "```" not in body and "~~~" not in body:
-        return True
+    if ("`" not in body or "```" not in body) and ("~" not in body or "~~~" not in body):
+        return True  # (one character is looked for at memchr speed, three several times slower)
     fence: tuple[str, int] | None = None
-    for m in _FENCE_LINES.finditer(body):
-        line = m.group(0)
+    for line in fence_lines(body):
         if fence is not None:
             if _closes(line, *fence):
                 fence = None
             continue
-        if _MD_LINE.match(line):
+        if "md" in line and _MD_LINE.match(line):
             return False
         f = _FENCE.match(line)
         if f and not (f.group(1)[0] == "`" and "`" in f.group(2)):
@@ -204,3 +227,18 @@ def render_markdown(view: ExportView) -> MarkdownResult:
 
 def to_markdown(view: ExportView) -> str:
     return render_markdown(view).text
+
+
+def markdown_bytes(view: ExportView) -> bytes:
+    """The file's bytes: `to_markdown(view)` as UTF-8 (a lone surrogate as `?`), the common case first.
+
+    Most chats hold no control character and no body that needs the read-back check: their file is
+    the render of the bodies as they read back (`markdown_equivalent`), encoded. Whether a control
+    is anywhere is decided once, on the encoded file (`has_controls_utf8`), rather than on every body:
+    the marker and meta lines are made the same way on both paths, so a file without one has bodies
+    without one. Any other chat goes the whole way (`render_markdown`)."""
+    bodies = [markdown_equivalent(t.text) for t in view.turns]
+    data = encode(_render(view, bodies))
+    if not has_controls_utf8(data) and all(reads_back_plainly(b) for b in bodies):
+        return data
+    return encode(render_markdown(view).text)

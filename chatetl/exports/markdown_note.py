@@ -31,7 +31,7 @@ import yaml
 
 from chatetl.exports.markdown import link_text, link_url
 from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
-from chatetl.exports.yaml_export import _Dumper
+from chatetl.exports.yaml_export import _Dumper, _FastDumper, _needs_python_emitter
 from chatetl.labels import platform_label, turn_label
 from chatetl.readers.timeutil import iso
 
@@ -54,8 +54,10 @@ def front_matter(view: ExportView) -> dict[str, Any]:
 
 
 def to_markdown_note(view: ExportView) -> str:
-    meta = yaml.dump(front_matter(view), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=1_000_000)
-    title = " ".join(without_controls(view.title or front_matter(view)["title"]).split())
+    front = front_matter(view)
+    dumper = _Dumper if _needs_python_emitter(front) else _FastDumper  # (LibYAML's emitter: the same text, see yaml_export)
+    meta = yaml.dump(front, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=1_000_000)
+    title = " ".join(without_controls(view.title or front["title"]).split())
     out = ["---", meta.rstrip("\n"), "---", "", f"# {title}", ""]
     for t in view.turns:
         out += [f"## {turn_label(t)}", "", without_controls(t.text).rstrip("\n"), ""]

@@ -46,6 +46,7 @@ from chatetl.exports.formats import (
     parse_formats,
     with_needed,
 )
+from chatetl.exports.meta import export_views
 from chatetl.layout import bundle_key, export_prefix, training_key
 from chatetl.model import Conversation
 from chatetl.retractions import (
@@ -162,8 +163,9 @@ def write_partition_exports(
         for _uid, convs in uploads:
             for conv, _ in convs:
                 result.conversations += 1
-                files = conversation_files(conv, plan.rendered_formats, content)
-                lines = training_lines(conv, content) if want_training else []
+                views = export_views(conv, content)  # one selection of turns for every format and the training lines
+                files = conversation_files(conv, plan.rendered_formats, content, views)
+                lines = training_lines(conv, content, views) if want_training else []
                 if not files and not lines:
                     result.empty += 1
                     continue

@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chatetl.exports.jsontext import pretty_json
+from chatetl.exports.jsontext import pretty_json, pretty_json_bytes
 from chatetl.exports.meta import ExportView
 from chatetl.model import MessageKind, Role
 from chatetl.selection import OutputTurn
 
 SCHEMA = "sharegpt/1"
 _FROM = {Role.USER: "human", Role.ASSISTANT: "gpt", Role.SYSTEM: "system", Role.TOOL: "observation"}
+# the members, bound once (an enum class's attribute lookup costs more than a turn's dict)
+_TURN, _REASONING, _TOOL_CALL, _TOOL_RESULT = MessageKind.TURN, MessageKind.REASONING, MessageKind.TOOL_CALL, MessageKind.TOOL_RESULT
+_ASSISTANT = Role.ASSISTANT
 
 
 def _call_value(turn: OutputTurn) -> str:
@@ -39,20 +42,24 @@ def sharegpt_messages(turns: list[OutputTurn]) -> list[dict[str, str]]:
             thinking.clear()
 
     for t in turns:
-        if t.kind is MessageKind.REASONING:
+        kind = t.kind
+        if kind is _TURN and not thinking:  # (most turns)
+            out.append({"from": _FROM[t.role], "value": t.text})
+            continue
+        if kind is _REASONING:
             thinking.append(t.text)
             continue
-        if t.kind is MessageKind.TURN and t.role is Role.ASSISTANT and thinking:
+        if kind is _TURN and t.role is _ASSISTANT and thinking:
             value = "<think>\n" + "\n\n".join(thinking) + "\n</think>\n\n" + t.text
             thinking.clear()
             out.append({"from": "gpt", "value": value})
             continue
         flush_thinking()
-        if t.kind is MessageKind.TOOL_CALL:
+        if kind is _TOOL_CALL:
             out.append({"from": "function_call", "value": _call_value(t)})
-        elif t.kind is MessageKind.TOOL_RESULT:
+        elif kind is _TOOL_RESULT:
             out.append({"from": "observation", "value": t.text})
-        elif t.kind is MessageKind.TURN:
+        elif kind is _TURN:
             out.append({"from": _FROM[t.role], "value": t.text})
         else:  # hidden context, summaries
             out.append({"from": "system", "value": t.text})
@@ -69,6 +76,11 @@ def sharegpt1_record(view: ExportView) -> dict[str, Any]:
 
 def to_sharegpt1_json(view: ExportView) -> str:
     return pretty_json(sharegpt1_record(view)) + "\n"
+
+
+def sharegpt1_json_bytes(view: ExportView) -> bytes:
+    """The file's bytes: `to_sharegpt1_json(view)` as UTF-8 (a lone surrogate as `?`)."""
+    return pretty_json_bytes(sharegpt1_record(view))
 
 
 def training_record(view: ExportView) -> dict[str, Any] | None:

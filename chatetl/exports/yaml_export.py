@@ -33,7 +33,8 @@ _FastBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 class _FastDumper(_FastBase):  # type: ignore[misc, valid-type]
     """LibYAML's emitter (about 9x faster): the same output, except that it escapes characters beyond
-    U+FFFF (emoji) into double-quoted scalars, so records holding any go through the Python emitter."""
+    U+FFFF (emoji) into double-quoted scalars and cannot write a lone surrogate (a damaged source's; the
+    Python emitter escapes it), so records holding either go through the Python emitter."""
 
 
 def _body(dumper: yaml.SafeDumper, value: _Body) -> yaml.ScalarNode:
@@ -51,15 +52,15 @@ for _dumper in (_Dumper, _FastDumper):
     _dumper.add_representer(_Body, _body)
     _dumper.add_representer(str, _text)
 
-_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+_NOT_FOR_LIBYAML = re.compile("[\U00010000-\U0010FFFF\ud800-\udfff]")  # beyond U+FFFF, or a lone surrogate
 
 
-def _has_astral(record: dict[str, Any]) -> bool:
+def _needs_python_emitter(record: dict[str, Any]) -> bool:
     stack: list[Any] = [record]
     while stack:
         value = stack.pop()
         if isinstance(value, str):
-            if _ASTRAL.search(value):
+            if _NOT_FOR_LIBYAML.search(value):
                 return True
         elif isinstance(value, dict):
             stack.extend(value.values())
@@ -88,5 +89,5 @@ def yaml_record(view: ExportView) -> dict[str, Any]:
 
 def to_yaml(view: ExportView) -> str:
     record = yaml_record(view)
-    dumper = _Dumper if _has_astral(record) else _FastDumper
+    dumper = _Dumper if _needs_python_emitter(record) else _FastDumper
     return yaml.dump(record, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000)
