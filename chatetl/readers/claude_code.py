@@ -54,12 +54,11 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers import jsonstream, limits
+from chatetl.readers import jsonstream
 from chatetl.readers.detect import Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import text_or_none
 from chatetl.readers.jsonstream import convert_records, json_text, raw_bytes, report_repairs
-from chatetl.readers.jsonstrings import ValueTooLong, first_long_string
 from chatetl.readers.report import ReadReport
 from chatetl.readers.splitter import decode
 from chatetl.readers.timeutil import parse_time
@@ -115,51 +114,36 @@ def session_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]
     surrogates are read as null / U+FFFD, the line reported with its bytes and counted as drift),
     but a last line cut mid-JSON (no line break after it: still being written) is a warning (see
     the module docstring), not damage."""
-    limit = jsonstream.MAX_LINE_BYTES  # (read here: the cap is one for every JSON Lines reader)
-    max_value = limits.current().max_value_bytes
-    with entry.open() as f:
-        lineno = 0
-        pending: tuple[int, bytes, str] | None = None  # a bad line, reported once we know whether it was the last
-        while raw := f.readline(limit + 1):
-            lineno += 1
-            if len(raw) > limit and not raw.endswith(b"\n"):
-                raw = b""  # let the line go before skipping the rest of it
-                while (rest := f.readline(1024 * 1024)) and not rest.endswith(b"\n"):
-                    pass
-                report.error(entry.name, f"line {lineno}", f"line longer than {limit} bytes: skipped")
-                continue
-            line = raw.strip()
-            if not line:
-                continue
-            if pending is not None:
-                report.error(entry.name, f"line {pending[0]}", pending[2], raw=pending[1])
-                pending = None
-            if len(line) > max_value and (at := first_long_string(line, max_value)) is not None:
-                raw = line = b""  # (past the cap: not kept for quarantine)
-                report.error(entry.name, f"line {lineno}", str(ValueTooLong(max_value, at, "line")))
-                continue
-            try:
-                record, repairs = decode(line)
-            except RecursionError:
-                report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
-                continue
-            except ValueError as exc:
-                pending = (lineno, raw, f"invalid JSON: {str(exc)[:200]}")
-                continue
-            if repairs:  # (a line's uuid is a message's, not the conversation's: the line alone names the place)
-                report_repairs(report, entry.name, f"line {lineno}", None, repairs, raw)
-            yield f"line {lineno}", record
+    pending: tuple[int, bytes, str] | None = None  # a bad line, reported once we know whether it was the last
+    for lineno, raw, line, too_long in jsonstream.jsonl_lines(entry, report):
         if pending is not None:
-            n, raw, reason = pending
-            if raw.endswith(b"\n"):
-                report.error(entry.name, f"line {n}", reason, raw=raw)  # a whole line written wrong: damage
-            else:
-                report.skip(CUT_LAST_LINE)
-                report.warn(
-                    entry.name, f"line {n}",
-                    f"the last line is cut mid-JSON (the session was still being written); read without it ({reason})",
-                    raw=raw,
-                )
+            report.error(entry.name, f"line {pending[0]}", pending[2], raw=pending[1])
+            pending = None
+        if too_long is not None:
+            report.error(entry.name, f"line {lineno}", str(too_long))
+            continue
+        try:
+            record, repairs = decode(line)
+        except RecursionError:
+            report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
+            continue
+        except ValueError as exc:
+            pending = (lineno, raw, f"invalid JSON: {str(exc)[:200]}")
+            continue
+        if repairs:  # (a line's uuid is a message's, not the conversation's: the line alone names the place)
+            report_repairs(report, entry.name, f"line {lineno}", None, repairs, raw)
+        yield f"line {lineno}", record
+    if pending is not None:
+        n, raw, reason = pending
+        if raw.endswith(b"\n"):
+            report.error(entry.name, f"line {n}", reason, raw=raw)  # a whole line written wrong: damage
+        else:
+            report.skip(CUT_LAST_LINE)
+            report.warn(
+                entry.name, f"line {n}",
+                f"the last line is cut mid-JSON (the session was still being written); read without it ({reason})",
+                raw=raw,
+            )
 
 
 def _path_parts(name: str) -> tuple[str, str | None, str | None]:

@@ -110,7 +110,11 @@ def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
             report.error(entry.name, after, f"invalid or truncated JSON: {exc}")
 
 
-def _iter_jsonl(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+def jsonl_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[int, bytes, bytes, ValueTooLong | None]]:
+    """(line number, raw line, stripped line, past the cap) for each non-empty line of a JSON Lines
+    file: a line over MAX_LINE_BYTES is skipped and reported here; a line holding a string past the
+    value cap comes with its `ValueTooLong` and without its bytes (not kept for quarantine), for the
+    reader to report in its place. The one line loop of every JSON Lines reader."""
     limit = MAX_LINE_BYTES
     max_value = limits.current().max_value_bytes
     with entry.open() as f:
@@ -128,19 +132,27 @@ def _iter_jsonl(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
                 continue
             if len(line) > max_value and (at := first_long_string(line, max_value)) is not None:
                 raw = line = b""  # (past the cap: not kept for quarantine)
-                report.error(entry.name, f"line {lineno}", str(ValueTooLong(max_value, at, "line")))
+                yield lineno, raw, line, ValueTooLong(max_value, at, "line")
                 continue
-            try:
-                record, repairs = decode(line)
-            except RecursionError:
-                report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
-                continue
-            except ValueError as exc:
-                report.error(entry.name, f"line {lineno}", f"invalid JSON: {_short(exc)}", raw=raw)
-                continue
-            if repairs:
-                report_repairs(report, entry.name, f"line {lineno}", record, repairs, raw)
-            yield f"line {lineno}", record
+            yield lineno, raw, line, None
+
+
+def _iter_jsonl(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    for lineno, raw, line, too_long in jsonl_lines(entry, report):
+        if too_long is not None:
+            report.error(entry.name, f"line {lineno}", str(too_long))
+            continue
+        try:
+            record, repairs = decode(line)
+        except RecursionError:
+            report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
+            continue
+        except ValueError as exc:
+            report.error(entry.name, f"line {lineno}", f"invalid JSON: {_short(exc)}", raw=raw)
+            continue
+        if repairs:
+            report_repairs(report, entry.name, f"line {lineno}", record, repairs, raw)
+        yield f"line {lineno}", record
 
 
 def report_repairs(report: ReadReport, file: str, where: str, record: Any, found: Counter[str], raw: bytes | None) -> None:
