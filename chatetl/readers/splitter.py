@@ -263,6 +263,14 @@ class ArraySplitter:
         self.start = 0
         return True
 
+    def _handed_out(self, end: int, value: Any, bad: BadRecord | None, found: Counter[str] | None) -> tuple[memoryview, Any] | Repaired | BadRecord:
+        """What the record at `self.start` (its `end`) is handed out as: its BadRecord, (raw bytes,
+        value), or a Repaired value (read with values no reader holds, `found`)."""
+        if bad is not None:
+            return bad
+        raw = memoryview(self.buf)[self.start:self.start + end]
+        return (raw, value) if found is None else Repaired(raw, value, found)
+
     def _skip_ws(self, rel: int) -> int:
         while True:
             rel = _WS_RUN.match(self.buf, self.start + rel).end() - self.start
@@ -288,12 +296,7 @@ class ArraySplitter:
             self.start += pos
             end, value, bad, found = self._record()
             self.records += 1
-            if bad is not None:
-                yield bad
-            elif found is None:
-                yield memoryview(self.buf)[self.start:self.start + end], value
-            else:
-                yield Repaired(memoryview(self.buf)[self.start:self.start + end], value, found)
+            yield self._handed_out(end, value, bad, found)
             pos = self._skip_ws(end)
             sep = self._at(pos)
             if sep == b"]":

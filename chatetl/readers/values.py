@@ -51,12 +51,7 @@ class ValueSplitter(ArraySplitter):
             self.start += pos
             end, value, bad, found = self._value()
             self.records += 1
-            if bad is not None:
-                yield bad
-            elif found is None:
-                yield memoryview(self.buf)[self.start:self.start + end], value
-            else:
-                yield Repaired(memoryview(self.buf)[self.start:self.start + end], value, found)
+            yield self._handed_out(end, value, bad, found)
             pos = self._skip_ws(end)
 
     def _value(self) -> tuple[int, Any, BadRecord | None, Counter[str] | None]:
