@@ -13,10 +13,13 @@ a newer one, whatever order the uploads are processed in.
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime, timezone
 from enum import StrEnum
+from operator import itemgetter
 from typing import Any, Iterable, Iterator
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
@@ -306,15 +309,55 @@ SOURCE_FIDELITY: dict[str, int] = {
 
 def state_hash(conv: Conversation) -> str:
     """A fingerprint of a conversation's state (everything but the file it was read from): the first 32 hex digits of
-    the sha256 of its JSON dump. A conversation read back from the normalized tables carries the one they hold
-    (their `state_hash` column, computed once at normalize time, set by `with_state_hash`), taken as it is."""
+    the sha256 of its fields (`computed_state_hash`). A conversation read back from the normalized tables carries the
+    one they hold (their `state_hash` column, computed once at normalize time, set by `with_state_hash`), taken as it is."""
     stored = getattr(conv, "_stored_state_hash", None)
     return stored if stored is not None else computed_state_hash(conv)
 
 
+def json_text(value: dict[str, Any]) -> str | None:
+    """A dict of source fields as the tables hold it (`meta`, `extra`): JSON with sorted keys, what JSON cannot hold
+    as its text (str()); None for an empty dict. Reading it back and writing it again gives the same text."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str) if value else None
+
+
 def computed_state_hash(conv: Conversation) -> str:
     """`state_hash` computed from the conversation itself (whatever hash it carries)."""
-    return hashlib.sha256(conv.model_dump_json(exclude={"source_file"}).encode()).hexdigest()[:32]
+    return hash_of_fields(conv, json_text(conv.meta), [json_text(m.extra) for m in conv.messages])
+
+
+# what the state hash covers: every field but source_file, the dicts of source fields as their `json_text`
+_ITEM_LISTS = ("tool_calls", "tool_results", "citations", "attachments")
+_HASHED_CONVERSATION = itemgetter(*(n for n in Conversation.model_fields if n not in ("source_file", "messages", "meta")))
+_HASHED_MESSAGE = itemgetter(*(n for n in Message.model_fields if n not in ("extra", *_ITEM_LISTS)))
+
+
+def hash_of_fields(conv: Conversation, meta: str | None, extras: list[str | None]) -> str:
+    """`computed_state_hash` of `conv` given its `meta` and its messages' `extra` as their `json_text` (what the
+    tables write, computed once). The dicts of source fields are hashed as that text, so a conversation read back
+    from the tables hashes the same as the one written. ValueError where a value cannot be hashed (a lone
+    surrogate: the readers replace them)."""
+    d = conv.__dict__
+    messages = [
+        (_HASHED_MESSAGE(md := m.__dict__),
+         *[md[name] and [item.__dict__ for item in md[name]] for name in _ITEM_LISTS],  # ([] as it is: no list made)
+         extra)
+        for m, extra in zip(d["messages"], extras)
+    ]
+    fields = (_HASHED_CONVERSATION(d), meta, messages)
+    try:
+        dump = orjson.dumps(fields)
+    except orjson.JSONEncodeError:  # an int beyond 64 bits, or a str that is not UTF-8
+        dump = json.dumps(fields, ensure_ascii=False, default=_json_default).encode()  # (UnicodeEncodeError: a ValueError)
+    return hashlib.sha256(dump).hexdigest()[:32]
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, BaseModel):
+        return value.__dict__
+    raise ValueError(f"cannot hash a {type(value).__name__}")
 
 
 def with_state_hash(conv: Conversation, digest: str | None) -> Conversation:

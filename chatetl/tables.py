@@ -13,6 +13,7 @@ import tempfile
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
@@ -33,7 +34,8 @@ from chatetl.model import (
     Source,
     ToolCall,
     ToolResult,
-    computed_state_hash,
+    hash_of_fields,
+    json_text,
     state_version,
     with_state_hash,
 )
@@ -119,8 +121,7 @@ _MESSAGE_FIELDS = (
 _MESSAGE_LISTS = (("tool_calls", ToolCall), ("tool_results", ToolResult), ("citations", Citation), ("attachments", Attachment))
 
 
-def _json(value: dict[str, Any]) -> str | None:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str) if value else None
+_json = json_text
 
 
 def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[str, Any]:
@@ -139,15 +140,10 @@ def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[
 
 
 def stored_state_hash(conv: Conversation, meta: str | None, extras: list[str | None]) -> str | None:
-    """The state hash of `conv` as the tables hold it (`meta`, `extras`: its `meta` and its messages' `extra` as
-    their JSON columns), which is what every later stage reads back and hashed before this was a column: the JSON
-    columns read back with their keys sorted and what JSON cannot hold as text, so those are hashed as they read
-    back. None where it cannot be computed (a value pydantic cannot serialize: the stage that reads it fails it)."""
+    """The state hash of `conv` for its `state_hash` column (`meta`, `extras`: its `meta` and its messages' `extra`
+    as their JSON columns); None where it cannot be computed (the stage that reads it back fails it)."""
     try:
-        if not meta and not any(extras):
-            return computed_state_hash(conv)
-        messages = [m.model_copy(update={"extra": json.loads(x)}) if x else m for m, x in zip(conv.messages, extras)]
-        return computed_state_hash(conv.model_copy(update={"meta": _none_if_empty(meta), "messages": messages}))
+        return hash_of_fields(conv, meta, extras)
     except (ValueError, OverflowError):
         return None
 
@@ -409,16 +405,48 @@ def _none_if_empty(value: str | None) -> dict[str, Any]:
     return json.loads(value) if value else {}
 
 
-def _message_from_row(row: dict[str, Any]) -> Message:
-    return Message(
-        **{name: row[name] for name in _MESSAGE_FIELDS},
-        **{column: [cls(**item) for item in row[column] or []] for column, cls in _MESSAGE_LISTS},
-        role=Role(row["role"]),
-        kind=MessageKind(row["kind"]),
-        text=row["text"] or "",
-        on_active_branch=bool(row["on_active_branch"]),
-        extra=_none_if_empty(row["extra"]),
-    )
+# a message's fields in the model's order: each one a column of its own name
+_MESSAGE_BACK = tuple(Message.model_fields)
+_ROLES = {role.value: role for role in Role}
+_KINDS = {kind.value: kind for kind in MessageKind}
+_ITEM_BACK = tuple((cls.of_fields, tuple(cls.model_fields)) for _, cls in _MESSAGE_LISTS)
+_of_fields = Message.of_fields
+
+
+def _messages_of(part: pa.Table | pa.RecordBatch) -> list[Message]:
+    """The messages of rows of the messages table, column by column: values the table's schema typed, built as
+    `Message(**row)` builds them without validating them again (the fast constructors; times made UTC; a role or
+    kind the model does not know is a ValueError)."""
+    columns = [part.column(name).to_pylist() if name != "created_at" else _utc_times(part.column(name)) for name in _MESSAGE_BACK]
+    (tc_of, tc_given), (tr_of, tr_given), (ci_of, ci_given), (at_of, at_given) = _ITEM_BACK
+    roles, kinds = _ROLES, _KINDS
+    messages = []
+    for (mid, pid, role, kind, text, created, model, author, recipient, ctype, reasoning,
+         calls, results, citations, attachments, active, seq, branch_index, extra) in zip(*columns):
+        messages.append(_of_fields({
+            "message_id": mid, "parent_id": pid,
+            "role": roles[role] if role in roles else Role(role),
+            "kind": kinds[kind] if kind in kinds else MessageKind(kind),
+            "text": text or "", "created_at": created, "model": model, "author_name": author, "recipient": recipient,
+            "content_type": ctype, "reasoning": reasoning,
+            "tool_calls": [tc_of(item, tc_given) for item in calls] if calls else [],
+            "tool_results": [tr_of(item, tr_given) for item in results] if results else [],
+            "citations": [ci_of(item, ci_given) for item in citations] if citations else [],
+            "attachments": [at_of(item, at_given) for item in attachments] if attachments else [],
+            "on_active_branch": bool(active), "seq": seq, "branch_index": branch_index,
+            "extra": json.loads(extra) if extra else {},
+        }, _MESSAGE_BACK))
+    return messages
+
+
+def _utc_times(column: pa.ChunkedArray | pa.Array) -> list[datetime | None]:
+    """A timestamp column's values as aware UTC datetimes (from its microseconds: 4x faster than Arrow's own
+    conversion, which looks up the column's zone for every value)."""
+    micros = column.cast(TS).cast(pa.int64()).to_pylist()
+    return [None if v is None else _EPOCH + timedelta(microseconds=v) for v in micros]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _conversation_from_row(row: dict[str, Any]) -> Conversation:
@@ -434,7 +462,8 @@ def iter_conversations(conversations_file: BinaryIOLike, messages_file: BinaryIO
     """Stream (conversation with its messages, upload_key) back from one pair of table files.
 
     Both files list conversations in the same order and messages are contiguous per
-    conversation (as TableWriter writes them), so this holds one conversation at a time.
+    conversation (as TableWriter writes them), so this holds one conversation at a time
+    (and one batch of message rows).
     Each conversation takes its own `total_messages` rows: two states of one chat in a row
     (the same chat exported twice) keep their own messages. Each carries the state hash the
     table holds (`state_hash` column; files written before it compute it when asked).
@@ -445,20 +474,24 @@ def iter_conversations(conversations_file: BinaryIOLike, messages_file: BinaryIO
     if rows is not None:
         yield from _selected_conversations(conversations_file, messages_file, sorted(set(rows)))
         return
-    msg_rows = read_rows(messages_file)
+    messages = _keyed_messages(pq.ParquetFile(messages_file).iter_batches(batch_size=2048))
     for crow in read_rows(conversations_file):
-        yield _conversation_with(crow, [next(msg_rows, None) for _ in range(crow["total_messages"] or 0)])
+        yield _conversation_with(crow, [next(messages, None) for _ in range(crow["total_messages"] or 0)])
 
 
-def _conversation_with(crow: dict[str, Any], mrows: list[dict[str, Any] | None]) -> tuple[Conversation, str | None]:
-    """A conversation's row and its messages' rows as the model (and its upload_key)."""
+def _keyed_messages(parts: Iterable[pa.Table | pa.RecordBatch]) -> Iterator[tuple[str, Message]]:
+    """(conversation_key, message) of each row of these parts of the messages table, in order."""
+    for part in parts:
+        yield from zip(part.column("conversation_key").to_pylist(), _messages_of(part))
+
+
+def _conversation_with(crow: dict[str, Any], keyed: list[tuple[str, Message] | None]) -> tuple[Conversation, str | None]:
+    """A conversation's row and its messages (with the conversation key of their rows) as the model (and its upload_key)."""
     conv = _conversation_from_row(crow)
-    messages = []
-    for mrow in mrows:
-        if mrow is None or mrow["conversation_key"] != crow["conversation_key"]:
-            raise ValueError(f"messages table out of step with conversations at {crow['conversation_key']}")
-        messages.append(_message_from_row(mrow))
-    conv.messages = messages
+    key = crow["conversation_key"]
+    if any(item is None or item[0] != key for item in keyed):
+        raise ValueError(f"messages table out of step with conversations at {key}")
+    conv.messages = [m for _, m in keyed]  # type: ignore[misc]
     return with_state_hash(conv, crow.get("state_hash")), crow["upload_key"]
 
 
@@ -476,14 +509,14 @@ def _selected_conversations(conversations_file: BinaryIOLike, messages_file: Bin
         end = min(hi, group_starts[-1])  # (a messages table shorter than the conversations say: out of step)
         first, last = bisect_right(group_starts, lo) - 1, bisect_right(group_starts, end - 1) - 1
         held = {g: t for g, t in held.items() if g >= first}
-        mrows: list[dict[str, Any] | None] = [None] * (hi - lo)
+        keyed: list[tuple[str, Message] | None] = [None] * (hi - lo)
         if end > lo:
             for g in range(first, last + 1):
                 if g not in held:
                     held[g] = messages.read_row_group(g)
             part = pa.concat_tables([held[g] for g in range(first, last + 1)]).slice(lo - group_starts[first], end - lo)
-            mrows[:end - lo] = part.to_pylist()
-        yield _conversation_with(convs.slice(i, 1).to_pylist()[0], mrows)
+            keyed[:end - lo] = _keyed_messages([part])
+        yield _conversation_with(convs.slice(i, 1).to_pylist()[0], keyed)
 
 
 # what decides, without its messages, whether a state is already in the graph (chatetl.graph.load)

@@ -73,3 +73,29 @@ def test_a_wrong_s3_secret_is_one_line_saying_the_credentials_were_refused(s3_st
     assert line.startswith(f"error: s3://{s3_store.bucket}/uploads/: the S3 server refused the credentials (")
     assert "Traceback" not in result.stderr and "not-the-secret-xyz" not in result.stderr + result.stdout
     assert json.loads(result.stdout)["errors"] == 1
+
+
+def test_normalize_runs_without_numpy_and_writes_the_same_tables(tmp_path):
+    """`chatetl normalize` never imports numpy (21 MB of its memory; chatetl.readers.without_numpy), on one core
+    and on two, and its tables are those of a TableWriter in a process that has numpy."""
+    import pyarrow.parquet as pq
+
+    from chatetl.readers import ReadReport, read_path
+    from chatetl.tables import TableWriter
+
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt_conversations()))
+    here = tmp_path / "here"
+    here.mkdir()
+    with TableWriter(here / "c.parquet", here / "m.parquet") as writer:
+        for conv in read_path(path, ReadReport()):
+            writer.add(conv)
+    probe = ("import sys\nimport chatetl.cli\ntry:\n    chatetl.cli.main()\nexcept SystemExit as e:\n"
+             "    print('numpy' in sys.modules and sys.modules['numpy'] is not None, e.code)")
+    for workers in ("1", "2"):
+        out = tmp_path / f"out{workers}"
+        result = subprocess.run([sys.executable, "-c", probe, "normalize", str(path), "--out", str(out), "--workers", workers],
+                                capture_output=True, text=True)
+        assert result.stdout.strip().splitlines()[-1] == "False 0", result.stderr
+        for table, mine in (("conversations", "c"), ("messages", "m")):
+            assert pq.read_table(out / table / "part-0.parquet").equals(pq.read_table(here / f"{mine}.parquet"))
