@@ -52,8 +52,8 @@ def normalize_upload(
     """Read one upload (streamed) into the normalized tables of its partition; quarantine what fails.
 
     `workers`: processes converting records (chatetl.readers.parallel); None: its automatic choice
-    (this process alone while parallel.AUTO is off; with it on, both cores for an upload of at least
-    AUTO_MIN_BYTES). Each process stays within the step's memory; the tables and the report are
+    (with parallel.AUTO on, as it is, both cores for an upload of at least AUTO_MIN_BYTES, else this
+    process alone). Each process stays within the step's memory; the tables and the report are
     the same either way.
 
     `previous`: the state rows (conversation_key, updated_at) of the tables this upload's earlier

@@ -25,8 +25,8 @@ so the tables (`Table.equals`) and the report are the one-process path's; only t
 cut differently. Everything else (other formats and layouts, JSON Lines) is read in this process
 as before, in its place.
 
-`workers=None` is automatic (see AUTO: off for now, so one process); with AUTO on, both cores (at
-most `MAX_AUTO_WORKERS`) when the input has at least `AUTO_MIN_BYTES`, else one; `workers=1` is
+`workers=None` is automatic (see AUTO): both cores (at most `MAX_AUTO_WORKERS`) when the input has
+at least `AUTO_MIN_BYTES`, else one (an unknown size too); `workers=1` is
 the one-process path itself. Workers come from the 'forkserver' start method (never forked from
 the caller, which may hold threads: Dagster steps, the Parquet writer thread), preloaded with this
 module (and pyarrow without numpy: chatetl.readers.without_numpy): the imports are paid once,
@@ -85,18 +85,20 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-# Whether `workers=None` may choose the pool: off until bench/normalize_throughput.py shows it
-# winning on every input on the shared 2-core bench machine; `--workers 2` (or workers=2) uses it.
-AUTO = False
+# Whether `workers=None` may choose the pool (`--workers 1`, or workers=1, never does): on since
+# bench/normalize_throughput.py showed it winning on every input of at least AUTO_MIN_BYTES on the shared
+# 2-core machine (200 MB: ChatGPT 1.52x one process, Claude.ai 1.34x, sharded zip 1.32x, each process
+# within 128 MB; at 20 MB, under AUTO_MIN_BYTES, the pool's start ate its gain: 1.00x).
+AUTO = True
 
 
 def resolve_workers(workers: int | None, input_bytes: int | None) -> int:
     """Processes converting records: `workers` when given (1: the one-process path), else automatic:
-    1 while AUTO is off; with AUTO on, both cores for an input of at least AUTO_MIN_BYTES or of
-    unknown size, else 1."""
+    with AUTO on, both cores for an input of at least AUTO_MIN_BYTES, else 1 (an input of unknown
+    size, s3:// inputs on the command line, too: the pool's start would outweigh a small one)."""
     if workers is not None:
         return max(1, int(workers))
-    if not AUTO or (input_bytes is not None and input_bytes < AUTO_MIN_BYTES):
+    if not AUTO or input_bytes is None or input_bytes < AUTO_MIN_BYTES:
         return 1
     return max(1, min(cores(), MAX_AUTO_WORKERS))
 
