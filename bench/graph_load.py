@@ -23,6 +23,10 @@ ratio to the ceiling measured in the same run:
 - the naive baseline: one auto-commit MERGE query per conversation, per message, per
   HAS_MESSAGE/NEXT/REPLIES_TO link, the same nodes and relationships. It runs on a slice
   (--baseline-conversations, 100 by default) because it is slow; its rate is per message;
+- `chatetl load` end to end (--e2e-mb, a generated ChatGPT-shaped conversations.json of that many MB; 0 skips
+  it): the command in its own process (reading, graph, Documents and their chunks, full-text indexed, with the
+  built-in embeddings as CHATETL_EMBEDDINGS says, on by default), its first load and its unchanged rerun, and
+  beside them the first load without embeddings and with `--no-documents`; the file's conversations are retracted (chatetl.graph.retract) before each first load and at the end;
 - one big conversation (--big-messages, 50,000 messages of 400 characters; 0 skips it): written
   in one transaction (`stage_messages` above its size: how every conversation was written before
   chatetl.graph.staging), staged (the default: steps of 5,000, swapped in 20,000 a transaction),
@@ -36,7 +40,10 @@ before and after, so it never touches other data in the database.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -227,6 +234,55 @@ def row(label: str, messages: int, seconds: float, ceiling: float | None, extra:
     return rate
 
 
+def end_to_end(mb: int, runs: int, driver: Any, database: str | None, ceiling: float) -> None:
+    """`chatetl load` of a generated file, in its own process: first load (after its conversations are retracted),
+    unchanged rerun, and the first load without Documents; its conversations retracted at the end."""
+    from chatgpt_shaped import write_chatgpt_file
+
+    from chatetl.graph.retract import retract_conversations
+    from chatetl.readers import ReadReport, read_path
+
+    with tempfile.TemporaryDirectory(prefix="chatetl-bench-e2e-") as tmp:
+        path = Path(tmp) / "conversations.json"
+        write_chatgpt_file(path, mb * 1024 * 1024)
+        convs = list(read_path(path, ReadReport()))
+        keys, total = [c.key for c in convs], sum(len(c.messages) for c in convs)
+        del convs
+
+        def command(*options: str, embeddings: bool = True) -> str:
+            env = {**os.environ, **({} if embeddings else {"CHATETL_EMBEDDINGS": "0"})}
+            done = subprocess.run([sys.executable, "-m", "chatetl.cli", "load", str(path), "--quiet", *options],
+                                  capture_output=True, text=True, check=False, env=env)
+            if done.returncode != 0:
+                raise RuntimeError(f"chatetl load failed ({done.returncode}): {done.stderr[-2000:]}")
+            out = json.loads(done.stdout.strip().splitlines()[-1])
+            return ", ".join(f"{k}={v}" for k, v in sorted(out.items())
+                             if k in ("conversations_created", "conversations_unchanged", "messages_written", "documents_written", "chunks_written") and v)
+
+        def clear() -> None:
+            retract_conversations(driver, keys, database)
+
+        try:
+            label = f"chatetl load {mb} MB file, end to end"
+            secs, out = median_run(runs, command, clear)
+            first = row(label, total, secs, ceiling, out)
+            times, outs = [], []
+            for _ in range(runs):
+                start = time.perf_counter()
+                outs.append(command())
+                times.append(time.perf_counter() - start)
+            rerun = statistics.median(times)
+            row("  the same again (unchanged)", total, rerun, ceiling, f"{outs[-1]}  ({rerun / (total / first):.0%} of the first load)")
+            secs, out = median_run(runs, lambda: command(embeddings=False), clear)
+            plain = row("  first load, no embeddings (CHATETL_EMBEDDINGS=0)", total, secs, ceiling, out)
+            secs, out = median_run(runs, lambda: command("--no-documents"), clear)
+            row("  first load, --no-documents", total, secs, ceiling, out)
+            print(f"chatetl load end to end: {first:,.0f} msgs/s with the built-in embeddings, {plain:,.0f} without "
+                  f"(target >= 15,000)")
+        finally:
+            clear()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", type=int, default=2000)
@@ -236,6 +292,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure (the median is printed)")
     parser.add_argument("--skip-deep", action="store_true")
     parser.add_argument("--big-messages", type=int, default=50_000, help="one conversation this long (0: skip)")
+    parser.add_argument("--e2e-mb", type=int, default=120, help="`chatetl load` of a ChatGPT-shaped file this big (0: skip)")
     args = parser.parse_args()
 
     ensure_local_env()  # deploy/local.env's settings where the environment has none (starts the script again)
@@ -323,6 +380,8 @@ def main() -> None:
                 outs.append(partition())
                 times.append(time.perf_counter() - start)
             row(f"from the tables: resync ({len(changed)} of {len(convs)} newer)", total, statistics.median(times), ceiling, outs[-1])
+        if args.e2e_mb:
+            end_to_end(args.e2e_mb, args.runs, driver, database, ceiling)
         if not args.skip_deep:
             secs, out = median_run(args.runs, lambda: load(convs, deep=True), fresh)
             row("chatetl first load, deep mode (traces too)", total, secs, ceiling, out)

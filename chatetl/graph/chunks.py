@@ -31,7 +31,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from chatetl.graph.connection import run_read, run_write, value_fault, write_measured, write_session
+import orjson
+
+from chatetl.graph.connection import quiet, run_read, run_write, value_fault, write_measured, write_session
 from chatetl.tally import Tally, capped, summed_by
 
 log = logging.getLogger(__name__)
@@ -191,11 +193,21 @@ class ChunksDigest:
 
     def update(self, chunks: Iterable[ChunkRow]) -> None:
         for c in chunks:
-            self._hash.update(json.dumps(c.graph_row(), sort_keys=True, ensure_ascii=False).encode("utf-8", "replace"))
+            self._hash.update(_row_bytes(c.graph_row()))
             self._hash.update(b"\n")
 
     def hexdigest(self) -> str:
         return self._hash.hexdigest()
+
+
+def _row_bytes(row: dict[str, Any]) -> bytes:
+    """A chunk's graph row as JSON with sorted keys (orjson: 10x json.dumps on rows with vectors; a text orjson
+    refuses, one with a lone surrogate, as json.dumps writes it). Digests written before December 2026 were
+    json.dumps's: a Document of such a digest has its chunks written once more (their vectors reused)."""
+    try:
+        return orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8", "replace")
 
 
 def chunks_digest(chunks: list[ChunkRow]) -> str:
@@ -214,9 +226,9 @@ def _write_rows(driver: Any, database: str | None, rows: list[dict[str, Any]], p
     """Chunks and their NEXT links (pairs of ids) in one transaction, written whole or not at all (one too big for
     the server fails at once: chatetl.graph.connection.write_measured); how many chunks were written."""
     def work(tx: Any) -> int:
-        record = tx.run(_UPSERT_CHUNKS, rows=rows).single()
+        record = tx.run(_UPSERT_CHUNKS, quiet({"rows": rows})).single()
         if pairs:
-            tx.run(_LINK, pairs=pairs).consume()
+            tx.run(_LINK, quiet({"pairs": pairs})).consume()
         return record["written"] if record else 0
 
     with write_session(driver, database) as session:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from chatetl.graph.connection import value_fault, write_measured, write_session
+from chatetl.graph.connection import quiet, value_fault, write_measured, write_session
 from chatetl.graph.schema import ensure_schema
 
 # A Document follows its Conversation: it is written when it comes from the state that won
@@ -45,7 +45,7 @@ def superseded_documents(driver: Any, docs: list[dict[str, Any]], database: str 
         return set()
     rows = [{k: d[k] for k in ("key", "state_version", "arrived_via", "state_hash")} for d in docs]
     with write_session(driver, database) as session:
-        records = session.execute_read(lambda tx: tx.run(_SUPERSEDED, rows=rows).data())
+        records = session.execute_read(lambda tx: tx.run(_SUPERSEDED, quiet({"rows": rows})).data())
     return {r["key"] for r in records}
 
 
@@ -63,7 +63,7 @@ def load_documents(driver: Any, docs: Iterable[dict[str, Any]], database: str | 
     def flush(rows: list[dict[str, Any]]) -> int:
         try:  # (write_measured: a transaction too big for the server fails at once, not after 30 s of retries)
             with write_session(driver, database) as session:
-                record, _ = write_measured(session, lambda tx: tx.run(_UPSERT_DOCUMENTS, rows=rows).single())
+                record, _ = write_measured(session, lambda tx: tx.run(_UPSERT_DOCUMENTS, quiet({"rows": rows})).single())
         except Exception as exc:
             if failures is None or not value_fault(exc):
                 raise

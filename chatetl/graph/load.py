@@ -69,6 +69,7 @@ from typing import Any
 
 from chatetl.graph.connection import (
     TransactionTooBig,
+    quiet,
     run_counted,
     value_fault,
     write_measured,
@@ -437,7 +438,7 @@ def _set_props(conv: Conversation, m: Any) -> dict[str, Any]:
 
 def _read_state(tx: Any, keys: list[str]) -> dict[str, dict[str, Any]]:
     """The stored state of the conversations of `keys` that have a node (read-only, no locks)."""
-    return {r["key"]: dict(r) for r in tx.run(_CHECK_CONVERSATIONS, keys=keys)}
+    return {r["key"]: dict(r) for r in tx.run(_CHECK_CONVERSATIONS, quiet({"keys": keys}))}
 
 
 def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = False,

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from chatetl.graph.connection import write_session
+from chatetl.graph.connection import quiet, write_session
 from chatetl.graph.load import LoadSummary, load_conversations
 from chatetl.model import newest
 from chatetl.retractions import (
@@ -140,7 +140,7 @@ def retract_conversations(driver: Any, keys: Iterable[str], database: str | None
             part = ordered[lo:lo + KEYS_PER_STATEMENT]
             for name, cypher in _STEPS:
                 while True:
-                    record = session.execute_write(lambda tx, q=cypher, k=part: tx.run(q, keys=k, limit=batch).single())
+                    record = session.execute_write(lambda tx, q=cypher, k=part: tx.run(q, quiet({"keys": k, "limit": batch})).single())
                     deleted = record["deleted"] if record else 0
                     summary.transactions += 1
                     setattr(summary, name, getattr(summary, name) + deleted)
