@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from chatetl.graph.connection import quiet, run_read, run_write, value_fault, write_measured, write_session
+from chatetl.graph.connection import quiet, run_read, run_read_values, run_write, value_fault, write_measured, write_session
 from chatetl.tally import Tally, capped, summed_by
 
 log = logging.getLogger(__name__)
@@ -436,8 +436,8 @@ def stored_embeddings(driver: Any, model: str, hashes: Sequence[str], database: 
     out: dict[str, list[float]] = {}
     hashes = list(dict.fromkeys(hashes))
     for i in range(0, len(hashes), batch):
-        for r in run_read(driver, database, _STORED_EMBEDDINGS, hashes=hashes[i:i + batch], model=model):
-            out[r["h"]] = r["embedding"]
+        for h, embedding in run_read_values(driver, database, _STORED_EMBEDDINGS, hashes=hashes[i:i + batch], model=model):
+            out[h] = embedding
     return out
 
 
