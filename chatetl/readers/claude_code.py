@@ -60,7 +60,6 @@ from chatetl.readers.entry import Entry
 from chatetl.readers.fields import text_or_none
 from chatetl.readers.jsonstream import convert_records, json_text, raw_bytes, report_repairs
 from chatetl.readers.report import ReadReport
-from chatetl.readers.splitter import decode
 from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import turn_kind
 
@@ -119,17 +118,14 @@ def session_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]
         if pending is not None:
             report.error(entry.name, f"line {pending[0]}", pending[2], raw=pending[1])
             pending = None
-        if too_long is not None:
-            report.error(entry.name, f"line {lineno}", str(too_long))
-            continue
         try:
-            record, repairs = decode(line)
-        except RecursionError:
-            report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
-            continue
+            decoded = jsonstream.decoded_line(report, entry.name, lineno, raw, line, too_long)
         except ValueError as exc:
             pending = (lineno, raw, f"invalid JSON: {str(exc)[:200]}")
             continue
+        if decoded is None:
+            continue
+        record, repairs = decoded
         if repairs:  # (a line's uuid is a message's, not the conversation's: the line alone names the place)
             report_repairs(report, entry.name, f"line {lineno}", None, repairs, raw)
         yield f"line {lineno}", record

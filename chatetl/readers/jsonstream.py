@@ -137,19 +137,31 @@ def jsonl_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[int, bytes, 
             yield lineno, raw, line, None
 
 
+def decoded_line(report: ReadReport, file: str, lineno: int, raw: bytes, line: bytes,
+                 too_long: ValueTooLong | None) -> tuple[Any, Counter[str] | None] | None:
+    """A line `jsonl_lines` gave, decoded: (record, repairs), or None when it is reported here (a string past the
+    cap, nesting too deep). A line that is not JSON raises its ValueError: what it is depends on the reader
+    (the Claude Code session log's last line may be one still being written)."""
+    if too_long is not None:
+        report.error(file, f"line {lineno}", str(too_long))
+        return None
+    try:
+        return decode(line)
+    except RecursionError:
+        report.error(file, f"line {lineno}", "JSON nested too deeply", raw=raw)
+        return None
+
+
 def _iter_jsonl(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
     for lineno, raw, line, too_long in jsonl_lines(entry, report):
-        if too_long is not None:
-            report.error(entry.name, f"line {lineno}", str(too_long))
-            continue
         try:
-            record, repairs = decode(line)
-        except RecursionError:
-            report.error(entry.name, f"line {lineno}", "JSON nested too deeply", raw=raw)
-            continue
+            decoded = decoded_line(report, entry.name, lineno, raw, line, too_long)
         except ValueError as exc:
             report.error(entry.name, f"line {lineno}", f"invalid JSON: {_short(exc)}", raw=raw)
             continue
+        if decoded is None:
+            continue
+        record, repairs = decoded
         if repairs:
             report_repairs(report, entry.name, f"line {lineno}", record, repairs, raw)
         yield f"line {lineno}", record
