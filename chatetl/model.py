@@ -315,7 +315,7 @@ def state_hash(conv: Conversation) -> str:
     return stored if stored is not None else computed_state_hash(conv)
 
 
-def json_text(value: dict[str, Any]) -> str | None:
+def source_fields_json(value: dict[str, Any]) -> str | None:
     """A dict of source fields as the tables hold it (`meta`, `extra`): JSON with sorted keys, what JSON cannot hold
     as its text (str()); None for an empty dict. Reading it back and writing it again gives the same text."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str) if value else None
@@ -323,17 +323,17 @@ def json_text(value: dict[str, Any]) -> str | None:
 
 def computed_state_hash(conv: Conversation) -> str:
     """`state_hash` computed from the conversation itself (whatever hash it carries)."""
-    return hash_of_fields(conv, json_text(conv.meta), [json_text(m.extra) for m in conv.messages])
+    return hash_of_fields(conv, source_fields_json(conv.meta), [source_fields_json(m.extra) for m in conv.messages])
 
 
-# what the state hash covers: every field but source_file, the dicts of source fields as their `json_text`
+# what the state hash covers: every field but source_file, the dicts of source fields as their `source_fields_json`
 _ITEM_LISTS = ("tool_calls", "tool_results", "citations", "attachments")
 _HASHED_CONVERSATION = itemgetter(*(n for n in Conversation.model_fields if n not in ("source_file", "messages", "meta")))
 _HASHED_MESSAGE = itemgetter(*(n for n in Message.model_fields if n not in ("extra", *_ITEM_LISTS)))
 
 
 def hash_of_fields(conv: Conversation, meta: str | None, extras: list[str | None]) -> str:
-    """`computed_state_hash` of `conv` given its `meta` and its messages' `extra` as their `json_text` (what the
+    """`computed_state_hash` of `conv` given its `meta` and its messages' `extra` as their `source_fields_json` (what the
     tables write, computed once). The dicts of source fields are hashed as that text, so a conversation read back
     from the tables hashes the same as the one written. ValueError where a value cannot be hashed (a lone
     surrogate: the readers replace them)."""

@@ -35,7 +35,7 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
     hash_of_fields,
-    json_text,
+    source_fields_json,
     state_version,
     with_state_hash,
 )
@@ -121,11 +121,8 @@ _MESSAGE_FIELDS = (
 _MESSAGE_LISTS = (("tool_calls", ToolCall), ("tool_results", ToolResult), ("citations", Citation), ("attachments", Attachment))
 
 
-_json = json_text
-
-
 def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[str, Any]:
-    meta = _json(conv.meta)
+    meta = source_fields_json(conv.meta)
     return {
         **{name: getattr(conv, name) for name in _CONVERSATION_FIELDS},
         "conversation_key": conv.key,
@@ -135,7 +132,7 @@ def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[
         "models_used": sorted({m.model for m in conv.messages if m.model}),
         "upload_key": upload_key,
         "meta": meta,
-        "state_hash": stored_state_hash(conv, meta, [_json(m.extra) for m in conv.messages]),
+        "state_hash": stored_state_hash(conv, meta, [source_fields_json(m.extra) for m in conv.messages]),
     }
 
 
@@ -161,7 +158,7 @@ def message_rows(conv: Conversation) -> Iterator[dict[str, Any]]:
             "role": m.role.value,
             "kind": m.kind.value,
             "text": m.text,
-            "extra": _json(m.extra),
+            "extra": source_fields_json(m.extra),
         }
 
 
@@ -227,7 +224,7 @@ class TableBatch:
         models.discard("")
         cc["models_used"].append(sorted(models))
         cc["upload_key"].append(upload_key)
-        meta = _json(conv.meta)
+        meta = source_fields_json(conv.meta)
         cc["meta"].append(meta)
         mc = self._mc
         for name, value in (("conversation_key", key), ("source", source), ("platform", platform), ("conversation_id", cid)):
@@ -240,7 +237,7 @@ class TableBatch:
             else:
                 mc[name].extend([_EMPTY] * n)
         extras = columns[_EXTRA]
-        extra_json = [_json(x) if x else None for x in extras] if any(extras) else [None] * n
+        extra_json = [source_fields_json(x) if x else None for x in extras] if any(extras) else [None] * n
         mc["extra"].extend(extra_json)
         cc["state_hash"].append(stored_state_hash(conv, meta, extra_json))
         size = sum(map(len, columns[_TEXT])) + 200 * n
@@ -434,7 +431,7 @@ def _messages_of(part: pa.Table | pa.RecordBatch) -> list[Message]:
             "citations": [ci_of(item, ci_given) for item in citations] if citations else [],
             "attachments": [at_of(item, at_given) for item in attachments] if attachments else [],
             "on_active_branch": bool(active), "seq": seq, "branch_index": branch_index,
-            "extra": json.loads(extra) if extra else {},
+            "extra": _none_if_empty(extra),
         }, _MESSAGE_BACK))
     return messages
 
