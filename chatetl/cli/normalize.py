@@ -101,7 +101,7 @@ def _local_bytes(inputs: tuple[str, ...]) -> int | None:
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
 @click.option(
     "--workers", type=click.IntRange(min=1), default=None,
-    help="Processes converting records: this one and N-1 workers (chatetl.readers.parallel); 1 (the default for now): this one alone.",
+    help="Processes converting records: this one and N-1 workers (chatetl.readers.parallel); 1: this one alone. Default: both cores for local inputs of 32 MB and more, else one (an s3:// input, whose size is not known, too).",
 )
 @quiet_and_progress
 def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bool, progress: bool | None) -> None:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from chatetl.model import (
@@ -50,7 +49,7 @@ from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, text_or_none
 from chatetl.readers.jsonstream import convert_records, iter_records, json_text
 from chatetl.readers.report import ReadReport
-from chatetl.readers.timeutil import parse_time
+from chatetl.readers.timeutil import parse_iso_time
 
 PLATFORM = "deepseek"
 ROOT = "root"
@@ -106,8 +105,8 @@ def conversation_from_deepseek(record: dict, report: ReadReport, file: str = "",
         platform=PLATFORM,
         conversation_id=conv_id,
         title=text_or_none(record.get("title")),
-        created_at=_time(record.get("inserted_at")),
-        updated_at=_time(record.get("updated_at")),
+        created_at=parse_iso_time(record.get("inserted_at")),
+        updated_at=parse_iso_time(record.get("updated_at")),
         url=URL.format(conv_id),
         messages=_messages(mapping, report, file, place),
         meta=meta,
@@ -240,7 +239,7 @@ def message_from_deepseek(raw: dict, report: ReadReport, message_id: str, parent
         role=role,
         kind=kind,
         text=text,
-        created_at=_time(raw.get("inserted_at")),
+        created_at=parse_iso_time(raw.get("inserted_at")),
         model=model if isinstance(model, str) and model else None,
         content_type=",".join(types) or None,
         reasoning=joined_reasoning,
@@ -250,17 +249,6 @@ def message_from_deepseek(raw: dict, report: ReadReport, message_id: str, parent
         attachments=attachments,
         extra=extra,
     )
-
-
-def _time(value: Any) -> datetime | None:
-    """The export's ISO times (2026-01-01T08:00:00.123+08:00) in UTC; anything else as parse_time reads it."""
-    if type(value) is str:
-        try:
-            t = datetime.fromisoformat(value)
-        except ValueError:
-            return parse_time(value)
-        return t.astimezone(UTC) if t.tzinfo is not None else t.replace(tzinfo=UTC)
-    return parse_time(value)
 
 
 _HOST = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#:\[\]]+)")

@@ -336,3 +336,16 @@ def test_the_built_in_sample_reads_cleanly():
     assert report.errors == [] and report.drift == {} and len(convs) == 2
     assert any(len(c.messages) > len(c.active_branch) for c in convs)  # one has a branch
     assert all(c.message_count >= 2 for c in convs)
+
+
+def test_a_time_past_what_a_datetime_holds_is_null_and_counted_and_the_conversation_is_read():
+    """9999-12-31T23:00-05:00 is in year 10000 in UTC: it used to lose its whole conversation (an OverflowError)."""
+    late = pair("c1")
+    late["inserted_at"] = "9999-12-31T23:00:00.000-05:00"
+    late["mapping"]["2"]["message"]["inserted_at"] = "9999-12-31T23:30:00.000-05:00"
+    convs, report = read([late, pair("c2")])
+    assert report.errors == []
+    assert [c.conversation_id for c in convs] == ["c1", "c2"]
+    assert convs[0].created_at is None and convs[0].updated_at == datetime(2026, 3, 1, 0, 10, tzinfo=UTC)
+    assert [m.created_at for m in convs[0].messages] == [datetime(2026, 3, 1, 0, 0, 1, tzinfo=UTC), None]
+    assert report.drift == {"time.out_of_range": 2}
