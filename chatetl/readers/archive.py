@@ -44,7 +44,7 @@ from typing import Any, BinaryIO
 from chatetl.readers import claude_ai_manifest, limits
 from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.detect import Format, Layout, detect, resembles
-from chatetl.readers.encodings import utf8_entry, wide_encoding
+from chatetl.readers.encodings import INVALID_SEQUENCE, utf8_entry, wide_encoding
 from chatetl.readers.entry import Entry
 from chatetl.readers.limits import size_text
 from chatetl.readers.report import ReadReport
@@ -76,7 +76,7 @@ def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: i
         return
     encoding = wide_encoding(head)
     if encoding is not None:  # UTF-16/32 (Windows tools): read as UTF-8, streamed
-        entry = utf8_entry(entry, encoding)
+        entry = utf8_entry(entry, encoding, lambda n: report.unknown(INVALID_SEQUENCE, n))
         head = entry.head()
     fmt, layout = detect(entry, head)
     if fmt is Format.ZIP:

@@ -79,3 +79,25 @@ def test_binary_data_that_only_looks_wide_is_still_refused():
     got, report = read("blob.json", b"\x01\x00\x02\x00" * 100)
     assert got == [] and [e.file for e in report.errors] == ["blob.json"]
     assert "unrecognized format" in report.errors[0].reason
+
+
+def test_bad_sequences_are_counted_once_as_drift_and_the_file_still_reads():
+    """A lone surrogate in a UTF-16 file reads as U+FFFD, as before, and is now counted (the head is read twice:
+    detection and the reader; a small file is read whole both times, still counted once)."""
+    raw = json.dumps([chatgpt_record("c1", text="Hello MARK"), chatgpt_record("c2", text="Hi MARK")]).encode("utf-16-le")
+    mark = "MARK".encode("utf-16-le")
+    bad = raw.replace(mark, "x".encode("utf-16-le") + b"\x00\xdc" + "y".encode("utf-16-le"))  # two lone low surrogates
+    got, report = read("conversations.json", bad)
+    assert report.errors == []
+    assert [m.text for c in got for m in c.visible_turns] == ["Hello x\ufffdy", "Hi x\ufffdy"]
+    assert report.drift == {"encoding.invalid_sequence": 2}
+    clean, clean_report = read("conversations.json", raw)
+    assert clean_report.drift == {} and [m.text for c in clean for m in c.visible_turns] == ["Hello MARK", "Hi MARK"]
+
+
+def test_the_stream_counts_what_it_replaced(monkeypatch):
+    monkeypatch.setattr("chatetl.readers.encodings.BLOCK", 3)  # a bad sequence split across reads is one
+    lone = ("x".encode("utf-16-le") + b"\x00\xdc") * 5 + b"y"  # five lone surrogates, then a cut last character
+    stream = Utf8Stream(io.BytesIO(lone), "utf-16-le")
+    assert stream.read().decode() == "x\ufffd" * 5 + "\ufffd"
+    assert stream.invalid == 6
