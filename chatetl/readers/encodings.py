@@ -56,6 +56,7 @@ class InvalidSequences:
             self._found(invalid - self._told)
             self._told = invalid
 
+
 _BOMS = (  # longest first: a UTF-32-LE mark begins like a UTF-16-LE one
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),
