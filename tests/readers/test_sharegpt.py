@@ -28,6 +28,7 @@ def read_all(path):
     return list(read_path(path, report)), report
 
 
+@pytest.mark.skipif(not SAMPLE.exists(), reason="shared samples not present")
 def test_real_fastchat_sample():
     records = json.loads(SAMPLE.read_text(encoding="utf-8"))
     convs, report = read_all(SAMPLE)
