@@ -3,9 +3,10 @@
     NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/message_write_cost.py [--conversations 2000] [--turns 50]
 
 Generated data (never real chats). Each line writes the same messages (N conversations of M
-messages, batches of --batch messages, one managed transaction each, one session, columnar
-parameters as chatetl's load sends them) under a label of its own (`BenchCost`, with its own key
-constraint and indexes, created and dropped here), adding one ingredient at a time:
+messages, batches of --batch messages, one managed transaction each, on one session unless the line
+says two, columnar parameters as chatetl's load sends them, built per batch) under a label of its own
+(`BenchCost`, with its own key constraint and indexes, created and dropped here), adding one
+ingredient at a time:
 
 - the ceiling: `CREATE (:BenchCost {key})` under the key constraint (what bench/graph_load.py calls the ceiling);
 - with the properties: the 16 of chatetl's Message (chatetl.graph.properties.MESSAGE_PROPERTIES), then the
@@ -83,13 +84,22 @@ def run_line(driver: Any, database: str | None, cols: dict[str, list[Any]], turn
     total = len(cols["key"])
     per = max(1, batch // turns) * turns
     starts = list(range(0, total, per))
-    threads = [threading.Thread(target=_write, args=(driver, database, cols, turns, per, props, conversation, links, query,
-                                                     starts[k::sessions])) for k in range(sessions)]
+    failures: list[BaseException] = []
+
+    def write(part: list[int]) -> None:
+        try:
+            _write(driver, database, cols, turns, per, props, conversation, links, query, part)
+        except BaseException as exc:  # a session that failed makes the line fail, never a rate too good
+            failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(starts[k::sessions],)) for k in range(sessions)]
     start = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if failures:
+        raise failures[0]
     return time.perf_counter() - start
 
 
