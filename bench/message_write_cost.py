@@ -80,6 +80,7 @@ CALL (ms) { UNWIND range(0, size($next_from) - 1) AS j WITH ms[$next_to[j]] AS a
 
 def run_line(driver: Any, database: str | None, cols: dict[str, list[Any]], turns: int, batch: int, props: tuple[str, ...],
              conversation: bool, links: bool, sessions: int = 1) -> float:
+    """Seconds to write every message the line's way, its batches shared out between `sessions` sessions."""
     query = statement(props, conversation, links)
     total = len(cols["key"])
     per = max(1, batch // turns) * turns
@@ -88,9 +89,22 @@ def run_line(driver: Any, database: str | None, cols: dict[str, list[Any]], turn
 
     def write(part: list[int]) -> None:
         try:
-            _write(driver, database, cols, turns, per, props, conversation, links, query, part)
+            with driver.session(database=database) as session:
+                for lo in part:
+                    session.execute_write(lambda tx, p: tx.run(query, p).consume(), parameters(lo, min(total, lo + per)))
         except BaseException as exc:  # a session that failed makes the line fail, never a rate too good
             failures.append(exc)
+
+    def parameters(lo: int, hi: int) -> dict[str, Any]:
+        params: dict[str, Any] = {f"p_{p}": QuietList(cols[p][lo:hi]) for p in props}
+        if conversation:
+            count = (hi - lo) // turns
+            params["conversations"] = QuietList([f"conv-{(lo // turns) + c}" for c in range(count)])
+            params["lo"] = QuietList([c * turns for c in range(count + 1)])
+            if links:
+                params["next_from"] = QuietList([c * turns + n for c in range(count) for n in range(turns - 1)])
+                params["next_to"] = QuietList([c * turns + n + 1 for c in range(count) for n in range(turns - 1)])
+        return params
 
     threads = [threading.Thread(target=write, args=(starts[k::sessions],)) for k in range(sessions)]
     start = time.perf_counter()
@@ -101,23 +115,6 @@ def run_line(driver: Any, database: str | None, cols: dict[str, list[Any]], turn
     if failures:
         raise failures[0]
     return time.perf_counter() - start
-
-
-def _write(driver: Any, database: str | None, cols: dict[str, list[Any]], turns: int, per: int, props: tuple[str, ...],
-           conversation: bool, links: bool, query: str, starts: list[int]) -> None:
-    total = len(cols["key"])
-    with driver.session(database=database) as session:
-        for lo in starts:
-            hi = min(total, lo + per)
-            params: dict[str, Any] = {f"p_{p}": QuietList(cols[p][lo:hi]) for p in props}
-            if conversation:
-                count = (hi - lo) // turns
-                params["conversations"] = QuietList([f"conv-{(lo // turns) + c}" for c in range(count)])
-                params["lo"] = QuietList([c * turns for c in range(count + 1)])
-                if links:
-                    params["next_from"] = QuietList([c * turns + n for c in range(count) for n in range(turns - 1)])
-                    params["next_to"] = QuietList([c * turns + n + 1 for c in range(count) for n in range(turns - 1)])
-            session.execute_write(lambda tx, p: tx.run(query, p).consume(), params)
 
 
 def reset(driver: Any, database: str | None, conversations: int, index: bool) -> None:
