@@ -398,7 +398,8 @@ def _table(columns: dict[str, list[Any]], schema: pa.Schema) -> pa.Table:
 # ---- reading the tables back into the model (for the stages after normalization) ----
 
 
-def _none_if_empty(value: str | None) -> dict[str, Any]:
+def _source_fields_of(value: str | None) -> dict[str, Any]:
+    """A `meta` / `extra` column's text back as its dict ({} where the column is null): source_fields_json undone."""
     return json.loads(value) if value else {}
 
 
@@ -431,7 +432,7 @@ def _messages_of(part: pa.Table | pa.RecordBatch) -> list[Message]:
             "citations": [ci_of(item, ci_given) for item in citations] if citations else [],
             "attachments": [at_of(item, at_given) for item in attachments] if attachments else [],
             "on_active_branch": bool(active), "seq": seq, "branch_index": branch_index,
-            "extra": _none_if_empty(extra),
+            "extra": _source_fields_of(extra),
         }, _MESSAGE_BACK))
     return messages
 
@@ -450,7 +451,7 @@ def _conversation_from_row(row: dict[str, Any]) -> Conversation:
     return Conversation(
         **{name: row[name] for name in _CONVERSATION_FIELDS},
         source=Source(row["source"]),
-        meta=_none_if_empty(row["meta"]),
+        meta=_source_fields_of(row["meta"]),
     )
 
 
