@@ -16,12 +16,12 @@ and the bar shows the bytes read alone. The conversations are those read (`norma
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any, BinaryIO, Self, TextIO
+from typing import Any, Self, TextIO
 
+from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.detect import SIDECARS
 from chatetl.readers.entry import Entry
 
@@ -51,47 +51,11 @@ class _LeafCount:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.seen = 0
+        self.seen = 0  # the furthest byte a reader took (at most the size, when it is known)
 
-
-class _Counted(io.RawIOBase):
-    """A leaf's stream that records how far a reader got; reads go straight to the inner stream."""
-
-    def __init__(self, inner: BinaryIO, leaf: _LeafCount) -> None:
-        super().__init__()
-        self._inner = inner
-        self._leaf = leaf
-        self._pos = 0
-
-    def _took(self, data: bytes) -> bytes:
-        self._pos += len(data)
-        if self._pos > self._leaf.seen:
-            self._leaf.seen = min(self._pos, self._leaf.size) if self._leaf.size else self._pos
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        return self._took(self._inner.read(-1 if size is None else size))
-
-    def read1(self, size: int = -1) -> bytes:
-        return self.read(size)
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def readline(self, size: int | None = -1) -> bytes:
-        return self._took(self._inner.readline(-1 if size is None else size))
-
-    def close(self) -> None:
-        if not self.closed:
-            try:
-                self._inner.close()
-            finally:
-                super().close()
+    def advanced(self, pos: int) -> None:
+        if pos > self.seen:
+            self.seen = min(pos, self.size) if self.size else pos
 
 
 class InputMeter:
@@ -143,7 +107,7 @@ class InputMeter:
                 count = _LeafCount(entry.size or 0)
                 self._current = count
                 opener = entry.opener
-                yield replace(entry, opener=lambda opener=opener, count=count: _Counted(opener(), count)), fmt, layout
+                yield replace(entry, opener=lambda opener=opener, count=count: CountingStream(opener(), count.advanced)), fmt, layout
         finally:
             self._finish_current()
 

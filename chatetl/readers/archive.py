@@ -39,9 +39,10 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from chatetl.readers import claude_ai_manifest, limits
+from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.detect import Format, Layout, detect, resembles
 from chatetl.readers.encodings import INVALID_SEQUENCE, utf8_entry, wide_encoding
@@ -265,7 +266,12 @@ class Inflated:
     def opener(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Callable[[], BinaryIO]:
         """How the readers open a member: its stream counted against the cap."""
         key = (id(zf), info.header_offset)
-        return lambda: _Metered(zf.open(info), self, key, name)
+        return lambda: CountingStream(zf.open(info), lambda pos: self.took(key, pos, name), self.check)
+
+    def check(self) -> None:
+        """Before each read of a member: once the cap is passed (by any member), no more is inflated."""
+        if self.stopped:
+            raise InflateLimit(f"reading stopped: the zips of {self.upload} inflated past the cap")
 
     def took(self, key: tuple[int, int], pos: int, name: str) -> None:
         furthest = self._furthest.get(key, 0)
@@ -279,49 +285,3 @@ class Inflated:
                 f"reading stopped: the zips of {self.upload} inflated past {size_text(self.limits.max_inflated_bytes)} "
                 f"(CHATETL_MAX_INFLATED_BYTES) at byte {pos} of this member"
             )
-
-
-class _Metered(io.RawIOBase):
-    """A zip member's stream whose inflated bytes count against the upload's cap."""
-
-    def __init__(self, inner: BinaryIO, inflated: Inflated, key: tuple[int, int], name: str) -> None:
-        super().__init__()
-        self._inner = inner
-        self._inflated = inflated
-        self._key = key
-        self._name = name
-        self._pos = 0
-
-    def _took(self, data: bytes) -> bytes:
-        if data:
-            self._pos += len(data)
-            self._inflated.took(self._key, self._pos, self._name)
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        if self._inflated.stopped:
-            raise InflateLimit(f"reading stopped: the zips of {self._inflated.upload} inflated past the cap")
-        return self._took(self._inner.read(-1 if size is None else size))
-
-    def read1(self, size: int = -1) -> bytes:
-        return self.read(size)
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def readline(self, size: int | None = -1) -> bytes:
-        if self._inflated.stopped:
-            raise InflateLimit(f"reading stopped: the zips of {self._inflated.upload} inflated past the cap")
-        return self._took(self._inner.readline(-1 if size is None else size))
-
-    def close(self) -> None:
-        if not self.closed:
-            try:
-                self._inner.close()
-            finally:
-                super().close()
