@@ -416,8 +416,9 @@ def _messages_of(part: pa.Table | pa.RecordBatch) -> list[Message]:
     """The messages of rows of the messages table, column by column: values the table's schema typed, built as
     `Message(**row)` builds them without validating them again (the fast constructors; times made UTC; a role or
     kind the model does not know is a ValueError). Python's cyclic garbage collector is paused while they are built:
-    they hold no cycles, and its passes over each part's new objects took a third of the read-back's time (100k
-    messages of bench/graph_load.py: 2.2-2.5 s with it, 1.55 s without)."""
+    they hold no cycles, and its passes over each part's new objects took about a third of the read-back's time
+    (`iter_conversations` of the 100k messages of a bench/graph_load.py partition, median of 5: 2.3 s before the
+    pause, 1.6-1.8 s with it)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
