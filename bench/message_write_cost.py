@@ -117,10 +117,15 @@ def run_line(driver: Any, database: str | None, cols: dict[str, list[Any]], turn
     return time.perf_counter() - start
 
 
+def delete_nodes(session: Any) -> None:
+    """The benchmark's own nodes (both labels) and their relationships, gone."""
+    for label in (LABEL, CONV_LABEL):
+        session.run(f"MATCH (n:{label}) CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 10000 ROWS").consume()
+
+
 def reset(driver: Any, database: str | None, conversations: int, index: bool) -> None:
     with driver.session(database=database) as session:
-        session.run(f"MATCH (m:{LABEL}) CALL (m) {{ DETACH DELETE m }} IN TRANSACTIONS OF 10000 ROWS").consume()
-        session.run(f"MATCH (c:{CONV_LABEL}) CALL (c) {{ DETACH DELETE c }} IN TRANSACTIONS OF 10000 ROWS").consume()
+        delete_nodes(session)
         session.run(f"CREATE CONSTRAINT bench_cost_key IF NOT EXISTS FOR (m:{LABEL}) REQUIRE m.key IS UNIQUE").consume()
         session.run(f"CREATE CONSTRAINT bench_cost_conv_key IF NOT EXISTS FOR (c:{CONV_LABEL}) REQUIRE c.key IS UNIQUE").consume()
         if index:
@@ -133,8 +138,7 @@ def reset(driver: Any, database: str | None, conversations: int, index: bool) ->
 
 def drop(driver: Any, database: str | None) -> None:
     with driver.session(database=database) as session:
-        session.run(f"MATCH (m:{LABEL}) CALL (m) {{ DETACH DELETE m }} IN TRANSACTIONS OF 10000 ROWS").consume()
-        session.run(f"MATCH (c:{CONV_LABEL}) CALL (c) {{ DETACH DELETE c }} IN TRANSACTIONS OF 10000 ROWS").consume()
+        delete_nodes(session)
         for name in ("bench_cost_key", "bench_cost_conv_key"):
             session.run(f"DROP CONSTRAINT {name} IF EXISTS").consume()
         session.run("DROP INDEX bench_cost_conversation_id IF EXISTS").consume()
