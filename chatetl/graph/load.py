@@ -86,6 +86,7 @@ from chatetl.graph.properties import (
 )
 from chatetl.graph.schema import ensure_schema
 from chatetl.graph.staging import (
+    StageDiscarded,
     StagePlan,
     begin_swap,
     complete_stage,
@@ -110,7 +111,7 @@ DEFAULT_BATCH_MESSAGES = 5000
 DEFAULT_STAGE_MESSAGES = 5000  # a conversation of more messages is written in steps of this many (chatetl.graph.staging)
 DEFAULT_SWAP_MESSAGES = 20000  # ... and swapped in this many per transaction (labels and links only: ~3.5 KB a message)
 FAILURES_LISTED = 100  # LoadSummary.failures keeps the first 100 (conversations_failed counts them all)
-STAGE_ATTEMPTS = 3  # a swap that finds its stage discarded (by a concurrent load) stages again, this many times at most
+STAGE_ATTEMPTS = 3  # a stage discarded by a concurrent load (found at the swap, or by a step) is staged again this many times at most
 
 
 @dataclass
@@ -776,9 +777,11 @@ class _Writer:
 
     def _stage(self, session: Any, plan: StagePlan) -> LoadSummary:
         """Every message of `plan` staged (going on from what is staged already), `step` messages per transaction;
-        a step the server refuses for its size is tried again four times smaller."""
+        a step the server refuses for its size is tried again four times smaller; a step whose stage another load
+        deleted while it waited for the lock is run again (the stage made anew, from the first message), at most
+        STAGE_ATTEMPTS times."""
         total = LoadSummary()
-        step = self.step
+        step, discarded = self.step, 0
         while True:
             try:
                 (done, size), summary = _write(session, _counted, stage_step, plan, step)
@@ -786,6 +789,11 @@ class _Writer:
                 if step == 1:
                     raise
                 step = max(1, step // 4)
+                continue
+            except StageDiscarded:
+                discarded += 1
+                if discarded >= STAGE_ATTEMPTS:
+                    raise _StageLost(f"its stage was discarded {discarded} times by other loads while it was staged") from None
                 continue
             total.add(summary)
             if done >= size:

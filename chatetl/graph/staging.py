@@ -252,6 +252,13 @@ def stage_plan(conv: Conversation, state_hash: str) -> StagePlan:
     return StagePlan(stage_key(conv.key, state_hash), conv.key, columns, links)
 
 
+class StageDiscarded(Exception):
+    """The stage a step waited to lock was deleted meanwhile (discarded by another load, chatetl.graph.load): the
+    step's MERGE matched the node before the deleting transaction committed, and reads nothing but nulls once it has
+    the lock. The step writes nothing (its transaction is rolled back); a new step makes the stage again, staged from
+    its first message."""
+
+
 def pending_stages(tx: Any) -> dict[str, list[str]]:
     """conversation key -> the keys of its stages in the graph (read-only)."""
     return {r["conversation_key"]: list(r["keys"]) for r in tx.run(_PENDING_STAGES)}
@@ -259,8 +266,11 @@ def pending_stages(tx: Any) -> dict[str, list[str]]:
 
 def stage_step(run: Run, plan: StagePlan, step: int) -> tuple[int, int]:
     """One step, in the caller's transaction: the next `step` messages staged after the ones already staged (read
-    under the stage's lock) and their links; returns (messages staged now in all, the plan's size)."""
+    under the stage's lock) and their links; returns (messages staged now in all, the plan's size). StageDiscarded
+    where the stage was deleted while the step waited for its lock."""
     [rec] = run(_LOCK_STAGE, key=plan.key, conversation_key=plan.conversation_key, messages=plan.size)
+    if rec["token"] is None:
+        raise StageDiscarded(plan.key)
     token, lo = rec["token"], min(rec["staged"], plan.size)
     hi = min(lo + step, plan.size)
     if hi > lo:
@@ -282,9 +292,9 @@ def stage_step(run: Run, plan: StagePlan, step: int) -> tuple[int, int]:
 
 def complete_stage(run: Run, key: str) -> str | None:
     """The token of the stage `key` when all its messages are staged (locked until the caller's transaction ends),
-    else None (not there, or not complete)."""
+    else None (not there, deleted while this waited for its lock, or not complete)."""
     rows = run(_CHECK_STAGE, key=key)
-    if not rows or rows[0]["staged"] < rows[0]["messages"]:
+    if not rows or rows[0]["token"] is None or rows[0]["staged"] < rows[0]["messages"]:
         return None
     return rows[0]["token"]
 

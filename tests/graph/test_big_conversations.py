@@ -228,6 +228,78 @@ def test_loads_staging_the_same_conversations_at_once_keep_the_newest(clean_grap
     assert both == graph_dump(clean_graph, DB)
 
 
+def wait_until_blocked(driver, statement: str, thread: threading.Thread) -> None:
+    """Until a transaction running `statement` (a part of its text) waits for a lock (the server says so)."""
+    deadline = time.monotonic() + 60
+    while not q(driver, "SHOW TRANSACTIONS YIELD status, currentQuery WHERE status STARTS WITH 'Blocked' "
+                        "AND currentQuery CONTAINS $statement RETURN status", statement=statement):
+        assert time.monotonic() < deadline and thread.is_alive(), f"{statement!r} never waited for a lock"
+        time.sleep(0.05)
+
+
+def test_a_stage_deleted_while_a_step_waits_for_its_lock_is_staged_again(clean_graph):
+    """A step's MERGE matches the stage, waits for its lock while another load's transaction deletes it, and reads
+    nulls once the delete commits (the race behind a flaky run of the test above). The step is run again: the stage
+    is made anew, staged from the first message, and the load ends in the graph of a clean load."""
+    v2 = big_conversation(200, version=1, text=50)
+    with pytest.raises(Killed):  # two steps staged, then killed: the stage is there for the rerun to go on with
+        load_conversations(DyingDriver(clean_graph, after=2), [v2], database=DB, stage_messages=50)
+    [stage] = q(clean_graph, "MATCH (s:LoadStage) RETURN s.key AS key, s.staged AS staged, s.token AS token")
+    assert stage["staged"] == 100
+    outcome: dict = {}
+
+    def rerun():
+        try:
+            outcome["summary"] = load_conversations(clean_graph, [v2], database=DB, stage_messages=50)
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            outcome["error"] = exc
+
+    with clean_graph.session(database=DB) as other:
+        deleting = other.begin_transaction()  # another load discarding the stage: deleted, not yet committed
+        deleting.run("MATCH (s:LoadStage {key: $key}) DELETE s", key=stage["key"]).consume()
+        thread = threading.Thread(target=rerun)
+        thread.start()
+        wait_until_blocked(clean_graph, "MERGE (s:LoadStage", thread)
+        deleting.commit()
+        thread.join(120)
+    assert "error" not in outcome, outcome.get("error")
+    summary = outcome["summary"]
+    assert summary.conversations_created == 1 and summary.conversations_failed == 0
+    [again] = q(clean_graph, "MATCH (c:Conversation) RETURN c.total_messages AS total")
+    assert again["total"] == len(v2.messages)
+    assert half_states(clean_graph) == [] and leftovers(clean_graph) == NOTHING_LEFT  # the deleted stage's messages too
+    expected = graph_dump(clean_graph, DB)
+    wipe(clean_graph, DB)
+    load_conversations(clean_graph, [v2], database=DB)
+    assert graph_dump(clean_graph, DB) == expected
+
+
+def test_a_complete_stage_deleted_while_the_swap_waits_for_its_lock_is_not_complete(clean_graph):
+    """The swap's check of its stage meets the same race: a stage deleted while the check waits reads as not there
+    (the swap is rolled back and the state staged again), never as a stage to swap in."""
+    from chatetl.graph.staging import complete_stage, stage_key
+
+    key = stage_key("chatgpt:raced", "h")
+    q(clean_graph, "CREATE (:LoadStage {key: $key, token: 't', conversation_key: 'chatgpt:raced', messages: 3, staged: 3})", key=key)
+    with clean_graph.session(database=DB) as mine:
+        assert mine.execute_write(lambda tx: complete_stage(lambda c, **p: tx.run(c, **p).data(), key)) == "t"
+    found: dict = {}
+
+    def check():
+        with clean_graph.session(database=DB) as mine:
+            found["token"] = mine.execute_write(lambda tx: complete_stage(lambda c, **p: tx.run(c, **p).data(), key))
+
+    with clean_graph.session(database=DB) as other:
+        deleting = other.begin_transaction()
+        deleting.run("MATCH (s:LoadStage {key: $key}) DELETE s", key=key).consume()
+        thread = threading.Thread(target=check)
+        thread.start()
+        wait_until_blocked(clean_graph, "MATCH (s:LoadStage {key: $key})", thread)
+        deleting.commit()
+        thread.join(60)
+    assert found == {"token": None}
+
+
 @pytest.mark.parametrize("killed", ["while staging", "while swapping in"])
 def test_a_retracted_conversation_takes_the_stages_a_killed_load_left_with_it(clean_graph, killed):
     """Before: a load killed while staging a big conversation (or swapping it in) left its LoadStage and
