@@ -1,9 +1,12 @@
 """Faults for graph tests, on the real driver: a process that dies in its Nth write transaction
-(after the transaction's statements ran, before it committed)."""
+(after the transaction's statements ran, before it committed), and a wait for a transaction that
+waits for another's lock (to drive two transactions through a race, one step at a time)."""
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 
 class Killed(Exception):
@@ -54,3 +57,17 @@ class DyingSession:
 
         dying.metadata = getattr(work, "metadata", None)
         return self.session.execute_write(dying, *args, **kwargs)
+
+
+def wait_until_blocked(driver, statement: str, thread: threading.Thread, timeout: float = 60) -> None:
+    """Until a transaction running `statement` (a part of its text) waits for a lock (the server says so), while
+    `thread`, the one that runs it, is alive."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records, _, _ = driver.execute_query(
+            "SHOW TRANSACTIONS YIELD status, currentQuery WHERE status STARTS WITH 'Blocked' AND currentQuery CONTAINS $statement "
+            "RETURN status", {"statement": statement}, database_=os.environ.get("NEO4J_DATABASE") or None)
+        if records:
+            return
+        assert time.monotonic() < deadline and thread.is_alive(), f"{statement!r} never waited for a lock"
+        time.sleep(0.05)

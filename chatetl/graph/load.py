@@ -28,7 +28,9 @@ account export, a chat-export file and a REX record is one node):
   written at all (an unchanged rerun reports 0 updates in the server's counters, kept in
   `graph_updates`); the others are write-locked and decided again under the lock, so two loads
   writing the same conversation at once serialize instead of losing an update (two creating it
-  at once: the second fails on the key constraint and writes its batch again the MERGE way);
+  at once: the second fails on the key constraint and writes its batch again the MERGE way; one
+  deleted by a retraction while the lock was waited for reads as nulls: the batch is written again,
+  the conversation created anew);
 - every format it arrived through and every file are recorded (`sources`, `source_files`,
   sorted), whatever the outcome;
 - the state wins by the source's own update time (`state_version`): `created` (new),
@@ -137,6 +139,12 @@ class LoadSummary(Tally):
         return {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "failures"}
 
 
+class _DeletedMeanwhile(Exception):
+    """A Conversation the upsert's MERGE matched was deleted (retracted) by another transaction while the upsert waited
+    for its lock: it reads as nulls, and what is linked to it fails. The transaction is rolled back and written again
+    (the MERGE then creates the Conversation anew). `args[0]`: the keys."""
+
+
 class _SwapInProgress(Exception):
     """Conversations being swapped in, in steps (chatetl.graph.staging): their swaps are finished before they are
     written (the transaction that found them is rolled back). `args[0]`: the stages' keys."""
@@ -173,6 +181,7 @@ WITH c, row, c.state_version AS old_version, c.state_hash AS old_hash,
      coalesce($fidelity[c.state_source], 0) AS old_rank
 WITH c, row,
      CASE
+       WHEN c.key IS NULL THEN 'deleted'
        WHEN c.swapping_in IS NOT NULL THEN 'busy'
        WHEN old_version IS NULL THEN 'created'
        WHEN row.state_version < old_version THEN 'skipped'
@@ -464,6 +473,9 @@ def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = Fa
     if to_upsert:
         to_upsert.sort(key=lambda r: r["key"])  # one lock order: fewer deadlocks
         records = _run(tx, summary, _UPSERT_CONVERSATIONS, rows=to_upsert, fidelity=SOURCE_FIDELITY)
+        deleted = [rec["key"] for rec in records if rec["outcome"] == "deleted"]
+        if deleted:
+            raise _DeletedMeanwhile(deleted)
         busy = [rec["swapping_in"] for rec in records if rec["outcome"] == "busy"]
         if busy:
             raise _SwapInProgress(busy)
@@ -645,6 +657,8 @@ def _swap(tx: Any, conv: Conversation, row: dict[str, Any], key: str, deep: bool
     run = functools.partial(_run, tx, summary)
     [rec] = run(_UPSERT_CONVERSATIONS, rows=[row], fidelity=SOURCE_FIDELITY)
     outcome, over = rec["outcome"], True
+    if outcome == "deleted":
+        raise _DeletedMeanwhile([conv.key])
     if outcome == "busy":
         raise _SwapInProgress([rec["swapping_in"]])
     if outcome in ("created", "updated"):
@@ -732,7 +746,10 @@ class _Writer:
                 for key in waited:
                     total.add(self.finish_swap(session, key))
                 stored = None  # read again, in the write transaction
-        raise _StageLost(f"conversations kept being swapped in by other loads: {waited}")
+            except _DeletedMeanwhile as gone:
+                waited = gone.args[0]
+                stored = None
+        raise _StageLost(f"conversations kept being swapped in or deleted by other loads: {waited}")
 
     def staged(self, session: Any, conv: Conversation, row: dict[str, Any], stored: dict[str, dict[str, Any]]) -> LoadSummary:
         """A conversation of more than `stage_messages` messages: staged in steps, then swapped in (the protocol of
@@ -756,6 +773,8 @@ class _Writer:
                     over, swapped = _write(session, _swap, conv, row, key, self.deep, wins, self.swap_step)
                     break
                 except _NotStaged:  # it wins after all, or its stage was discarded by another load meanwhile
+                    wins = True
+                except _DeletedMeanwhile:  # its Conversation was retracted while the swap waited: written anew
                     wins = True
                 except _SwapInProgress as busy:  # another state of it is being swapped in: that one first
                     total.add(self.finish_swap(session, busy.args[0][0]))

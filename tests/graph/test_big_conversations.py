@@ -18,7 +18,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from graph_faults import DyingDriver, Killed
+from graph_faults import DyingDriver, Killed, wait_until_blocked
 from graph_inputs import T0, conversation, generated, graph_dump, wipe
 
 from chatetl.graph.connection import TransactionTooBig, write_measured, write_session
@@ -228,15 +228,6 @@ def test_loads_staging_the_same_conversations_at_once_keep_the_newest(clean_grap
     assert both == graph_dump(clean_graph, DB)
 
 
-def wait_until_blocked(driver, statement: str, thread: threading.Thread) -> None:
-    """Until a transaction running `statement` (a part of its text) waits for a lock (the server says so)."""
-    deadline = time.monotonic() + 60
-    while not q(driver, "SHOW TRANSACTIONS YIELD status, currentQuery WHERE status STARTS WITH 'Blocked' "
-                        "AND currentQuery CONTAINS $statement RETURN status", statement=statement):
-        assert time.monotonic() < deadline and thread.is_alive(), f"{statement!r} never waited for a lock"
-        time.sleep(0.05)
-
-
 def test_a_stage_deleted_while_a_step_waits_for_its_lock_is_staged_again(clean_graph):
     """A step's MERGE matches the stage, waits for its lock while another load's transaction deletes it, and reads
     nulls once the delete commits (the race behind a flaky run of the test above). The step is run again: the stage
@@ -298,6 +289,38 @@ def test_a_complete_stage_deleted_while_the_swap_waits_for_its_lock_is_not_compl
         deleting.commit()
         thread.join(60)
     assert found == {"token": None}
+
+
+def test_a_conversation_retracted_while_its_staged_swap_waits_for_its_lock_is_swapped_in_anew(clean_graph):
+    """A newer state is staged; the swap's MERGE matches the old Conversation while a retraction deletes it, and reads
+    nulls once the delete commits. The swap is written again: the Conversation made anew, the staged state in it."""
+    v1, v2 = big_conversation(200, text=50), big_conversation(200, version=1, text=50)
+    load_conversations(clean_graph, [v1], database=DB)
+    outcome: dict = {}
+
+    def load_newer():
+        try:
+            outcome["summary"] = load_conversations(clean_graph, [v2], database=DB, stage_messages=50)
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            outcome["error"] = exc
+
+    with clean_graph.session(database=DB) as other:
+        deleting = other.begin_transaction()  # a retraction's last step: the Conversation and its messages
+        deleting.run("MATCH (c:Conversation {key: $key}) OPTIONAL MATCH (c)-[:HAS_MESSAGE]->(m) DETACH DELETE c, m",
+                     key=v1.key).consume()
+        thread = threading.Thread(target=load_newer)
+        thread.start()
+        wait_until_blocked(clean_graph, "MERGE (c:Conversation", thread)  # (the stage steps take no lock the delete holds)
+        deleting.commit()
+        thread.join(120)
+    assert "error" not in outcome, outcome.get("error")
+    summary = outcome["summary"]
+    assert summary.conversations_created == 1 and summary.conversations_failed == 0 and summary.conversations_staged == 1
+    assert half_states(clean_graph) == [] and leftovers(clean_graph) == NOTHING_LEFT
+    expected = graph_dump(clean_graph, DB)
+    wipe(clean_graph, DB)
+    load_conversations(clean_graph, [v2], database=DB)
+    assert graph_dump(clean_graph, DB) == expected
 
 
 @pytest.mark.parametrize("killed", ["while staging", "while swapping in"])
