@@ -26,7 +26,9 @@ ratio to the ceiling measured in the same run:
 - `chatetl load` end to end (--e2e-mb, a generated ChatGPT-shaped conversations.json of that many MB; 0 skips
   it): the command in its own process (reading, graph, Documents and their chunks, full-text indexed, with the
   built-in embeddings as CHATETL_EMBEDDINGS says, on by default), its first load and its unchanged rerun, and
-  beside them the first load without embeddings and with `--no-documents`; the file's conversations are retracted (chatetl.graph.retract) before each first load and at the end;
+  beside them the first load without embeddings and with `--no-documents`; the file's conversations are retracted (chatetl.graph.retract) before each first load and at the end.
+  Each line says the CPU the command took per message, in its process and (a local server: the process on the
+  Bolt port) in Neo4j's, and the rate the machine's cores could reach at that CPU: the end to end's ceiling here;
 - one big conversation (--big-messages, 50,000 messages of 400 characters; 0 skips it): written
   in one transaction (`stage_messages` above its size: how every conversation was written before
   chatetl.graph.staging), staged (the default: steps of 5,000, swapped in 20,000 a transaction),
@@ -42,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -234,6 +237,22 @@ def row(label: str, messages: int, seconds: float, ceiling: float | None, extra:
     return rate
 
 
+def server_cpu_seconds(uri: str) -> float | None:
+    """CPU seconds (user + system) the Neo4j process serving `uri` has used, where it runs on this machine; else None."""
+    from urllib.parse import urlparse
+
+    from local_services import listening_pids
+
+    parsed = urlparse(uri)
+    if parsed.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    pids = listening_pids(parsed.port or 7687)
+    if len(pids) != 1:
+        return None
+    fields = Path(f"/proc/{pids[0]}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def end_to_end(mb: int, runs: int, driver: Any, database: str | None, ceiling: float) -> None:
     """`chatetl load` of a generated file, in its own process: first load (after its conversations are retracted),
     unchanged rerun, and the first load without Documents; its conversations retracted at the end."""
@@ -249,15 +268,27 @@ def end_to_end(mb: int, runs: int, driver: Any, database: str | None, ceiling: f
         keys, total = [c.key for c in convs], sum(len(c.messages) for c in convs)
         del convs
 
+        uri = neo4j_settings()["uri"]
+
         def command(*options: str, embeddings: bool = True) -> str:
+            """The command's summary, and the CPU per message it took here and on the server (the local one's)."""
             env = {**os.environ, **({} if embeddings else {"CHATETL_EMBEDDINGS": "0"})}
+            before, server = resource.getrusage(resource.RUSAGE_CHILDREN), server_cpu_seconds(uri)
             done = subprocess.run([sys.executable, "-m", "chatetl.cli", "load", str(path), "--quiet", *options],
                                   capture_output=True, text=True, check=False, env=env)
+            after, server_after = resource.getrusage(resource.RUSAGE_CHILDREN), server_cpu_seconds(uri)
             if done.returncode != 0:
                 raise RuntimeError(f"chatetl load failed ({done.returncode}): {done.stderr[-2000:]}")
             out = json.loads(done.stdout.strip().splitlines()[-1])
-            return ", ".join(f"{k}={v}" for k, v in sorted(out.items())
+            said = ", ".join(f"{k}={v}" for k, v in sorted(out.items())
                              if k in ("conversations_created", "conversations_unchanged", "messages_written", "documents_written", "chunks_written") and v)
+            client = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            cpu = f"CPU/msg: chatetl {client / total * 1000:.2f} ms"
+            if server is not None and server_after is not None:
+                both = client + server_after - server
+                cpu += (f" + Neo4j {(server_after - server) / total * 1000:.2f} ms; {os.cpu_count()} cores at that CPU: "
+                        f"<= {os.cpu_count() * total / both:,.0f} msgs/s")
+            return f"{said}  [{cpu}]"
 
         def clear() -> None:
             retract_conversations(driver, keys, database)
