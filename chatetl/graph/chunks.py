@@ -186,14 +186,26 @@ def failure_line(key: str, exc: BaseException) -> str:
 
 
 class ChunksDigest:
-    """What a Document's chunks are, in one value, given a window of them at a time (`chunks_digest`)."""
+    """What a Document's chunks are, in one value, given a window of them at a time (`chunks_digest`).
 
-    def __init__(self) -> None:
+    A chunk's vector is not in it, only the name of the model it comes from (`embedding_model`): a vector is the
+    model's for the chunk's text (the text's hash and the model's name are what vectors are reused by,
+    chatetl.rag.embeddings), so the digest is known before anything is embedded (`model`: the name the vectors
+    will carry, for chunks not embedded yet), and an unchanged rerun neither embeds nor reads a vector.
+    Digests written before December 2026 held the vectors: such a Document has its chunks written once more
+    (their vectors reused)."""
+
+    def __init__(self, model: str | None = None) -> None:
         self._hash = hashlib.sha256()
+        self.model = model
 
     def update(self, chunks: Iterable[ChunkRow]) -> None:
         for c in chunks:
-            self._hash.update(_row_bytes(c.graph_row()))
+            row = c.graph_row()
+            row.pop("embedding", None)
+            if self.model is not None:
+                row["embedding_model"] = self.model
+            self._hash.update(_row_bytes(row))
             self._hash.update(b"\n")
 
     def hexdigest(self) -> str:
@@ -201,20 +213,34 @@ class ChunksDigest:
 
 
 def _row_bytes(row: dict[str, Any]) -> bytes:
-    """A chunk's graph row as JSON with sorted keys (orjson: 10x json.dumps on rows with vectors; a text orjson
-    refuses, one with a lone surrogate, as json.dumps writes it). Digests written before December 2026 were
-    json.dumps's: a Document of such a digest has its chunks written once more (their vectors reused)."""
+    """A chunk's graph row as JSON with sorted keys (orjson; a text orjson refuses, one with a lone surrogate, as
+    json.dumps writes it)."""
     try:
         return orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
         return json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8", "replace")
 
 
-def chunks_digest(chunks: list[ChunkRow]) -> str:
-    """What a Document's chunks are, in one value: a rerun with the same chunks writes nothing."""
-    digest = ChunksDigest()
+def chunks_digest(chunks: list[ChunkRow], model: str | None = None) -> str:
+    """What a Document's chunks are, in one value: a rerun with the same chunks writes nothing (`model`: see
+    ChunksDigest)."""
+    digest = ChunksDigest(model)
     digest.update(chunks)
     return digest.hexdigest()
+
+
+def documents_holding_chunks(driver: Any, digests: dict[str, str], content_digests: dict[str, str], database: str | None = None,
+                             batch: int = 1000) -> tuple[set[str], set[str]]:
+    """Of these Documents (key -> the digest of their chunks), the ones whose node in the graph holds the text they
+    were cut from (`content_digests`: key -> content_sha256), and of those the ones whose chunks are exactly these."""
+    docs = [{"key": k, "content_sha256": content_digests[k], "digest": d} for k, d in digests.items()]
+    current: set[str] = set()
+    same: set[str] = set()
+    for i in range(0, len(docs), batch):
+        records = run_write(driver, database, _CURRENT_DOCUMENTS, docs=docs[i:i + batch])
+        current.update(r["key"] for r in records)
+        same.update(r["key"] for r in records if r["same"])
+    return current, same
 
 
 def _upsert_row(chunk: ChunkRow) -> dict[str, Any]:
@@ -247,7 +273,8 @@ def _delete_in_steps(driver: Any, database: str | None, cypher: str, **params: A
             return total
 
 
-def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_digests: dict[str, str], database: str | None = None, batch: int = 1000) -> ChunkLoadSummary:
+def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_digests: dict[str, str], database: str | None = None,
+                batch: int = 1000, unchanged: set[str] | frozenset[str] = frozenset()) -> ChunkLoadSummary:
     """Replace each Document's chunks with these, where the Document in the graph holds the text they were cut from.
 
     Run after `load_documents`, which decides which state of a conversation its Document holds
@@ -258,7 +285,9 @@ def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_d
     rerun writes nothing. The chunks of about `batch` at a time are written in one transaction; one the
     server refuses for what it holds is written again a Document at a time, and a Document refused alone
     fails alone (`failed`, `failures`: not marked done, so the next run tries it again). A Document of
-    very many chunks goes through `DocumentChunks` instead (a window of them at a time).
+    very many chunks goes through `DocumentChunks` instead (a window of them at a time). `unchanged`: Documents
+    the caller found holding exactly these chunks already (`documents_holding_chunks`, before embedding them):
+    counted, not read again, never written (their chunks may carry no vectors).
     """
     summary = ChunkLoadSummary()
     if not chunks_by_doc:
@@ -267,15 +296,12 @@ def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_d
     if len(dims) > 1:
         raise ValueError(f"embeddings of different sizes: {sorted(dims)}")
     ensure_chunk_schema(driver, database, dims.pop() if dims else None)
-    digests = {k: chunks_digest(cs) for k, cs in chunks_by_doc.items()}
-    docs = [{"key": k, "content_sha256": content_digests[k], "digest": digests[k]} for k in chunks_by_doc]
-    current: set[str] = set()
-    same: set[str] = set()
-    for i in range(0, len(docs), batch):
-        records = run_write(driver, database, _CURRENT_DOCUMENTS, docs=docs[i:i + batch])
-        current.update(r["key"] for r in records)
-        same.update(r["key"] for r in records if r["same"])
-    summary.skipped_other_state = len(docs) - len(current)
+    digests = {k: chunks_digest(cs) for k, cs in chunks_by_doc.items() if k not in unchanged}
+    current, same = documents_holding_chunks(driver, digests, content_digests, database, batch)
+    known = [k for k in chunks_by_doc if k in unchanged]
+    current.update(known)
+    same.update(known)
+    summary.skipped_other_state = len(chunks_by_doc) - len(current)
     summary.unchanged = len(same)
     keys = [k for k in chunks_by_doc if k in current and k not in same]
     for i in range(0, len(keys), batch):

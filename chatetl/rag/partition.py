@@ -30,6 +30,8 @@ from chatetl.graph.chunks import (
     FAILURES_LISTED,
     ChunkLoadSummary,
     DocumentChunks,
+    chunks_digest,
+    documents_holding_chunks,
     failure_line,
     load_chunks,
     stored_embeddings,
@@ -140,15 +142,21 @@ def process_documents(
         result.chunks += len(chunks)
 
     def together(group: list[tuple[Document, list[tuple[int, int]]]]) -> None:
-        """Documents of CHUNK_WINDOW chunks at most in all: made, embedded and written at once."""
+        """Documents of CHUNK_WINDOW chunks at most in all: made, embedded and written at once. Where no vectors
+        file is written, the Documents whose chunks the graph holds as they are already are found first: their
+        chunks are not embedded (nor their vectors read from the graph), and not written."""
         chunked = [list(iter_chunks(doc, chunking, offsets)) for doc, offsets in group]
-        embed([c for chunks in chunked for c in chunks])
+        graph = {doc.key: chunks for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in refused}
+        contents = {doc.key: doc.props["content_sha256"] for doc, _ in group}
+        unchanged: set[str] = set()
+        if driver is not None and model is not None and vectors_out is None and graph:
+            digests = {key: chunks_digest(chunks, model.name) for key, chunks in graph.items()}
+            unchanged = documents_holding_chunks(driver, digests, contents, database)[1]
+        embed([c for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in unchanged for c in chunks])
         for chunks in chunked:
             written(chunks)
         if driver is not None:
-            graph = {doc.key: chunks for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in refused}
-            digests = {doc.key: doc.props["content_sha256"] for doc, _ in group}
-            result.chunks_in_graph.add(load_chunks(driver, graph, digests, database=database))
+            result.chunks_in_graph.add(load_chunks(driver, graph, contents, database=database, unchanged=unchanged))
 
     def alone(doc: Document, offsets: list[tuple[int, int]]) -> None:
         """A Document of more than CHUNK_WINDOW chunks: a window at a time, to the rag/ files and the graph."""

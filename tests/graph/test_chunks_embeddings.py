@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from export_inputs import chat, sample_conversations
+from graph_inputs import graph_dump, wipe
 
 from chatetl.graph.chunks import (
     VECTOR_INDEX,
@@ -123,6 +124,49 @@ def test_a_changed_chat_embeds_only_its_new_chunks(no_vector_index, tmp_path):
     assert second.embeddings_reused >= first.chunks - 1  # the unchanged start of the chat keeps its vectors
     [row] = _q(driver, "MATCH (c:Chunk) WHERE c.embedding IS NULL RETURN count(c) AS n")
     assert row["n"] == 0
+
+
+def test_without_a_vectors_file_an_unchanged_rerun_neither_embeds_nor_reads_a_vector_and_a_changed_chat_gets_all(
+        no_vector_index, monkeypatch):
+    """The CLI's path (no bucket: no vectors file to write): the Documents whose chunks the graph holds as they are
+    are found before anything is embedded, so the rerun calls neither the model nor the graph's stored vectors, and
+    writes nothing; a changed chat's chunks all get their vectors (the new ones embedded, the others reused); each
+    graph is the one a clean load of the same chats makes."""
+    import chatetl.rag.partition as partition
+
+    driver = no_vector_index
+    long = "\n\n".join(f"Step {i}: the ferry to the island leaves at dawn and returns by dusk." for i in range(8))
+    conv = chat([("user", "Plan the crossing"), ("assistant", long)], title="Crossing")
+    convs = [conv, *sample_conversations()]
+    load_conversations(driver, convs, database=DB)
+    model = Counting()
+    first = DocumentsResult()
+    process_documents(driver, convs, first, database=DB, chunking=SMALL, embedder=model)
+    assert first.embedded == first.chunks_in_graph.chunks == first.chunks > 3
+    loaded = graph_dump(driver, DB)
+
+    looked_up: list[int] = []
+    real_lookup = partition.stored_embeddings
+    monkeypatch.setattr(partition, "stored_embeddings", lambda *a, **k: looked_up.append(1) or real_lookup(*a, **k))
+    calls = model.calls
+    again = DocumentsResult()
+    process_documents(driver, convs, again, database=DB, chunking=SMALL, embedder=model)
+    assert (model.calls, looked_up, again.embedded, again.embeddings_reused) == (calls, [], 0, 0)
+    assert again.chunks_in_graph.unchanged == len(convs) and again.chunks_in_graph.chunks == 0
+    assert again.chunks == first.chunks and graph_dump(driver, DB) == loaded
+
+    newer = chat([("user", "Plan the crossing"), ("assistant", long), ("user", "And if the sea is rough?"), ("assistant", "Then take the bridge.")],
+                 title="Crossing", updated=conv.updated_at + timedelta(hours=1))
+    load_conversations(driver, [newer], database=DB)
+    changed = DocumentsResult()
+    process_documents(driver, [newer, *convs[1:]], changed, database=DB, chunking=SMALL, embedder=model)
+    assert 0 < changed.embedded < changed.chunks_in_graph.chunks and changed.chunks_in_graph.unchanged == len(convs) - 1
+    assert _q(driver, "MATCH (c:Chunk) WHERE c.embedding IS NULL RETURN count(c) AS n") == [{"n": 0}]
+    got = graph_dump(driver, DB)
+    wipe(driver, DB)
+    load_conversations(driver, [newer, *convs[1:]], database=DB)
+    process_documents(driver, [newer, *convs[1:]], DocumentsResult(), database=DB, chunking=SMALL, embedder=model)
+    assert graph_dump(driver, DB) == got
 
 
 def vectors_of_64(texts: list[str]) -> list[list[float]]:
