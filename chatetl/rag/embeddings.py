@@ -95,7 +95,8 @@ def _wordllama() -> Any:
 
 
 def builtin_embedder() -> Embedder:
-    """wordllama's l2_supercat, from the files of its wheel (the model is loaded once per process).
+    """wordllama's l2_supercat, from the files of its wheel (the model is loaded at its first use, once per process:
+    0.5 s that a load with nothing to embed, such as an unchanged rerun, never spends).
 
     The vector is wordllama's (`WordLlamaInference.embed`: the mean of the text's token
     embeddings), normalized; pooled here per text rather than over padded batches, which spend
@@ -103,11 +104,10 @@ def builtin_embedder() -> Embedder:
     characters per second on this 2-core machine (tokenizing is most of the rest)."""
     import numpy as np
 
-    model = _wordllama()
-    tokenizer, table = model.tokenizer, model.embedding
-    last = table.shape[0] - 1
-
     def vectors_of(texts: list[str]) -> Sequence[Sequence[float]]:
+        model = _wordllama()
+        tokenizer, table = model.tokenizer, model.embedding
+        last = table.shape[0] - 1
         tokenizer.no_padding()
         out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
         for i, encoding in enumerate(tokenizer.encode_batch(texts, add_special_tokens=False)):
