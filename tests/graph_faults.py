@@ -71,3 +71,33 @@ def wait_until_blocked(driver, statement: str, thread: threading.Thread, timeout
             return
         assert time.monotonic() < deadline and thread.is_alive(), f"{statement!r} never waited for a lock"
         time.sleep(0.05)
+
+
+# what a retraction's last step deletes: the Conversation and its messages
+RETRACT_CONVERSATION = "MATCH (c:Conversation {key: $key}) OPTIONAL MATCH (c)-[:HAS_MESSAGE]->(m) DETACH DELETE c, m"
+
+
+def run_while_deleting(driver, delete: str, params: dict, statement: str, work, timeout: float = 120):
+    """`work()` racing a delete: another transaction runs `delete` (with `params`) and holds it uncommitted; `work`
+    starts in a thread; once a transaction running `statement` (a part of its text) waits for the delete's lock,
+    the delete commits. Returns what `work()` returned (raises what it raised)."""
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["result"] = work()
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the test's thread
+            outcome["error"] = exc
+
+    with driver.session(database=os.environ.get("NEO4J_DATABASE") or None) as other:
+        deleting = other.begin_transaction()
+        deleting.run(delete, params).consume()
+        thread = threading.Thread(target=run)
+        thread.start()
+        wait_until_blocked(driver, statement, thread)
+        deleting.commit()
+        thread.join(timeout)
+    assert not thread.is_alive(), f"{statement!r} still running {timeout} s after the delete committed"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]

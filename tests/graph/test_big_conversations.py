@@ -18,7 +18,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from graph_faults import DyingDriver, Killed, wait_until_blocked
+from graph_faults import RETRACT_CONVERSATION, DyingDriver, Killed, run_while_deleting
 from graph_inputs import T0, conversation, generated, graph_dump, wipe
 
 from chatetl.graph.connection import TransactionTooBig, write_measured, write_session
@@ -237,24 +237,9 @@ def test_a_stage_deleted_while_a_step_waits_for_its_lock_is_staged_again(clean_g
         load_conversations(DyingDriver(clean_graph, after=2), [v2], database=DB, stage_messages=50)
     [stage] = q(clean_graph, "MATCH (s:LoadStage) RETURN s.key AS key, s.staged AS staged, s.token AS token")
     assert stage["staged"] == 100
-    outcome: dict = {}
-
-    def rerun():
-        try:
-            outcome["summary"] = load_conversations(clean_graph, [v2], database=DB, stage_messages=50)
-        except BaseException as exc:  # noqa: BLE001 - asserted below
-            outcome["error"] = exc
-
-    with clean_graph.session(database=DB) as other:
-        deleting = other.begin_transaction()  # another load discarding the stage: deleted, not yet committed
-        deleting.run("MATCH (s:LoadStage {key: $key}) DELETE s", key=stage["key"]).consume()
-        thread = threading.Thread(target=rerun)
-        thread.start()
-        wait_until_blocked(clean_graph, "MERGE (s:LoadStage", thread)
-        deleting.commit()
-        thread.join(120)
-    assert "error" not in outcome, outcome.get("error")
-    summary = outcome["summary"]
+    summary = run_while_deleting(  # another load discarding the stage
+        clean_graph, "MATCH (s:LoadStage {key: $key}) DELETE s", {"key": stage["key"]}, "MERGE (s:LoadStage",
+        lambda: load_conversations(clean_graph, [v2], database=DB, stage_messages=50))
     assert summary.conversations_created == 1 and summary.conversations_failed == 0
     [again] = q(clean_graph, "MATCH (c:Conversation) RETURN c.total_messages AS total")
     assert again["total"] == len(v2.messages)
@@ -274,21 +259,13 @@ def test_a_complete_stage_deleted_while_the_swap_waits_for_its_lock_is_not_compl
     q(clean_graph, "CREATE (:LoadStage {key: $key, token: 't', conversation_key: 'chatgpt:raced', messages: 3, staged: 3})", key=key)
     with clean_graph.session(database=DB) as mine:
         assert mine.execute_write(lambda tx: complete_stage(lambda c, **p: tx.run(c, **p).data(), key)) == "t"
-    found: dict = {}
 
     def check():
         with clean_graph.session(database=DB) as mine:
-            found["token"] = mine.execute_write(lambda tx: complete_stage(lambda c, **p: tx.run(c, **p).data(), key))
+            return mine.execute_write(lambda tx: complete_stage(lambda c, **p: tx.run(c, **p).data(), key))
 
-    with clean_graph.session(database=DB) as other:
-        deleting = other.begin_transaction()
-        deleting.run("MATCH (s:LoadStage {key: $key}) DELETE s", key=key).consume()
-        thread = threading.Thread(target=check)
-        thread.start()
-        wait_until_blocked(clean_graph, "MATCH (s:LoadStage {key: $key})", thread)
-        deleting.commit()
-        thread.join(60)
-    assert found == {"token": None}
+    assert run_while_deleting(clean_graph, "MATCH (s:LoadStage {key: $key}) DELETE s", {"key": key},
+                              "MATCH (s:LoadStage {key: $key})", check) is None
 
 
 def test_a_conversation_retracted_while_its_staged_swap_waits_for_its_lock_is_swapped_in_anew(clean_graph):
@@ -296,25 +273,9 @@ def test_a_conversation_retracted_while_its_staged_swap_waits_for_its_lock_is_sw
     nulls once the delete commits. The swap is written again: the Conversation made anew, the staged state in it."""
     v1, v2 = big_conversation(200, text=50), big_conversation(200, version=1, text=50)
     load_conversations(clean_graph, [v1], database=DB)
-    outcome: dict = {}
-
-    def load_newer():
-        try:
-            outcome["summary"] = load_conversations(clean_graph, [v2], database=DB, stage_messages=50)
-        except BaseException as exc:  # noqa: BLE001 - asserted below
-            outcome["error"] = exc
-
-    with clean_graph.session(database=DB) as other:
-        deleting = other.begin_transaction()  # a retraction's last step: the Conversation and its messages
-        deleting.run("MATCH (c:Conversation {key: $key}) OPTIONAL MATCH (c)-[:HAS_MESSAGE]->(m) DETACH DELETE c, m",
-                     key=v1.key).consume()
-        thread = threading.Thread(target=load_newer)
-        thread.start()
-        wait_until_blocked(clean_graph, "MERGE (c:Conversation", thread)  # (the stage steps take no lock the delete holds)
-        deleting.commit()
-        thread.join(120)
-    assert "error" not in outcome, outcome.get("error")
-    summary = outcome["summary"]
+    summary = run_while_deleting(  # a retraction's last step (the stage steps take no lock it holds)
+        clean_graph, RETRACT_CONVERSATION, {"key": v1.key}, "MERGE (c:Conversation",
+        lambda: load_conversations(clean_graph, [v2], database=DB, stage_messages=50))
     assert summary.conversations_created == 1 and summary.conversations_failed == 0 and summary.conversations_staged == 1
     assert half_states(clean_graph) == [] and leftovers(clean_graph) == NOTHING_LEFT
     expected = graph_dump(clean_graph, DB)

@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from graph_faults import wait_until_blocked
+from graph_faults import RETRACT_CONVERSATION, run_while_deleting
 from graph_inputs import T0, conversation, generated, graph_dump, read, rex_record, wipe, write_inputs
 
 from chatetl.graph.documents import load_documents
@@ -393,25 +393,8 @@ def test_a_conversation_retracted_while_its_upsert_waits_for_its_lock_is_written
     Conversation made anew: the graph of a clean load of it."""
     v1, v2 = generated(1, 6), generated(1, 6, version=1)
     load_conversations(clean_graph, v1, database=DB)
-    outcome: dict = {}
-
-    def load_newer():
-        try:
-            outcome["summary"] = load_conversations(clean_graph, v2, database=DB)
-        except BaseException as exc:  # noqa: BLE001 - asserted below
-            outcome["error"] = exc
-
-    with clean_graph.session(database=DB) as other:
-        deleting = other.begin_transaction()
-        deleting.run("MATCH (c:Conversation {key: $key}) OPTIONAL MATCH (c)-[:HAS_MESSAGE]->(m) DETACH DELETE c, m",
-                     key=v1[0].key).consume()
-        thread = threading.Thread(target=load_newer)
-        thread.start()
-        wait_until_blocked(clean_graph, "MERGE (c:Conversation", thread)
-        deleting.commit()
-        thread.join(120)
-    assert "error" not in outcome, outcome.get("error")
-    summary = outcome["summary"]
+    summary = run_while_deleting(clean_graph, RETRACT_CONVERSATION, {"key": v1[0].key}, "MERGE (c:Conversation",
+                                 lambda: load_conversations(clean_graph, v2, database=DB))
     assert summary.conversations_failed == 0 and summary.failures == []
     assert summary.conversations_created == 1 and summary.messages_written == len(v2[0].messages)
     expected = graph_dump(clean_graph, DB)
