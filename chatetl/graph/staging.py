@@ -17,8 +17,8 @@ than the load's `stage_messages` is written by this protocol, keyed by its state
    advances the count: a step commits whole or not at all, so a rerun after a kill (or a second
    load staging the same state at once) goes on where the last committed step ended, and no
    message is staged twice; a step whose stage another load deleted while it waited for the lock
-   reads nulls (StageDiscarded) and is run again, which makes the stage anew. Nothing staged is visible: a StagedMessage is not a Message and no
-   Conversation links to it.
+   reads nulls (StageDiscarded) and is run again, which makes the stage anew. Nothing staged is
+   visible: a StagedMessage is not a Message and no Conversation links to it.
 2. swap: one transaction decides again, under the Conversation's lock, whether the state wins
    (the newest-wins rules of chatetl.graph.load, unchanged); if it does, it writes the
    Conversation's properties and trace and swaps the first `swap_messages` messages: the old
