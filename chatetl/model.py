@@ -329,7 +329,9 @@ def computed_state_hash(conv: Conversation) -> str:
 # what the state hash covers: every field but source_file, the dicts of source fields as their `source_fields_json`
 _ITEM_LISTS = ("tool_calls", "tool_results", "citations", "attachments")
 _HASHED_CONVERSATION = itemgetter(*(n for n in Conversation.model_fields if n not in ("source_file", "messages", "meta")))
-_HASHED_MESSAGE = itemgetter(*(n for n in Message.model_fields if n not in ("extra", *_ITEM_LISTS)))
+# a message's hashed fields, in their order (then its item lists, then its extra)
+HASHED_MESSAGE_FIELDS = tuple(n for n in Message.model_fields if n not in ("extra", *_ITEM_LISTS))
+_HASHED_MESSAGE = itemgetter(*HASHED_MESSAGE_FIELDS)
 
 
 def hash_of_fields(conv: Conversation, meta: str | None, extras: list[str | None]) -> str:
@@ -337,14 +339,21 @@ def hash_of_fields(conv: Conversation, meta: str | None, extras: list[str | None
     tables write, computed once). The dicts of source fields are hashed as that text, so a conversation read back
     from the tables hashes the same as the one written. ValueError where a value cannot be hashed (a lone
     surrogate: the readers replace them)."""
-    d = conv.__dict__
     messages = [
         (_HASHED_MESSAGE(md := m.__dict__),
          *[md[name] and [item.__dict__ for item in md[name]] for name in _ITEM_LISTS],  # ([] as it is: no list made)
          extra)
-        for m, extra in zip(d["messages"], extras)
+        for m, extra in zip(conv.__dict__["messages"], extras)
     ]
-    fields = (_HASHED_CONVERSATION(d), meta, messages)
+    return hash_of_message_rows(conv, meta, messages)
+
+
+def hash_of_message_rows(conv: Conversation, meta: str | None, messages: list[tuple]) -> str:
+    """`hash_of_fields` of `conv` given what it hashes of each message, already gathered (a hot path that holds
+    them as columns zips them): (the values of HASHED_MESSAGE_FIELDS as a tuple, then its tool_calls,
+    tool_results, citations and attachments each as a list of the items' field dicts (an empty list or tuple
+    where it has none), then its extra as its `source_fields_json`)."""
+    fields = (_HASHED_CONVERSATION(conv.__dict__), meta, messages)
     try:
         dump = orjson.dumps(fields)
     except orjson.JSONEncodeError:  # an int beyond 64 bits, or a str that is not UTF-8

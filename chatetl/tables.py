@@ -35,7 +35,9 @@ from chatetl.model import (
     Source,
     ToolCall,
     ToolResult,
+    HASHED_MESSAGE_FIELDS,
     hash_of_fields,
+    hash_of_message_rows,
     source_fields_json,
     state_version,
     with_state_hash,
@@ -146,6 +148,14 @@ def stored_state_hash(conv: Conversation, meta: str | None, extras: list[str | N
         return None
 
 
+def _stored_hash_of_rows(conv: Conversation, meta: str | None, messages: list[tuple]) -> str | None:
+    """`stored_state_hash` given the hashed values of each message (`hash_of_message_rows`)."""
+    try:
+        return hash_of_message_rows(conv, meta, messages)
+    except (ValueError, OverflowError):
+        return None
+
+
 def message_rows(conv: Conversation) -> Iterator[dict[str, Any]]:
     for m in conv.messages:
         yield {
@@ -177,6 +187,7 @@ _MESSAGE_DIRECT = (
 _MESSAGE_ITEM_COLUMNS = tuple(name for name, _ in _MESSAGE_LISTS)
 _MESSAGE_ROW = itemgetter(*_MESSAGE_DIRECT, *_MESSAGE_ITEM_COLUMNS, "extra")
 _SEQ, _MODEL, _TEXT = (_MESSAGE_DIRECT.index(name) for name in ("seq", "model", "text"))
+_HASHED_COLUMNS = itemgetter(*(_MESSAGE_DIRECT.index(name) for name in HASHED_MESSAGE_FIELDS))  # of the transposed columns
 _ITEMS = len(_MESSAGE_DIRECT)
 _EXTRA = _ITEMS + len(_MESSAGE_ITEM_COLUMNS)
 _CONVERSATION_ROW = itemgetter(*_CONVERSATION_FIELDS)
@@ -232,15 +243,18 @@ class TableBatch:
             mc[name].extend([value] * n)
         for name, column in zip(_MESSAGE_DIRECT, columns):
             mc[name].extend(column)
-        for name, column in zip(_MESSAGE_ITEM_COLUMNS, columns[_ITEMS:_EXTRA]):
-            if any(column):
-                mc[name].extend([[item.__dict__ for item in items] if items else _EMPTY for items in column])
-            else:
-                mc[name].extend([_EMPTY] * n)
+        items_columns = [
+            [[item.__dict__ for item in items] if items else _EMPTY for items in column] if any(column) else [_EMPTY] * n
+            for column in columns[_ITEMS:_EXTRA]
+        ]
+        for name, items_column in zip(_MESSAGE_ITEM_COLUMNS, items_columns):
+            mc[name].extend(items_column)
         extras = columns[_EXTRA]
         extra_json = [source_fields_json(x) if x else None for x in extras] if any(extras) else [None] * n
         mc["extra"].extend(extra_json)
-        cc["state_hash"].append(stored_state_hash(conv, meta, extra_json))
+        # the state hash from these columns, zipped back into its rows (hash_of_fields' rows, built in C)
+        hashed = list(zip(zip(*_HASHED_COLUMNS(columns)), *items_columns, extra_json)) if n else []
+        cc["state_hash"].append(_stored_hash_of_rows(conv, meta, hashed))
         size = sum(map(len, columns[_TEXT])) + 200 * n
         self.rows += n + 1
         self.bytes += size
