@@ -61,7 +61,7 @@ with TableWriter(out + "/c.parquet", out + "/m.parquet", columnar=False) as w:
     for conv in read_path(sys.argv[1], report):
         w.add(conv)
 fast = sys.argv[3]
-ok = all(pq.read_table(f"{out}/{a}.parquet").equals(pq.read_table(f"{fast}/{b}/part-0.parquet"))
+ok = all(pq.read_table(f"{out}/{a}.parquet").equals(pq.read_table(f"{fast}/{b}"))  # (a folder: its part files in order)
          for a, b in (("c", "conversations"), ("m", "messages")))
 print("EQUAL" if ok else "DIFFERENT")
 """
@@ -110,7 +110,7 @@ SAME_TABLES = """
 import sys
 import pyarrow.parquet as pq
 a, b = sys.argv[1], sys.argv[2]
-ok = all(pq.read_table(f"{a}/{t}/part-0.parquet").equals(pq.read_table(f"{b}/{t}/part-0.parquet")) for t in ("conversations", "messages"))
+ok = all(pq.read_table(f"{a}/{t}").equals(pq.read_table(f"{b}/{t}")) for t in ("conversations", "messages"))  # (every part)
 print("EQUAL" if ok else "DIFFERENT")
 """
 

@@ -105,8 +105,8 @@ def _local_bytes(inputs: tuple[str, ...]) -> int | None:
 )
 @quiet_and_progress
 def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bool, progress: bool | None) -> None:
-    """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages;
-    print a one-line JSON summary."""
+    """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages
+    (part-00000.parquet, part-00001.parquet ...); print a one-line JSON summary."""
     from chatetl.readers.parallel import read_into, resolve_workers
 
     report = ReadReport()
@@ -114,7 +114,7 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     (out / "messages").mkdir(parents=True, exist_ok=True)
     n = resolve_workers(workers, _local_bytes(inputs))
     meter = input_meter(inputs, progress, quiet, "normalize")
-    with TableWriter(out / "conversations" / "part-0.parquet", out / "messages" / "part-0.parquet") as writer, meter:
+    with TableWriter.in_parts(out / "conversations", out / "messages") as writer, meter:
         meter.count_with(lambda: writer.conversations)
         read_into(writer, meter.leaves(iter_leaves(inputs, report)), report, n)
     report_errors(report.errors, quiet)

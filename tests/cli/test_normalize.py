@@ -98,4 +98,4 @@ def test_normalize_runs_without_numpy_and_writes_the_same_tables(tmp_path):
                                 capture_output=True, text=True)
         assert result.stdout.strip().splitlines()[-1] == "False 0", result.stderr
         for table, mine in (("conversations", "c"), ("messages", "m")):
-            assert pq.read_table(out / table / "part-0.parquet").equals(pq.read_table(here / f"{mine}.parquet"))
+            assert pq.read_table(out / table / "part-00000.parquet").equals(pq.read_table(here / f"{mine}.parquet"))

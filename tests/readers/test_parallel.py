@@ -217,7 +217,7 @@ def test_cli_workers_option_gives_the_same_tables_summary_and_errors(tmp_path):
         assert runs[n].returncode == 1  # the damaged records
     assert runs["2"].stdout == runs["1"].stdout and runs["2"].stderr == runs["1"].stderr
     for table in ("conversations", "messages"):
-        one, two = (pq.read_table(tmp_path / f"out{n}" / table / "part-0.parquet") for n in ("1", "2"))
+        one, two = (pq.read_table(tmp_path / f"out{n}" / table / "part-00000.parquet") for n in ("1", "2"))
         assert one.num_rows and two.equals(one)
 
 
@@ -242,3 +242,27 @@ def test_workers_run_pyarrow_without_numpy():
     here = parallel.convert_batch("chatgpt", "x.json", None, [(0, 1, record)])[0]
     assert misfit is None and delta["conversations"] == 1
     assert [parallel._from_ipc(s) for s in streams] == list(here) and here[1].num_rows > 1
+
+
+def test_two_cores_write_the_one_process_parts(tmp_path, monkeypatch):
+    """`chatetl normalize` into part files (TableWriter.in_parts, here of 2 row groups each) on one process and on
+    two: the same tables once their parts are read whole (the two cut row groups differently)."""
+    import pyarrow as pa
+    from click.testing import CliRunner
+
+    from chatetl.cli import main
+    from chatetl.tables import TableWriter
+
+    in_parts = TableWriter.in_parts.__func__
+    monkeypatch.setattr(TableWriter, "in_parts", classmethod(lambda cls, *folders: in_parts(cls, *folders, row_groups=2, batch_bytes=4000)))
+    path = tmp_path / "conversations.json"
+    path.write_bytes(_generated(40))
+    tables = {}
+    for n in ("1", "2"):
+        result = CliRunner().invoke(main, ["normalize", str(path), "--out", str(tmp_path / n), "--workers", n, "-q"])
+        assert result.exit_code == 1, result.output  # (the damaged records)
+        tables[n] = {t: [pq.read_table(p) for p in sorted((tmp_path / n / t).glob("part-*.parquet"))]
+                     for t in ("conversations", "messages")}
+    assert len(tables["1"]["messages"]) >= 3 and len(tables["2"]["messages"]) >= 3
+    for t in ("conversations", "messages"):
+        assert pa.concat_tables(tables["2"][t]).equals(pa.concat_tables(tables["1"][t]))
