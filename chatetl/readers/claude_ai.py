@@ -57,7 +57,7 @@ from chatetl.readers.jsonstream import (
     raw_bytes,
 )
 from chatetl.readers.report import ReadReport
-from chatetl.readers.timeutil import parse_time
+from chatetl.readers.timeutil import parse_iso_time
 
 PLATFORM = "claude-ai"
 ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
@@ -147,8 +147,8 @@ def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = ""
         platform=PLATFORM,
         conversation_id=conv_id,
         title=text_or_none(record.get("name")),
-        created_at=parse_time(record.get("created_at")),
-        updated_at=parse_time(record.get("updated_at")),
+        created_at=parse_iso_time(record.get("created_at")),
+        updated_at=parse_iso_time(record.get("updated_at")),
         model=text_or_none(record.get("model")),  # the official export has none
         url=f"https://claude.ai/chat/{conv_id}",
         current_node=leaf if leaf != ROOT_PARENT else None,
@@ -243,7 +243,7 @@ def message_from_claude_ai(raw: dict, report: ReadReport, fallback_id: str) -> M
         role=role,
         kind=kind,
         text=text,
-        created_at=parse_time(raw.get("created_at")),
+        created_at=parse_iso_time(raw.get("created_at")),
         author_name=tool_results[0].name if kind is MessageKind.TOOL_RESULT else None,
         content_type=",".join(block_types) or None,
         reasoning=joined_reasoning,
@@ -286,7 +286,7 @@ def _take_inline_markup(text: str, reasoning: list[str], tool_calls: list[ToolCa
             value = attr.group(2) if attr.group(2) is not None else attr.group(3)
             artifact[_ARTIFACT_FIELDS.get(attr.group(1), attr.group(1))] = value
         artifact["content"] = body.strip("\r\n")
-        tool_calls.append(ToolCall(id=None, name=ARTIFACT_TOOL, input=json_text(artifact)))
+        tool_calls.append(ToolCall.fast(id=None, name=ARTIFACT_TOOL, input=json_text(artifact)))
         return "\n\n"
 
     found = _ANT_ELEMENT.sub(take, text)
@@ -296,7 +296,7 @@ def _take_inline_markup(text: str, reasoning: list[str], tool_calls: list[ToolCa
 
 
 def _tool_call(block: dict) -> ToolCall:
-    return ToolCall(
+    return ToolCall.fast(
         id=text_or_none(block.get("id")),
         name=text_or_none(block.get("name")),
         input=json_text(block.get("input")),  # artifacts keep input.title / input.content here
@@ -326,7 +326,7 @@ def _tool_result(block: dict) -> tuple[ToolResult, list[Citation]]:
                 metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
                 title, url, text = text_or_none(item.get("title")), text_or_none(item.get("url")), text_or_none(item.get("text"))
                 citations.append(
-                    Citation(title=title, url=url, snippet=text, source=text_or_none(metadata.get("site_domain")) or _domain(url))
+                    Citation.fast(title=title, url=url, snippet=text, source=text_or_none(metadata.get("site_domain")) or _domain(url))
                 )
                 parts.append("\n".join(p for p in (title, url, text) if p))
             elif isinstance(item.get("text"), str):
@@ -336,7 +336,7 @@ def _tool_result(block: dict) -> tuple[ToolResult, list[Citation]]:
         output = "\n\n".join(p for p in parts if p)
     else:
         output = json_text(content)
-    result = ToolResult(
+    result = ToolResult.fast(
         tool_call_id=text_or_none(block.get("tool_use_id")),
         name=text_or_none(block.get("name")),
         output=output,
@@ -357,7 +357,7 @@ def _text_citations(raw: Any) -> list[Citation]:
         snippet = text_or_none(c.get("cited_text")) or text_or_none(c.get("text")) or text_or_none(details.get("cited_text"))
         metadata = c.get("metadata") if isinstance(c.get("metadata"), dict) else {}
         if url or title or snippet:
-            out.append(Citation(title=title, url=url, snippet=snippet, source=text_or_none(metadata.get("site_domain")) or _domain(url)))
+            out.append(Citation.fast(title=title, url=url, snippet=snippet, source=text_or_none(metadata.get("site_domain")) or _domain(url)))
     return out
 
 
@@ -368,7 +368,7 @@ def _attachments(raw: dict) -> list[Attachment]:
             continue
         size = a.get("file_size")
         out.append(
-            Attachment(
+            Attachment.fast(
                 kind="file",
                 id=text_or_none(a.get("id")),
                 name=text_or_none(a.get("file_name")),
@@ -391,7 +391,7 @@ def _attachments(raw: dict) -> list[Attachment]:
             asset = f.get("image_asset") or f.get("document_asset") or f.get("preview_asset")
             pointer = text_or_none(asset.get("url")) if isinstance(asset, dict) else None
             out.append(
-                Attachment(
+                Attachment.fast(
                     kind="image" if kind == "image" else "file",
                     id=file_uuid,
                     name=text_or_none(f.get("file_name")),
