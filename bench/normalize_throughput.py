@@ -11,7 +11,9 @@ prints MB/s (median of --runs) and peak RSS of:
 and normalize's ratios to bare ijson and of 2 cores to 1 process, measured in the same run (the
 targets: >= 0.75 of bare ijson with both cores, and faster than one process). Each case runs in its
 own process; peak RSS is the largest of its processes (the workers' too, sampled from /proc while it
-runs), the target being per process. Under each input: whether the 2-core tables equal the one
+runs), the target being per process; beside it, in brackets, the largest anonymous memory (RssAnon, sampled
+every 50 ms) of one process: RSS less the pages of the shared libraries it maps (pyarrow's are 48 MB on disk,
+and how much of them a process holds mapped depends on the kernel: 69 MB of files on this one). Under each input: whether the 2-core tables equal the one
 process's (Table.equals, row order included), and with --compare (default on the 200 MB ChatGPT
 file) the fast path's against the reference path's (ijson behind the DepthGuard, Table.from_pylist).
 --profile N: the top N functions of the one-process normalize of the largest ChatGPT file up to
@@ -85,15 +87,17 @@ def tree(root):
         out.append(p)
         todo += kids.get(p, [])
     return out
-peak = 0
+peak = anon = 0
 def watch(pid):
-    global peak
+    global peak, anon
     while True:
         for p in tree(pid):
             try:
                 for line in open(f"/proc/{p}/status"):
                     if line.startswith("VmHWM"):
                         peak = max(peak, int(line.split()[1]) / 1024)
+                    elif line.startswith("RssAnon"):
+                        anon = max(anon, int(line.split()[1]) / 1024)
             except OSError:
                 pass
         time.sleep(0.05)
@@ -102,7 +106,7 @@ proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
 threading.Thread(target=watch, args=(proc.pid,), daemon=True).start()
 rc = proc.wait()
 e = time.perf_counter() - t
-print(e, max(peak, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024), rc)
+print(e, max(peak, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024), rc, anon)
 """
 
 
@@ -115,13 +119,14 @@ print("EQUAL" if ok else "DIFFERENT")
 """
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MB of its largest process) of one command in a fresh process."""
+def timed(cmd: list[str]) -> tuple[float, float, float]:
+    """(seconds, peak RSS in MB of its largest process, the largest anonymous memory in MB of one) of one command in a
+    fresh process."""
     wrapper = [PY, "-c", _TIMED] + cmd
     line = subprocess.run(wrapper, capture_output=True, text=True, check=True).stdout.split()
     if line[2] not in ("0",):
         raise SystemExit(f"{cmd} failed")
-    return float(line[0]), float(line[1])
+    return float(line[0]), float(line[1]), float(line[3])
 
 
 def case_cmd(case: str, path: Path, out: Path) -> list[str]:
@@ -164,7 +169,7 @@ def main() -> None:
     work = args.keep or tmp
     work.mkdir(parents=True, exist_ok=True)
     names = list(CASES)
-    print(f"{'input':<18}" + "".join(f" {n + ' MB/s':>22} {'RSS MB':>7}" for n in names)
+    print(f"{'input':<18}" + "".join(f" {n + ' MB/s':>22} {'RSS (anon)':>10}" for n in names)
           + f" {'1 proc/ijson':>13} {'2 cores/ijson':>14} {'2 cores/1 proc':>15}")
     try:
         files = inputs(work, [int(s) for s in args.sizes.split(",")])
@@ -176,8 +181,8 @@ def main() -> None:
                     out = tmp / ("out2" if case == "normalize 2 cores" else "out")
                     shutil.rmtree(out, ignore_errors=True)
                     runs.append(timed(case_cmd(case, path, out)))
-                row[case] = (mb / statistics.median(r[0] for r in runs), max(r[1] for r in runs))
-            cells = "".join(f" {row[n][0]:>22.1f} {row[n][1]:>7.0f}" for n in CASES)
+                row[case] = (mb / statistics.median(r[0] for r in runs), max(r[1] for r in runs), max(r[2] for r in runs))
+            cells = "".join(f" {row[n][0]:>22.1f} {f'{row[n][1]:.0f} ({row[n][2]:.0f})':>10}" for n in CASES)
             ijson_rate, one, two = row["bare ijson"][0], row["normalize 1 proc"][0], row["normalize 2 cores"][0]
             print(f"{label:<18}{cells} {one / ijson_rate:>13.2f} {two / ijson_rate:>14.2f} {two / one:>15.2f}", flush=True)
             same = subprocess.run([PY, "-c", SAME_TABLES, str(tmp / "out"), str(tmp / "out2")],
