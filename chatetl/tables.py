@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from chatetl.layout import table_key, table_prefix
 from chatetl.model import (
+    HASHED_MESSAGE_FIELDS,
     Attachment,
     Citation,
     Conversation,
@@ -35,7 +36,6 @@ from chatetl.model import (
     Source,
     ToolCall,
     ToolResult,
-    HASHED_MESSAGE_FIELDS,
     hash_of_fields,
     hash_of_message_rows,
     source_fields_json,
@@ -328,10 +328,10 @@ class TableWriter:
     def in_parts(cls, conversations_folder: str | Path, messages_folder: str | Path, row_groups: int | None = None,
                  **options: Any) -> TableWriter:
         """A writer of `part-00000.parquet`, `part-00001.parquet` ... in each folder (a `pyarrow.dataset` of
-        either folder reads its table, in order): a part holds `row_groups` (PART_ROW_GROUPS) batches at most, the messages of
-        a part's conversations are in the same part of the messages folder. The part files the folders held
-        (a run before, of more parts) are removed first; the first part is written even when nothing is. `options` are
-        the constructor's."""
+        either folder reads its table, in order): a part holds `row_groups` (PART_ROW_GROUPS) batches at most,
+        and the messages of a part's conversations are in the same part of the messages folder. The part files
+        the folders held (a run before, of more parts) are removed first; the first part is written even when
+        nothing is. `options` are the constructor's."""
         for folder in (conversations_folder, messages_folder):
             for old in Path(folder).glob("part-*.parquet"):
                 old.unlink()
