@@ -13,9 +13,10 @@ targets: >= 0.75 of bare ijson with both cores, and faster than one process). Ea
 own process; peak RSS is the largest of its processes (the workers' too, sampled from /proc while it
 runs), the target being per process; beside it, in brackets, the largest anonymous memory (RssAnon, sampled
 every 50 ms) of one process: RSS less the pages of the shared libraries it maps (pyarrow's are 48 MB on disk,
-and how much of them a process holds mapped depends on the kernel: 69 MB of files on this one). Under each input: whether the 2-core tables equal the one
-process's (Table.equals, row order included), and with --compare (default on the 200 MB ChatGPT
-file) the fast path's against the reference path's (ijson behind the DepthGuard, Table.from_pylist).
+and how much of them a process holds mapped depends on the kernel: 69 MB of files on this one). Under each
+input: whether the 2-core tables equal the one process's (Table.equals, row order included), and with
+--compare (default on the 200 MB ChatGPT file) the fast path's against the reference path's (ijson behind the
+DepthGuard, Table.from_pylist).
 --profile N: the top N functions of the one-process normalize of the largest ChatGPT file up to
 200 MB by cumulative share of samples (py-spy, from the venv; the Parquet thread's own samples apart).
 

@@ -339,13 +339,18 @@ def hash_of_fields(conv: Conversation, meta: str | None, extras: list[str | None
     tables write, computed once). The dicts of source fields are hashed as that text, so a conversation read back
     from the tables hashes the same as the one written. ValueError where a value cannot be hashed (a lone
     surrogate: the readers replace them)."""
-    messages = [
+    return hash_of_message_rows(conv, meta, hashed_message_rows(conv, extras))
+
+
+def hashed_message_rows(conv: Conversation, extras: list[str | None]) -> list[tuple]:
+    """What the state hash covers of each message of `conv` (`extras`: their `extra` as `source_fields_json`), as
+    `hash_of_message_rows` takes it."""
+    return [
         (_HASHED_MESSAGE(md := m.__dict__),
          *[md[name] and [item.__dict__ for item in md[name]] for name in _ITEM_LISTS],  # ([] as it is: no list made)
          extra)
         for m, extra in zip(conv.__dict__["messages"], extras)
     ]
-    return hash_of_message_rows(conv, meta, messages)
 
 
 def hash_of_message_rows(conv: Conversation, meta: str | None, messages: list[tuple]) -> str:

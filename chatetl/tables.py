@@ -36,8 +36,8 @@ from chatetl.model import (
     Source,
     ToolCall,
     ToolResult,
-    hash_of_fields,
     hash_of_message_rows,
+    hashed_message_rows,
     source_fields_json,
     state_version,
     with_state_hash,
@@ -135,21 +135,14 @@ def conversation_row(conv: Conversation, upload_key: str | None = None) -> dict[
         "models_used": sorted({m.model for m in conv.messages if m.model}),
         "upload_key": upload_key,
         "meta": meta,
-        "state_hash": stored_state_hash(conv, meta, [source_fields_json(m.extra) for m in conv.messages]),
+        "state_hash": stored_state_hash(conv, meta, hashed_message_rows(conv, [source_fields_json(m.extra) for m in conv.messages])),
     }
 
 
-def stored_state_hash(conv: Conversation, meta: str | None, extras: list[str | None]) -> str | None:
-    """The state hash of `conv` for its `state_hash` column (`meta`, `extras`: its `meta` and its messages' `extra`
-    as their JSON columns); None where it cannot be computed (the stage that reads it back fails it)."""
-    try:
-        return hash_of_fields(conv, meta, extras)
-    except (ValueError, OverflowError):
-        return None
-
-
-def _stored_hash_of_rows(conv: Conversation, meta: str | None, messages: list[tuple]) -> str | None:
-    """`stored_state_hash` given the hashed values of each message (`hash_of_message_rows`)."""
+def stored_state_hash(conv: Conversation, meta: str | None, messages: list[tuple]) -> str | None:
+    """The state hash of `conv` for its `state_hash` column (`meta`: its `meta` as its JSON column; `messages`: what
+    the hash covers of each message, `hashed_message_rows`); None where it cannot be computed (the stage that reads
+    it back fails it)."""
     try:
         return hash_of_message_rows(conv, meta, messages)
     except (ValueError, OverflowError):
@@ -252,9 +245,9 @@ class TableBatch:
         extras = columns[_EXTRA]
         extra_json = [source_fields_json(x) if x else None for x in extras] if any(extras) else [None] * n
         mc["extra"].extend(extra_json)
-        # the state hash from these columns, zipped back into its rows (hash_of_fields' rows, built in C)
+        # the state hash from these columns, zipped back into hashed_message_rows' rows (built in C)
         hashed = list(zip(zip(*_HASHED_COLUMNS(columns)), *items_columns, extra_json)) if n else []
-        cc["state_hash"].append(_stored_hash_of_rows(conv, meta, hashed))
+        cc["state_hash"].append(stored_state_hash(conv, meta, hashed))
         size = sum(map(len, columns[_TEXT])) + 200 * n
         self.rows += n + 1
         self.bytes += size
