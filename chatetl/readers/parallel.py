@@ -73,6 +73,7 @@ MAX_AUTO_WORKERS = 2
 TASK_BYTES = 1024 * 1024  # record bytes converted as one task (512 KB: 4-8% more CPU, no less RSS)
 QUEUED_PER_WORKER = 2  # tasks a worker holds (one converting, one waiting); past that this process converts
 LOCAL_AHEAD = 2  # tasks converted here that may wait behind an unfinished worker's task
+PIPE_BYTES = 1024 * 1024  # capacity asked for the pool's task and result pipes (Linux; see _widen_pipes)
 SWITCH_INTERVAL = 0.0002  # seconds (sys.setswitchinterval) while the pool runs: see _Pool.__enter__
 WAIT_FOR_WORKERS = False  # True: the first task waits for the first worker (the tests, so workers take part)
 Leaf = tuple[Entry, Format, "Layout | None"]
@@ -258,6 +259,30 @@ class _Done:
 # ---- this process ----
 
 
+def _widen_pipes(executor: ProcessPoolExecutor) -> None:
+    """Ask the kernel for PIPE_BYTES of buffer on the pipes that carry tasks to the workers and
+    results back (Linux F_SETPIPE_SZ; the default is 64 KB). A 1 MB task or result then goes
+    through in one write instead of 16, each waiting for the reader's thread to take the GIL:
+    about 10% faster at 200 MB in alternating runs here. The pipes are the executor's own
+    (private attributes, so looked up defensively); anything refused (another OS, a lower
+    /proc/sys/fs/pipe-max-size) leaves the default, which is only slower."""
+    try:
+        import fcntl
+    except ImportError:  # not on POSIX
+        return
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+    if setpipe is None:
+        return
+    for queue in (getattr(executor, "_call_queue", None), getattr(executor, "_result_queue", None)):
+        connection = getattr(queue, "_writer", None)
+        if connection is None:
+            continue
+        try:
+            fcntl.fcntl(connection.fileno(), setpipe, PIPE_BYTES)
+        except (OSError, ValueError):
+            pass
+
+
 def _context() -> Any:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["chatetl.readers.without_numpy", __name__])
@@ -308,6 +333,7 @@ class _Pool:
         not fit, what came after it is dropped and the file is read on from that record."""
         if self.executor is None:
             self.executor = ProcessPoolExecutor(self.processes, mp_context=_context())
+            _widen_pipes(self.executor)
             # the first submit starts the forkserver and waits for its imports (0.3-1.5 s): done in
             # a thread, so this one converts meanwhile
             self._starter = threading.Thread(target=self._start, name="chatetl-pool-start", daemon=True)

@@ -266,3 +266,21 @@ def test_two_cores_write_the_one_process_parts(tmp_path, monkeypatch):
     assert len(tables["1"]["messages"]) >= 3 and len(tables["2"]["messages"]) >= 3
     for t in ("conversations", "messages"):
         assert pa.concat_tables(tables["2"][t]).equals(pa.concat_tables(tables["1"][t]))
+
+
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"), reason="pipe capacity is a Linux setting")
+def test_pool_pipes_are_widened_and_carry_tasks_larger_than_them():
+    """The pool's task and result pipes get PIPE_BYTES of buffer where the kernel allows it
+    (/proc/sys/fs/pipe-max-size), and a task and a result larger than that still go through whole."""
+    import fcntl
+    from concurrent.futures import ProcessPoolExecutor
+    from pathlib import Path
+
+    allowed = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    with ProcessPoolExecutor(1, mp_context=parallel._context()) as pool:
+        parallel._widen_pipes(pool)
+        sizes = [fcntl.fcntl(q._writer.fileno(), fcntl.F_GETPIPE_SZ) for q in (pool._call_queue, pool._result_queue)]
+        big = "x" * (3 * parallel.PIPE_BYTES)
+        assert pool.submit(str.upper, big).result() == big.upper()
+    expected = parallel.PIPE_BYTES if allowed >= parallel.PIPE_BYTES else 64 * 1024
+    assert sizes == [expected, expected]
