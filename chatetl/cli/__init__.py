@@ -3,12 +3,13 @@
 Each command's module is imported when that command runs (`chatetl normalize` never imports
 the exporters' Markdown, Jinja2 and YAML, nor the graph driver; nor numpy, which pyarrow would import though
 reading and writing tables never use it: chatetl.readers.without_numpy, 21 MB of RSS and a fifth of the imports'
-time). What they share: `options` (`--quiet`, `--progress`, the exit codes) and `progress` (the bar on stderr)."""
+time; imported by the command itself, after it has started its workers' forkserver). What they share: `options`
+(`--quiet`, `--progress`, the exit codes), `inputs` (where they find their inputs) and `progress` (the bar on
+stderr)."""
 
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
 
@@ -29,8 +30,6 @@ class _LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in _COMMANDS and name not in self.commands:
             module, attr = _COMMANDS[name].split(":")
-            if name == "normalize" and "pyarrow" not in sys.modules:
-                import chatetl.readers.without_numpy  # noqa: F401  (before pyarrow: see the module's docstring)
             self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
 

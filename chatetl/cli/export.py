@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from chatetl.cli.normalize import input_meter, read_inputs
+from chatetl.cli.inputs import input_meter, read_inputs
 from chatetl.cli.options import (
     EXIT_CODES,
     INPUT_ERRORS,

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from chatetl.cli.normalize import input_meter, read_inputs
+from chatetl.cli.inputs import input_meter, read_inputs
 from chatetl.cli.options import (
     EXIT_CODES,
     INPUT_ERRORS,

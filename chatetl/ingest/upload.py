@@ -18,9 +18,10 @@ from chatetl.layout import TABLES, quarantine_prefix, table_key, upload_id
 from chatetl.model import state_order
 from chatetl.readers import Entry, ReadReport, read_entry
 from chatetl.readers.archive import expand
-from chatetl.readers.parallel import read_into, resolve_workers
+from chatetl.readers.parallel import read_into
 from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
 from chatetl.tables import TableWriter, iter_conversations, read_rows
+from chatetl.workers import resolve_workers
 
 
 @dataclass
@@ -51,9 +52,9 @@ def normalize_upload(
 ) -> NormalizeResult:
     """Read one upload (streamed) into the normalized tables of its partition; quarantine what fails.
 
-    `workers`: processes converting records (chatetl.readers.parallel); None: its automatic choice
-    (with parallel.AUTO on, as it is, both cores for an upload of at least AUTO_MIN_BYTES, else this
-    process alone). Each process stays within the step's memory; the tables and the report are
+    `workers`: processes converting records (chatetl.readers.parallel); None: the automatic choice
+    (chatetl.workers.resolve_workers: with AUTO on, as it is, both cores for an upload of at least
+    AUTO_MIN_BYTES, else this process alone). Each process stays within the step's memory; the tables and the report are
     the same either way.
 
     `previous`: the state rows (conversation_key, updated_at) of the tables this upload's earlier

@@ -25,12 +25,13 @@ so the tables (`Table.equals`) and the report are the one-process path's; only t
 cut differently. Everything else (other formats and layouts, JSON Lines) is read in this process
 as before, in its place.
 
-`workers=None` is automatic (see AUTO): both cores (at most `MAX_AUTO_WORKERS`) when the input has
-at least `AUTO_MIN_BYTES`, else one (an unknown size too); `workers=1` is
+How many processes (`workers=None`: automatic) is chatetl.workers.resolve_workers; `workers=1` is
 the one-process path itself. Workers come from the 'forkserver' start method (never forked from
 the caller, which may hold threads: Dagster steps, the Parquet writer thread), preloaded with this
-module (and pyarrow without numpy: chatetl.readers.without_numpy): the imports are paid once,
-each worker then forks from it in a few ms.
+module (and pyarrow without numpy: chatetl.readers.without_numpy; chatetl.workers.context): the
+imports are paid once, each worker then forks from it in a few ms. The command line starts the
+forkserver before its own imports (chatetl.workers.start_forkserver); elsewhere the pool's first
+task starts it.
 
 Memory: each process holds a few tasks and one batch of tables; results converted here while a
 worker's earlier task is still running wait in order, at most LOCAL_AHEAD of them (peak RSS per
@@ -39,8 +40,6 @@ process is printed by bench/normalize_throughput.py).
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import sys
 import threading
 from collections import deque
@@ -67,9 +66,8 @@ from chatetl.readers.splitter import (
     nests_too_deep,
 )
 from chatetl.tables import TableBatch, TableWriter
+from chatetl.workers import context
 
-AUTO_MIN_BYTES = 32 * 1024 * 1024  # smaller inputs read in one process (a pool costs 0.3-1.5 s to start)
-MAX_AUTO_WORKERS = 2
 TASK_BYTES = 1024 * 1024  # record bytes converted as one task (512 KB: 4-8% more CPU, no less RSS)
 QUEUED_PER_WORKER = 2  # tasks a worker holds (one converting, one waiting); past that this process converts
 LOCAL_AHEAD = 2  # tasks converted here that may wait behind an unfinished worker's task
@@ -77,31 +75,6 @@ PIPE_BYTES = 1024 * 1024  # capacity asked for the pool's task and result pipes 
 SWITCH_INTERVAL = 0.0002  # seconds (sys.setswitchinterval) while the pool runs: see _Pool.__enter__
 WAIT_FOR_WORKERS = False  # True: the first task waits for the first worker (the tests, so workers take part)
 Leaf = tuple[Entry, Format, "Layout | None"]
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-# Whether `workers=None` may choose the pool (`--workers 1`, or workers=1, never does): on since
-# bench/normalize_throughput.py showed it winning on every input of at least AUTO_MIN_BYTES on the shared
-# 2-core machine (200 MB: ChatGPT 1.52x one process, Claude.ai 1.34x, sharded zip 1.32x, each process
-# within 128 MB; at 20 MB, under AUTO_MIN_BYTES, the pool's start ate its gain: 1.00x).
-AUTO = True
-
-
-def resolve_workers(workers: int | None, input_bytes: int | None) -> int:
-    """Processes converting records: `workers` when given (1: the one-process path), else automatic:
-    with AUTO on, both cores for an input of at least AUTO_MIN_BYTES, else 1 (an input of unknown
-    size, s3:// inputs on the command line, too: the pool's start would outweigh a small one)."""
-    if workers is not None:
-        return max(1, int(workers))
-    if not AUTO or input_bytes is None or input_bytes < AUTO_MIN_BYTES:
-        return 1
-    return max(1, min(cores(), MAX_AUTO_WORKERS))
 
 
 def path_leaves(path: Any, report: ReadReport) -> Iterable[Leaf]:
@@ -283,12 +256,6 @@ def _widen_pipes(executor: ProcessPoolExecutor) -> None:
             pass
 
 
-def _context() -> Any:
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["chatetl.readers.without_numpy", __name__])
-    return ctx
-
-
 class _Pool:
     """Tasks in flight (a worker's futures, tasks converted here) and local events (a bad record
     the splitter found), settled strictly in order."""
@@ -332,10 +299,10 @@ class _Pool:
         in its place. First cut fast (ends not proven here); when a task finds a record that does
         not fit, what came after it is dropped and the file is read on from that record."""
         if self.executor is None:
-            self.executor = ProcessPoolExecutor(self.processes, mp_context=_context())
+            self.executor = ProcessPoolExecutor(self.processes, mp_context=context())
             _widen_pipes(self.executor)
-            # the first submit starts the forkserver and waits for its imports (0.3-1.5 s): done in
-            # a thread, so this one converts meanwhile
+            # the first submit starts the forkserver (unless already running) and waits for its
+            # imports (0.3-1.5 s): done in a thread, so this one converts meanwhile
             self._starter = threading.Thread(target=self._start, name="chatetl-pool-start", daemon=True)
             self._starter.start()
             if WAIT_FOR_WORKERS:
@@ -475,4 +442,4 @@ class _Pool:
         self.writer.write_tables(convs, pa.concat_tables(msgs) if msgs else None)
 
 
-__all__ = ["AUTO_MIN_BYTES", "CONVERTERS", "Shares", "convert_batch", "convert_in_worker", "path_leaves", "read_into", "resolve_workers"]
+__all__ = ["CONVERTERS", "Shares", "convert_batch", "convert_in_worker", "path_leaves", "read_into"]

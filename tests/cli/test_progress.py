@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from chatetl.cli import main
-from chatetl.cli.normalize import iter_inputs, iter_leaves, read_inputs
+from chatetl.cli.inputs import iter_inputs, iter_leaves, read_inputs
 from chatetl.cli.progress import InputMeter, leaf_bytes, show_progress
 from chatetl.readers import ReadReport, _read_leaves
 from chatetl.samples import chatgpt_conversations, sample_uploads

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from reader_inputs import damaged_zip
 
+from chatetl import workers
 from chatetl.ingest.upload import normalize_upload
 from chatetl.readers import ReadReport, parallel, read_path
 from chatetl.readers.depthguard import MAX_JSON_DEPTH
@@ -171,13 +172,37 @@ def test_the_upload_step_writes_the_same_outputs(tmp_path):
 
 
 def test_workers_setting(monkeypatch):
-    assert parallel.resolve_workers(1, 10**12) == 1
-    assert parallel.resolve_workers(3, 0) == 3
-    assert parallel.resolve_workers(None, 10**12) == (min(parallel.cores(), parallel.MAX_AUTO_WORKERS) if parallel.AUTO else 1)
-    monkeypatch.setattr(parallel, "AUTO", True)
-    assert parallel.resolve_workers(None, 1000) == 1
-    assert parallel.resolve_workers(None, parallel.AUTO_MIN_BYTES) == min(parallel.cores(), parallel.MAX_AUTO_WORKERS)
-    assert parallel.resolve_workers(None, None) == 1  # (an unknown size: maybe small)
+    assert workers.resolve_workers(1, 10**12) == 1
+    assert workers.resolve_workers(3, 0) == 3
+    assert workers.resolve_workers(None, 10**12) == (min(workers.cores(), workers.MAX_AUTO_WORKERS) if workers.AUTO else 1)
+    monkeypatch.setattr(workers, "AUTO", True)
+    assert workers.resolve_workers(None, 1000) == 1
+    assert workers.resolve_workers(None, workers.AUTO_MIN_BYTES) == min(workers.cores(), workers.MAX_AUTO_WORKERS)
+    assert workers.resolve_workers(None, None) == 1  # (an unknown size: maybe small)
+
+
+def test_the_command_line_starts_the_forkserver_before_its_heavy_imports():
+    """`chatetl normalize`'s module imports neither the readers nor pyarrow (so the command can start
+    its workers' forkserver first), and the forkserver started early is the one the pool forks from."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, chatetl.cli, chatetl.cli.normalize;"
+        "print(sorted(m for m in ('pyarrow', 'pydantic', 'chatetl.readers', 'chatetl.tables') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    code = (
+        "from chatetl import workers; from multiprocessing import forkserver;"
+        "workers.start_forkserver(); pid = forkserver._forkserver._forkserver_pid;"
+        "from concurrent.futures import ProcessPoolExecutor; import os;"
+        "pool = ProcessPoolExecutor(1, mp_context=workers.context());"
+        "parent = pool.submit(os.getppid).result(); pool.shutdown();"
+        "print(pid is not None and parent == pid)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
 
 
 def test_the_pool_starts_from_a_step_process(tmp_path):
@@ -235,7 +260,7 @@ def test_workers_run_pyarrow_without_numpy():
     of each worker's memory), and they still build Arrow tables and hand them back (IPC streams)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(1, mp_context=parallel._context()) as pool:
+    with ProcessPoolExecutor(1, mp_context=workers.context()) as pool:
         assert pool.submit(eval, "__import__('sys').modules.get('numpy', 'not imported')").result() is None
         record = json.dumps(chatgpt_conversations()[0]).encode()
         streams, delta, misfit = pool.submit(parallel.convert_in_worker, "chatgpt", "x.json", None, [(0, 1, record)]).result()
@@ -277,7 +302,7 @@ def test_pool_pipes_are_widened_and_carry_tasks_larger_than_them():
     from pathlib import Path
 
     allowed = int(Path("/proc/sys/fs/pipe-max-size").read_text())
-    with ProcessPoolExecutor(1, mp_context=parallel._context()) as pool:
+    with ProcessPoolExecutor(1, mp_context=workers.context()) as pool:
         parallel._widen_pipes(pool)
         sizes = [fcntl.fcntl(q._writer.fileno(), fcntl.F_GETPIPE_SZ) for q in (pool._call_queue, pool._result_queue)]
         big = "x" * (3 * parallel.PIPE_BYTES)
