@@ -18,8 +18,10 @@ MAX_AUTO_WORKERS = 2
 
 # Whether `workers=None` may choose the pool (`--workers 1`, or workers=1, never does): on since
 # bench/normalize_throughput.py showed it winning on every input of at least AUTO_MIN_BYTES on the shared
-# 2-core machine (200 MB: ChatGPT 1.52x one process, Claude.ai 1.34x, sharded zip 1.32x, each process
-# within 128 MB; at 20 MB, under AUTO_MIN_BYTES, the pool's start ate its gain: 1.00x).
+# 2-core machine (200 MB: ChatGPT 1.52x one process, Claude.ai 1.34x, sharded zip 1.32x; on 3 December
+# 1.14x, 1.11x, 1.16x, and 1 GB 1.22x). At 20 MB, under AUTO_MIN_BYTES, the pool's start ate its gain
+# (1.00x, 0.80x on 2 December); on 3 December, with the forkserver started before the command's imports,
+# 20 MB ran 1.20x: one run, not enough to lower AUTO_MIN_BYTES on.
 AUTO = True
 
 # what the forkserver imports once, before it forks each worker (pyarrow without numpy first: see the module)

@@ -236,7 +236,7 @@ def _widen_pipes(executor: ProcessPoolExecutor) -> None:
     """Ask the kernel for PIPE_BYTES of buffer on the pipes that carry tasks to the workers and
     results back (Linux F_SETPIPE_SZ; the default is 64 KB). A 1 MB task or result then goes
     through in one write instead of 16, each waiting for the reader's thread to take the GIL:
-    about 10% faster at 200 MB in alternating runs here. The pipes are the executor's own
+    about 5% faster at 200 MB here (ChatGPT-shaped, 5 alternating runs: median 2.96 vs 3.13 s). The pipes are the executor's own
     (private attributes, so looked up defensively); anything refused (another OS, a lower
     /proc/sys/fs/pipe-max-size) leaves the default, which is only slower."""
     try:
