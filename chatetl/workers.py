@@ -20,8 +20,9 @@ MAX_AUTO_WORKERS = 2
 # bench/normalize_throughput.py showed it winning on every input of at least AUTO_MIN_BYTES on the shared
 # 2-core machine (200 MB: ChatGPT 1.52x one process, Claude.ai 1.34x, sharded zip 1.32x; on 3 December
 # 1.14x, 1.11x, 1.16x, and 1 GB 1.22x). At 20 MB, under AUTO_MIN_BYTES, the pool's start ate its gain
-# (1.00x, 0.80x on 2 December); on 3 December, with the forkserver started before the command's imports,
-# 20 MB ran 1.20x: one run, not enough to lower AUTO_MIN_BYTES on.
+# (1.00x, 0.80x on 2 December; on 3 December, with the forkserver started before the command's imports,
+# 8 alternating pairs: median 1.045 s one process, 1.027 s two, 1.02x), and at 50 MB two cores gained
+# 1.17x (6 pairs: 1.785 vs 1.528 s).
 AUTO = True
 
 # what the forkserver imports once, before it forks each worker (pyarrow without numpy first: see the module)
