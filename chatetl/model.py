@@ -323,7 +323,8 @@ def source_fields_json(value: dict[str, Any]) -> str | None:
 
 def computed_state_hash(conv: Conversation) -> str:
     """`state_hash` computed from the conversation itself (whatever hash it carries)."""
-    return hash_of_fields(conv, source_fields_json(conv.meta), [source_fields_json(m.extra) for m in conv.messages])
+    extras = [source_fields_json(x) if x else None for x in map(_EXTRA_OF, map(vars, conv.__dict__["messages"]))]
+    return hash_of_fields(conv, source_fields_json(conv.meta), extras)
 
 
 # what the state hash covers: every field but source_file, the dicts of source fields as their `source_fields_json`
@@ -332,6 +333,8 @@ _HASHED_CONVERSATION = itemgetter(*(n for n in Conversation.model_fields if n no
 # a message's hashed fields, in their order (then its item lists, then its extra)
 HASHED_MESSAGE_FIELDS = tuple(n for n in Message.model_fields if n not in ("extra", *_ITEM_LISTS))
 _HASHED_MESSAGE = itemgetter(*HASHED_MESSAGE_FIELDS)
+_ITEM_LISTS_OF = tuple(itemgetter(name) for name in _ITEM_LISTS)
+_EXTRA_OF = itemgetter("extra")
 
 
 def hash_of_fields(conv: Conversation, meta: str | None, extras: list[str | None]) -> str:
@@ -345,25 +348,30 @@ def hash_of_fields(conv: Conversation, meta: str | None, extras: list[str | None
 def hashed_message_rows(conv: Conversation, extras: list[str | None]) -> list[tuple]:
     """What the state hash covers of each message of `conv` (`extras`: their `extra` as `source_fields_json`), as
     `hash_of_message_rows` takes it."""
-    return [
-        (_HASHED_MESSAGE(md := m.__dict__),
-         *[md[name] and [item.__dict__ for item in md[name]] for name in _ITEM_LISTS],  # ([] as it is: no list made)
-         extra)
-        for m, extra in zip(conv.__dict__["messages"], extras)
-    ]
+    dicts = list(map(vars, conv.__dict__["messages"]))  # (built in C: no Python step per message; the items of
+    # the lists stay models, dumped as their field dicts by _item_fields)
+    return list(zip(map(_HASHED_MESSAGE, dicts), *[map(get, dicts) for get in _ITEM_LISTS_OF], extras))
 
 
 def hash_of_message_rows(conv: Conversation, meta: str | None, messages: list[tuple]) -> str:
     """`hash_of_fields` of `conv` given what it hashes of each message, already gathered (a hot path that holds
     them as columns zips them): (the values of HASHED_MESSAGE_FIELDS as a tuple, then its tool_calls,
-    tool_results, citations and attachments each as a list of the items' field dicts (an empty list or tuple
-    where it has none), then its extra as its `source_fields_json`)."""
+    tool_results, citations and attachments each as a list of the items (their field dicts, or the models
+    themselves: dumped as those dicts) or an empty list or tuple where it has none, then its extra as its
+    `source_fields_json`)."""
     fields = (_HASHED_CONVERSATION(conv.__dict__), meta, messages)
     try:
-        dump = orjson.dumps(fields)
+        dump = orjson.dumps(fields, default=_item_fields)
     except orjson.JSONEncodeError:  # an int beyond 64 bits, or a str that is not UTF-8
         dump = json.dumps(fields, ensure_ascii=False, default=_json_default).encode()  # (UnicodeEncodeError: a ValueError)
     return hashlib.sha256(dump).hexdigest()[:32]
+
+
+def _item_fields(value: Any) -> Any:
+    """orjson's `default` for the state hash: an item of a message's lists (a model) as its field dict."""
+    if isinstance(value, BaseModel):
+        return value.__dict__
+    raise TypeError(f"cannot hash a {type(value).__name__}")
 
 
 def _json_default(value: Any) -> Any:

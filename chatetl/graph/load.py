@@ -150,14 +150,16 @@ class _SwapInProgress(Exception):
     written (the transaction that found them is rolled back). `args[0]`: the stages' keys."""
 
 
-# read-only: what decides whether a state wins (no lock: a state that must be written is decided again under the lock)
+# read-only: what decides whether a state wins (no lock: a state that must be written is decided again under the lock),
+# in _STATE_FIELDS order, all in one record: a record each cost ~55 us more per key (100 keys: 8.5 ms a read against
+# 5.1 ms collected, 500 keys: 19 against 12 ms; the local Neo4j, execute_read)
 _CHECK_CONVERSATIONS = """
 UNWIND $keys AS key
 MATCH (c:Conversation {key: key})
-RETURN key, c.state_version AS version, c.state_hash AS hash, c.state_source AS state_source, c.state_file AS state_file,
-       coalesce(c.deep, false) AS deep, coalesce(c.sources, []) AS sources, coalesce(c.source_files, []) AS source_files,
-       c.swapping_in AS swapping_in
+RETURN collect([key, c.state_version, c.state_hash, c.state_source, c.state_file, coalesce(c.deep, false),
+                coalesce(c.sources, []), coalesce(c.source_files, []), c.swapping_in]) AS states
 """
+_STATE_FIELDS = ("key", "version", "hash", "state_source", "state_file", "deep", "sources", "source_files", "swapping_in")
 
 # conversations that had no node: CREATEd (a concurrent load creating the same one fails on the key constraint,
 # and the batch is written again the safe way)
@@ -448,7 +450,8 @@ def _set_props(conv: Conversation, m: Any) -> dict[str, Any]:
 
 def _read_state(tx: Any, keys: list[str]) -> dict[str, dict[str, Any]]:
     """The stored state of the conversations of `keys` that have a node (read-only, no locks)."""
-    return {r["key"]: dict(r) for r in tx.run(_CHECK_CONVERSATIONS, quiet({"keys": keys}))}
+    [record] = tx.run(_CHECK_CONVERSATIONS, quiet({"keys": keys}))
+    return {state[0]: dict(zip(_STATE_FIELDS, state)) for state in record["states"]}
 
 
 def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = False,
@@ -464,7 +467,7 @@ def _write_batch(tx: Any, convs: list[Conversation], deep: bool, safe: bool = Fa
     locks either way, a state that must be written is decided again under the lock)."""
     summary = LoadSummary()
     if rows is None:
-        rows = [conversation_graph_row(c, deep) for c in convs]
+        rows = [conversation_graph_row(c, deep, props=False) for c in convs]
     if stored is None:
         stored = _read_state(tx, [c.key for c in convs])
     outcomes, to_create, to_upsert = _plan(convs, rows, stored, safe)
@@ -697,7 +700,7 @@ class _Writer:
         rows: list[dict[str, Any]] = []
         for conv in batch:
             try:
-                row = conversation_graph_row(conv, self.deep)
+                row = conversation_graph_row(conv, self.deep, props=False)  # (_plan adds them where written)
             except (ValueError, OverflowError) as exc:
                 self.failed.add(conv.key)
                 self.failures.add(_failure(conv, exc))

@@ -115,11 +115,11 @@ def next_ids(conv: Conversation) -> dict[str, str]:
     return {a.message_id: b.message_id for a, b in zip(turns, turns[1:])}
 
 
-def conversation_graph_row(conv: Conversation, deep: bool) -> dict[str, Any]:
-    """What the conversation upsert needs: the state's properties and what decides whether it wins."""
-    return {
+def conversation_graph_row(conv: Conversation, deep: bool, props: bool = True) -> dict[str, Any]:
+    """What the conversation upsert needs: the state's properties (`props=False`: left out, for the load to add to
+    the rows it writes: an unchanged rerun needs none) and what decides whether it wins."""
+    row = {
         "key": conv.key,
-        "props": conversation_props(conv),
         "state_version": state_version(conv),
         "state_hash": state_hash(conv),
         "state_rank": SOURCE_FIDELITY.get(conv.source.value, 0),
@@ -127,3 +127,6 @@ def conversation_graph_row(conv: Conversation, deep: bool) -> dict[str, Any]:
         "source_file": conv.source_file,
         "deep": deep,
     }
+    if props:
+        row["props"] = conversation_props(conv)
+    return row
