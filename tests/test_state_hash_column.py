@@ -180,3 +180,30 @@ def test_tables_read_back_as_pydantic_validates_them(tmp_path, columnar):
     assert any(m.tool_calls or m.citations or m.attachments or m.tool_results for c in back for m in c.messages)
     picked = [c for c, _ in iter_conversations(*paths, rows=range(0, len(convs), 3))]
     assert picked == reference[::3]
+
+
+def _hash_as_defined(conv) -> str:
+    """`computed_state_hash` spelled out field by field, as it was first written (each message's hashed fields, its
+    item lists as lists of the items' field dicts, its extra as source fields JSON): the C-built path must match it."""
+    import hashlib
+
+    import orjson
+
+    from chatetl.model import HASHED_MESSAGE_FIELDS, Conversation, source_fields_json
+
+    conv_fields = tuple(getattr(conv, n) for n in Conversation.model_fields if n not in ("source_file", "messages", "meta"))
+    rows = [
+        (tuple(getattr(m, n) for n in HASHED_MESSAGE_FIELDS),
+         *[[item.__dict__ for item in getattr(m, name)] for name in ("tool_calls", "tool_results", "citations", "attachments")],
+         source_fields_json(m.extra))
+        for m in conv.messages
+    ]
+    return hashlib.sha256(orjson.dumps((conv_fields, source_fields_json(conv.meta), rows))).hexdigest()[:32]
+
+
+def test_the_hash_computed_from_the_model_is_the_hash_as_defined(tmp_path):
+    convs = _corpus(tmp_path)
+    with_items = [c for c in convs if any(m.tool_calls or m.tool_results or m.citations or m.attachments for m in c.messages)]
+    assert len(with_items) >= 5 and any(m.extra for c in convs for m in c.messages)
+    for conv in convs:
+        assert computed_state_hash(conv) == _hash_as_defined(conv), conv.key
