@@ -107,13 +107,15 @@ def test_a_changed_or_copied_conversation_does_not_keep_the_stored_hash(tmp_path
     assert state_hash(shorter) == computed_state_hash(shorter)
 
 
-def test_selected_rows_read_the_same_conversations(tmp_path):
+@pytest.mark.parametrize("batch_messages", [7, 40])
+def test_selected_rows_read_the_same_conversations(tmp_path, batch_messages):
     convs = _corpus(tmp_path)
-    # small row groups: conversations cut across them
-    paths = _write(convs, tmp_path / "t", batch_messages=7)
+    # small row groups: conversations cut across them; larger ones: several conversations in each, read together
+    paths = _write(convs, tmp_path / "t", batch_messages=batch_messages)
     assert pq.ParquetFile(paths[1]).num_row_groups > 5
     everything = list(iter_conversations(*paths))
-    for rows in ([], [0], [len(convs) - 1], list(range(0, len(convs), 3)), [5, 2, 2, 9], list(range(len(convs)))):
+    for rows in ([], [0], [len(convs) - 1], list(range(0, len(convs), 3)), [5, 2, 2, 9], list(range(len(convs))),
+                 list(range(1, len(convs), 2)), [i for i in range(len(convs)) if i % 5 != 2]):
         picked = list(iter_conversations(*paths, rows=rows))
         assert picked == [everything[i] for i in sorted(set(rows))]
         assert [state_hash(c) for c, _ in picked] == [state_hash(everything[i][0]) for i in sorted(set(rows))]
