@@ -126,6 +126,23 @@ def test_states_of_one_conversation_in_one_load_keep_the_newest(clean_graph):
     assert conversation_state(clean_graph, "chatgpt:chat")["message_count"] == 7
 
 
+@pytest.mark.parametrize("parallel", [True, False])
+def test_states_of_one_conversation_batches_apart_keep_the_newest(clean_graph, parallel):
+    """The next batch's states are read while a batch is written (read ahead): a state of a conversation whose other
+    state is in the batch before, or in the one in flight on the second session, is read after that one is written."""
+    v1 = conversation(conv_id="chat", source_file="export.json", **V1)
+    v2 = conversation(conv_id="chat", source_file="export.json", **V2)
+    others = generated(9, 3)
+    stream = [others[0], v2, v1, others[1], others[2], v2, others[3], v1, v1, *others[4:]]
+    summary = load_conversations(clean_graph, stream, database=DB, batch_messages=4, parallel=parallel)
+    assert (summary.conversations_created, summary.conversations_skipped, summary.conversations_unchanged,
+            summary.conversations_updated) == (10, 3, 1, 0)
+    assert conversation_state(clean_graph, "chatgpt:chat")["message_count"] == 7
+    again = load_conversations(clean_graph, [v1, *others, v2], database=DB, batch_messages=4, parallel=parallel)
+    assert (again.conversations_created, again.conversations_skipped, again.conversations_unchanged) == (0, 1, 10)
+    assert again.graph_updates == 0
+
+
 # ----------------------------------------------------------------------------- one conversation, one node
 
 
