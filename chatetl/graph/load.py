@@ -83,6 +83,7 @@ from chatetl.graph.properties import (
     conversation_props,
     message_key,
     message_links,
+    message_columns,
     message_values,
     next_ids,
 )
@@ -395,9 +396,9 @@ def _create_messages(tx: Any, summary: LoadSummary, group: list[Conversation]) -
     for conv in group:
         base = lo[-1]
         index: dict[str, int] = {}
+        for col, values in zip(columns, message_columns(conv, conv.messages)):
+            col.extend(values)
         for n, m in enumerate(conv.messages):
-            for col, value in zip(columns, message_values(conv, m)):
-                col.append(value)
             index[m.message_id] = base + n
         nexts = next_ids(conv)
         for m in conv.messages:

@@ -33,10 +33,7 @@ def message_name(conv: Conversation, m: Message) -> str:
     """A Message's `name`: `msg-` and the first 12 characters of its id. Ids a reader derived from the conversation id
     (`{conversation_id}:{n}`, files without message ids) would all share their first 12
     characters, so those are named `msg-{conversation_id[:12]}-{n}`: distinct within the chat."""
-    prefix = f"{conv.conversation_id}:"
-    if m.message_id.startswith(prefix):
-        return f"msg-{conv.conversation_id[:12]}-{m.message_id[len(prefix):]}"
-    return f"msg-{m.message_id[:12]}"
+    return message_columns(conv, [m])[2][0]
 
 
 def conversation_props(conv: Conversation) -> dict[str, Any]:
@@ -77,26 +74,39 @@ Conversation's `key` (and the Message `key` up to its last `:`); `visible` is `k
 
 def message_values(conv: Conversation, m: Message) -> tuple[Any, ...]:
     """A Message node's property values, in MESSAGE_PROPERTIES order (None: not set)."""
-    text = m.text or ""
-    length = len(text)
-    return (
-        f"{conv.key}:{m.message_id}",
-        m.message_id,
-        message_name(conv, m),
-        m.role.value,
-        m.kind.value,
-        text[:CONTENT_LIMIT] if length > CONTENT_LIMIT else text,
-        length > CONTENT_LIMIT,
-        length,
-        iso(m.created_at),
-        conv.conversation_id,
-        conv.platform,
-        bool(m.tool_calls),
-        bool(m.tool_results),
-        m.model,
-        m.seq,
-        m.on_active_branch,
-    )
+    return tuple(column[0] for column in message_columns(conv, [m]))
+
+
+def message_columns(conv: Conversation, messages: list[Message]) -> list[list[Any]]:
+    """The Message node property values of these messages of `conv`, one list per property in MESSAGE_PROPERTIES order
+    (None: not set): a column at a time, what the load sends (about half the time of a tuple per message)."""
+    n = len(messages)
+    dicts = [m.__dict__ for m in messages]
+    ids = [d["message_id"] for d in dicts]
+    texts = [d["text"] or "" for d in dicts]
+    lengths = list(map(len, texts))
+    key, cid, prefix = f"{conv.key}:", conv.conversation_id, f"{conv.conversation_id}:"
+    short, cut_at = f"msg-{cid[:12]}-", len(prefix)
+    return [
+        [key + i for i in ids],
+        ids,
+        # `msg-` and the id's first 12 characters; ids a reader derived from the conversation id
+        # (`{conversation_id}:{n}`) would all share theirs: `msg-{conversation_id[:12]}-{n}` (see message_name)
+        [short + i[cut_at:] if i.startswith(prefix) else "msg-" + i[:12] for i in ids],
+        [d["role"].value for d in dicts],
+        [d["kind"].value for d in dicts],
+        [t[:CONTENT_LIMIT] if n_ > CONTENT_LIMIT else t for t, n_ in zip(texts, lengths)],
+        [n_ > CONTENT_LIMIT for n_ in lengths],
+        lengths,
+        [None if d["created_at"] is None else iso(d["created_at"]) for d in dicts],
+        [cid] * n,
+        [conv.platform] * n,
+        [bool(d["tool_calls"]) for d in dicts],
+        [bool(d["tool_results"]) for d in dicts],
+        [d["model"] for d in dicts],
+        [d["seq"] for d in dicts],
+        [d["on_active_branch"] for d in dicts],
+    ]
 
 
 def message_props(conv: Conversation, m: Message) -> dict[str, Any]:

@@ -57,7 +57,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chatetl.graph.properties import MESSAGE_PROPERTIES, message_links, message_values
+from chatetl.graph.properties import MESSAGE_PROPERTIES, message_columns, message_links
 from chatetl.model import Conversation
 
 Run = Callable[..., list[Any]]
@@ -238,10 +238,7 @@ def stage_plan(conv: Conversation, state_hash: str) -> StagePlan:
     last = {m.message_id: m for m in conv.messages}
     order = list(last.values())
     position = {m.message_id: i for i, m in enumerate(order)}
-    columns: list[list[Any]] = [[] for _ in MESSAGE_PROPERTIES]
-    for m in order:
-        for col, value in zip(columns, message_values(conv, m)):
-            col.append(value)
+    columns = message_columns(conv, order)
     links: list[tuple[int, int, int, str]] = []
     for mid, (nxt, parent) in message_links(conv).items():
         me = position[mid]
