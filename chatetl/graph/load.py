@@ -81,9 +81,9 @@ from chatetl.graph.properties import (
     MESSAGE_PROPERTIES,
     conversation_graph_row,
     conversation_props,
+    message_columns,
     message_key,
     message_links,
-    message_columns,
     message_values,
     next_ids,
 )
