@@ -84,7 +84,6 @@ from chatetl.graph.properties import (
     message_columns,
     message_key,
     message_links,
-    message_values,
     next_ids,
 )
 from chatetl.graph.schema import ensure_schema
@@ -425,7 +424,7 @@ def _replace_messages(tx: Any, summary: LoadSummary, group: list[Conversation]) 
     chunk: list[dict[str, Any]] = []
     size = 0
     for conv in group:  # statements of bounded size, whatever the batch holds
-        chunk.append({"key": conv.key, "messages": [_set_props(conv, m) for m in conv.messages]})
+        chunk.append({"key": conv.key, "messages": _set_props(conv)})
         size += len(conv.messages)
         if size >= DEFAULT_BATCH_MESSAGES:
             _run(tx, summary, _UPSERT_MESSAGES, convs=chunk)
@@ -444,9 +443,10 @@ def _replace_messages(tx: Any, summary: LoadSummary, group: list[Conversation]) 
     _run(tx, summary, _LINK_MESSAGES, links=links)
 
 
-def _set_props(conv: Conversation, m: Any) -> dict[str, Any]:
-    """A message's properties without the empty ones (`SET m = props` leaves them unset): less to send."""
-    return {k: v for k, v in zip(MESSAGE_PROPERTIES, message_values(conv, m)) if v is not None}
+def _set_props(conv: Conversation) -> list[dict[str, Any]]:
+    """Each message's properties without the empty ones (`SET m = props` leaves them unset): less to send."""
+    return [{k: v for k, v in zip(MESSAGE_PROPERTIES, values) if v is not None}
+            for values in zip(*message_columns(conv, conv.messages))]
 
 
 def _read_state(tx: Any, keys: list[str]) -> dict[str, dict[str, Any]]:
@@ -944,7 +944,8 @@ def load_conversations(
             if upcoming is None:
                 return None
             keys = [c.key for c in upcoming]
-            if any(not set(keys).isdisjoint(other) for other in written):
+            wanted = set(keys)
+            if any(not wanted.isdisjoint(other) for other in written):
                 return None
             return reader.submit(reads.execute_read, _read_state, keys)
 

@@ -33,7 +33,14 @@ def message_name(conv: Conversation, m: Message) -> str:
     """A Message's `name`: `msg-` and the first 12 characters of its id. Ids a reader derived from the conversation id
     (`{conversation_id}:{n}`, files without message ids) would all share their first 12
     characters, so those are named `msg-{conversation_id[:12]}-{n}`: distinct within the chat."""
-    return message_columns(conv, [m])[2][0]
+    return _names(conv, [m.message_id])[0]
+
+
+def _names(conv: Conversation, ids: list[str]) -> list[str]:
+    """`message_name` of each of these message ids of `conv`."""
+    prefix = f"{conv.conversation_id}:"
+    short, cut_at = f"msg-{conv.conversation_id[:12]}-", len(prefix)
+    return [short + i[cut_at:] if i.startswith(prefix) else "msg-" + i[:12] for i in ids]
 
 
 def conversation_props(conv: Conversation) -> dict[str, Any]:
@@ -86,21 +93,18 @@ def message_columns(conv: Conversation, messages: list[Message]) -> list[list[An
     ids = [d["message_id"] for d in dicts]
     texts = [d["text"] or "" for d in dicts]
     lengths = list(map(len, texts))
-    key, cid, prefix = f"{conv.key}:", conv.conversation_id, f"{conv.conversation_id}:"
-    short, cut_at = f"msg-{cid[:12]}-", len(prefix)
+    key = f"{conv.key}:"  # (message_key, inline on this hot path)
     return [
         [key + i for i in ids],
         ids,
-        # `msg-` and the id's first 12 characters; ids a reader derived from the conversation id
-        # (`{conversation_id}:{n}`) would all share theirs: `msg-{conversation_id[:12]}-{n}` (see message_name)
-        [short + i[cut_at:] if i.startswith(prefix) else "msg-" + i[:12] for i in ids],
+        _names(conv, ids),
         [d["role"].value for d in dicts],
         [d["kind"].value for d in dicts],
         [t[:CONTENT_LIMIT] if n_ > CONTENT_LIMIT else t for t, n_ in zip(texts, lengths)],
         [n_ > CONTENT_LIMIT for n_ in lengths],
         lengths,
         [None if d["created_at"] is None else iso(d["created_at"]) for d in dicts],
-        [cid] * n,
+        [conv.conversation_id] * n,
         [conv.platform] * n,
         [bool(d["tool_calls"]) for d in dicts],
         [bool(d["tool_results"]) for d in dicts],
