@@ -26,7 +26,7 @@ MAX_AUTO_WORKERS = 2
 AUTO = True
 
 # what the forkserver imports once, before it forks each worker (pyarrow without numpy first: see the module)
-PRELOAD = ["chatetl.readers.without_numpy", "chatetl.readers.parallel"]
+PRELOAD = ["chatetl.readers.lean_pyarrow", "chatetl.readers.parallel"]
 
 
 def cores() -> int:

@@ -52,7 +52,7 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     n = resolve_workers(workers, _local_bytes(inputs))
     if n > 1:
         start_forkserver()
-    import chatetl.readers.without_numpy  # noqa: F401  (before pyarrow: see the module's docstring)
+    import chatetl.readers.lean_pyarrow  # noqa: F401  (before pyarrow: see the module's docstring)
     from chatetl.cli.inputs import input_meter, iter_leaves
     from chatetl.readers import ReadReport
     from chatetl.readers.parallel import read_into

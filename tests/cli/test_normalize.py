@@ -76,8 +76,9 @@ def test_a_wrong_s3_secret_is_one_line_saying_the_credentials_were_refused(s3_st
 
 
 def test_normalize_runs_without_numpy_and_writes_the_same_tables(tmp_path):
-    """`chatetl normalize` never imports numpy (21 MB of its memory; chatetl.readers.without_numpy), on one core
-    and on two, and its tables are those of a TableWriter in a process that has numpy."""
+    """`chatetl normalize` never imports numpy (21 MB of its memory) nor pyarrow's cloud filesystems (libarrow_s3,
+    ~7 MB; chatetl.readers.lean_pyarrow), on one core and on two, and its tables are those of a TableWriter in a
+    process that has them."""
     import pyarrow.parquet as pq
 
     from chatetl.readers import ReadReport, read_path
@@ -91,11 +92,13 @@ def test_normalize_runs_without_numpy_and_writes_the_same_tables(tmp_path):
         for conv in read_path(path, ReadReport()):
             writer.add(conv)
     probe = ("import sys\nimport chatetl.cli\ntry:\n    chatetl.cli.main()\nexcept SystemExit as e:\n"
-             "    print('numpy' in sys.modules and sys.modules['numpy'] is not None, e.code)")
+             "    print(any(sys.modules.get(m) is not None for m in ('numpy', 'pyarrow._s3fs', 'pyarrow._azurefs', 'pyarrow._hdfs',"
+             "                                               'pyarrow._gcsfs')),\n"
+             "          'pyarrow.fs' in sys.modules and hasattr(sys.modules['pyarrow.fs'], 'LocalFileSystem'), e.code)")
     for workers in ("1", "2"):
         out = tmp_path / f"out{workers}"
         result = subprocess.run([sys.executable, "-c", probe, "normalize", str(path), "--out", str(out), "--workers", workers],
                                 capture_output=True, text=True)
-        assert result.stdout.strip().splitlines()[-1] == "False 0", result.stderr
+        assert result.stdout.strip().splitlines()[-1] == "False True 0", result.stderr
         for table, mine in (("conversations", "c"), ("messages", "m")):
             assert pq.read_table(out / table / "part-00000.parquet").equals(pq.read_table(here / f"{mine}.parquet"))

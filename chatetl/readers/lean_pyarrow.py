@@ -1,0 +1,21 @@
+"""Imported first in the two-core path's worker processes (their forkserver's preload, see
+chatetl.readers.parallel) and by `chatetl normalize` (chatetl.cli, before its first pyarrow import):
+pyarrow, imported next, then runs without numpy and without its cloud filesystems.
+
+pyarrow imports numpy whenever it is installed, though reading and writing the tables never use
+it: numpy is 21 MB of a worker's 128 MB and a fifth of its imports' time (measured here, pyarrow
+26). `pyarrow.parquet` imports `pyarrow.fs`, which loads the S3, Azure, HDFS and GCS filesystems
+it finds; these processes write local files (S3 is read and written with boto3), and
+`libarrow_s3` alone is ~7 MB of resident pages and 3 ms of the imports (a 20 MB normalize: peak RSS
+131 -> 124 MB). `pyarrow.fs` takes a filesystem module that cannot be imported as one that is
+not built, so `LocalFileSystem` and the rest stay.
+
+Only a module not imported yet is closed, and only these processes import this module: nothing in them needs
+what it closes (tests/readers/test_parallel.py and tests/cli/test_normalize.py run them).
+"""
+
+import sys
+
+# `import numpy` (and each of these) raises ImportError
+for _name in ("numpy", "pyarrow._s3fs", "pyarrow._azurefs", "pyarrow._hdfs", "pyarrow._gcsfs"):
+    sys.modules.setdefault(_name, None)  # type: ignore[arg-type]
