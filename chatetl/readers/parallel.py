@@ -28,7 +28,7 @@ as before, in its place.
 How many processes (`workers=None`: automatic) is chatetl.workers.resolve_workers; `workers=1` is
 the one-process path itself. Workers come from the 'forkserver' start method (never forked from
 the caller, which may hold threads: Dagster steps, the Parquet writer thread), preloaded with this
-module (and pyarrow without numpy: chatetl.readers.lean_pyarrow; chatetl.workers.context): the
+module (and pyarrow without numpy or its cloud filesystems: chatetl.readers.lean_pyarrow; chatetl.workers.context): the
 imports are paid once, each worker then forks from it in a few ms. The command line starts the
 forkserver before its own imports (chatetl.workers.start_forkserver); elsewhere the pool's first
 task starts it.
