@@ -257,12 +257,14 @@ def test_records_past_the_fast_cuts_search_go_to_the_exact_scanner(tmp_path, mon
 
 def test_workers_run_pyarrow_without_numpy():
     """The workers' forkserver imports pyarrow without numpy (21 MB of each worker's memory) and without its cloud
-    filesystems (chatetl.readers.lean_pyarrow), and they still build Arrow tables and hand them back (IPC streams)."""
+    filesystems and on the system allocator (chatetl.readers.lean_pyarrow), and they still build Arrow tables and hand
+    them back (IPC streams)."""
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(1, mp_context=workers.context()) as pool:
         for name in ("numpy", "pyarrow._s3fs", "pyarrow._azurefs", "pyarrow._hdfs", "pyarrow._gcsfs"):
             assert pool.submit(eval, f"__import__('sys').modules.get({name!r}, 'not imported')").result() is None
+        assert pool.submit(eval, "__import__('pyarrow').default_memory_pool().backend_name").result() == "system"
         record = json.dumps(chatgpt_conversations()[0]).encode()
         streams, delta, misfit = pool.submit(parallel.convert_in_worker, "chatgpt", "x.json", None, [(0, 1, record)]).result()
     here = parallel.convert_batch("chatgpt", "x.json", None, [(0, 1, record)])[0]
