@@ -10,12 +10,13 @@ it finds; these processes write local files (S3 is read and written with boto3),
 131 -> 124 MB). `pyarrow.fs` takes a filesystem module that cannot be imported as one that is
 not built, so `LocalFileSystem` and the rest stay.
 
-Arrow's memory pool: the system allocator (glibc malloc) instead of the bundled mimalloc, which keeps
-more freed memory mapped. Only the `ARROW_DEFAULT_MEMORY_POOL` variable, read when libarrow makes its
-default pool, reaches the C++ side (the Parquet writer's buffers, the IPC reader); `pyarrow.set_memory_pool`
-moves pyarrow's Python-level default only and measured no change. Measured on a 200 MB ChatGPT-shaped
-file, 3 alternating runs: the two-core main process's peak RSS 111-113 -> 97-101 MB (anonymous 68-71 ->
-55-59 MB), one process 97-98 -> 91-95 MB; times within noise. Set only when the environment has not
+Arrow's memory pool: the system allocator (glibc malloc) instead of the bundled mimalloc, which held more
+memory here. Only the `ARROW_DEFAULT_MEMORY_POOL` variable, read when libarrow makes its default pool,
+reaches the C++ side (the Parquet writer's buffers, the IPC reader); `pyarrow.set_memory_pool` moves
+pyarrow's Python-level default only and measured no change. Measured on ChatGPT-shaped files, peak RSS
+mimalloc -> system: 200 MB, 3 alternating runs, the two-core main process 111-115 -> 97-101 MB (anonymous
+68-72 -> 55-59 MB), one process 97-98 -> 91-95 MB; 1 GB, one run, two cores 117 -> 102 MB; times within
+noise. Set only when the environment has not
 chosen a pool (`ARROW_DEFAULT_MEMORY_POOL=mimalloc` keeps the old one), and only if pyarrow is not
 loaded yet; the workers' forkserver, which imports this module, passes it on to them.
 
