@@ -9,7 +9,6 @@ The pool itself (the tasks, the order, the merge) is chatetl.readers.parallel.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from typing import Any
 
@@ -51,6 +50,8 @@ def context() -> Any:
     """The 'forkserver' start method, preloaded with PRELOAD: workers are never forked from the
     caller, which may hold threads (Dagster steps, the Parquet writer thread); the imports are paid
     once, each worker then forks from the server in a few ms."""
+    import multiprocessing  # here: the one-process path never needs it (~20 ms of start-up)
+
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     return ctx

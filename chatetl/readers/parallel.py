@@ -44,9 +44,9 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import pyarrow as pa
 
@@ -67,6 +67,9 @@ from chatetl.readers.splitter import (
 )
 from chatetl.tables import TableBatch, TableWriter
 from chatetl.workers import context
+
+if TYPE_CHECKING:  # imported where the pool starts: one process never imports multiprocessing (~25 ms)
+    from concurrent.futures import ProcessPoolExecutor
 
 TASK_BYTES = 1024 * 1024  # record bytes converted as one task (512 KB: 4-8% more CPU, no less RSS)
 QUEUED_PER_WORKER = 2  # tasks a worker holds (one converting, one waiting); past that this process converts
@@ -299,6 +302,8 @@ class _Pool:
         in its place. First cut fast (ends not proven here); when a task finds a record that does
         not fit, what came after it is dropped and the file is read on from that record."""
         if self.executor is None:
+            from concurrent.futures import ProcessPoolExecutor
+
             self.executor = ProcessPoolExecutor(self.processes, mp_context=context())
             _widen_pipes(self.executor)
             # the first submit starts the forkserver (unless already running) and waits for its
