@@ -16,9 +16,9 @@ reaches the C++ side (the Parquet writer's buffers, the IPC reader); `pyarrow.se
 pyarrow's Python-level default only and measured no change. Measured on ChatGPT-shaped files, peak RSS
 mimalloc -> system: 200 MB, 3 alternating runs, the two-core main process 111-115 -> 97-101 MB (anonymous
 68-72 -> 55-59 MB), one process 97-98 -> 91-95 MB; 1 GB, one run, two cores 117 -> 102 MB; times within
-noise. Set only when the environment has not
-chosen a pool (`ARROW_DEFAULT_MEMORY_POOL=mimalloc` keeps the old one), and only if pyarrow is not
-loaded yet; the workers' forkserver, which imports this module, passes it on to them.
+noise. Set only when the environment has not chosen a pool (`ARROW_DEFAULT_MEMORY_POOL=mimalloc` keeps the
+old one), and only if pyarrow is not loaded yet; the workers' forkserver, which imports this module, passes
+it on to them.
 
 Only a module not imported yet is closed, and only these processes import this module: nothing in them needs
 what it closes (tests/readers/test_parallel.py and tests/cli/test_normalize.py run them).
