@@ -63,6 +63,11 @@ class ObjectStore(ABC):
     def open(self, key: str) -> BinaryIO:
         """A streaming reader of the object's bytes."""
 
+    def local_path(self, key: str) -> Path | None:
+        """The object's file on this machine's disk, when the store keeps it in one (a zip is then
+        opened in place and a big array file read in pieces on every core); None for a server."""
+        return None
+
     @abstractmethod
     def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo: ...
 
@@ -174,6 +179,9 @@ class LocalObjectStore(ObjectStore):
 
     def open(self, key: str) -> BinaryIO:
         return open(self._path(key), "rb")
+
+    def local_path(self, key: str) -> Path | None:
+        return self._path(key)
 
     def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo:
         target = self._path(key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import tempfile
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
@@ -326,7 +327,7 @@ class TableWriter:
         the folders held (a run before, of more parts) are removed first; the first part is written even when
         nothing is. `options` are the constructor's."""
         for folder in (conversations_folder, messages_folder):
-            for old in Path(folder).glob("part-*.parquet"):
+            for old in [*Path(folder).glob("part-*.parquet"), *Path(folder).glob(".piece-*.parquet")]:
                 old.unlink()
 
         def paths(n: int) -> tuple[Path, Path]:
@@ -335,6 +336,33 @@ class TableWriter:
         writer = cls(*paths(0), **options)
         writer._part_paths, writer._part_row_groups = paths, row_groups or cls.PART_ROW_GROUPS
         return writer
+
+    def beside_parts(self, name: str) -> tuple[Path, Path] | None:
+        """Paths in this writer's part folders for a part written elsewhere (a worker's piece,
+        chatetl.readers.pieces), read as a part only once `adopt` has named it; None for a writer
+        of one file per table."""
+        if self._part_paths is None:
+            return None
+        conversations, messages = self._part_paths(0)
+        return conversations.parent / f".{name}.parquet", messages.parent / f".{name}.parquet"
+
+    def adopt(self, conversations_path: str | Path, messages_path: str | Path, conversations: int, messages: int) -> None:
+        """A part written elsewhere (at `beside_parts`), of `conversations` and `messages` rows, put
+        after what this writer holds: the part open now is closed (its number reused when it holds
+        nothing), the files renamed to the next part, and a new part opened for what comes after."""
+        self.flush()
+        self._wait()
+        self._conv_writer.close()
+        self._msg_writer.close()
+        if self._row_groups:
+            self._part += 1
+        for path, new in zip((conversations_path, messages_path), self._part_paths(self._part)):
+            os.replace(path, new)
+        self._part += 1
+        self._open(*self._part_paths(self._part))
+        self._row_groups = 0
+        self.conversations += conversations
+        self.messages += messages
 
     def _open(self, conversations_path: str | Path, messages_path: str | Path) -> None:
         self._conv_writer = pq.ParquetWriter(str(conversations_path), CONVERSATIONS_SCHEMA, compression="zstd", use_dictionary=_REPEATING)
@@ -409,6 +437,9 @@ class TableWriter:
                 self._pool.shutdown()
             self._conv_writer.close()
             self._msg_writer.close()
+            if self._part_paths is not None and self._part and not self._row_groups:  # after adopted parts: nothing
+                for path in self._part_paths(self._part):
+                    Path(path).unlink(missing_ok=True)
 
     def __enter__(self) -> Self:
         return self

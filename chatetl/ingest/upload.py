@@ -39,7 +39,7 @@ class NormalizeResult:
 
 
 def upload_entry(store: ObjectStore, info: ObjectInfo) -> Entry:
-    return Entry(name=store.uri(info.key), opener=lambda: store.open(info.key), size=info.size)
+    return Entry(name=store.uri(info.key), opener=lambda: store.open(info.key), size=info.size, path=store.local_path(info.key))
 
 
 def normalize_upload(

@@ -51,13 +51,13 @@ from typing import TYPE_CHECKING, Any, Self
 import pyarrow as pa
 
 from chatetl.model import Conversation
-from chatetl.readers import _read_leaves, chatgpt, claude_ai, jsonstream
+from chatetl.readers import _read_leaves, chatgpt, claude_ai, jsonstream, limits, pieces
 from chatetl.readers.archive import DAMAGED_MEMBER, damage_reason, expand, expand_folder
 from chatetl.readers.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.detect import Format, Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.jsonstream import convert_records, report_repairs
-from chatetl.readers.report import ReadError, ReadReport
+from chatetl.readers.report import ReadReport
 from chatetl.readers.splitter import (
     ArraySplitter,
     BadRecord,
@@ -76,6 +76,7 @@ QUEUED_PER_WORKER = 2  # tasks a worker holds (one converting, one waiting); pas
 LOCAL_AHEAD = 2  # tasks converted here that may wait behind an unfinished worker's task
 PIPE_BYTES = 1024 * 1024  # capacity asked for the pool's task and result pipes (Linux; see _widen_pipes)
 SWITCH_INTERVAL = 0.0002  # seconds (sys.setswitchinterval) while the pool runs: see _Pool.__enter__
+PIECES = True  # local array files read in pieces by byte range (chatetl.readers.pieces); False: cut here, as a stream
 WAIT_FOR_WORKERS = False  # True: the first task waits for the first worker (the tests, so workers take part)
 Leaf = tuple[Entry, Format, "Layout | None"]
 
@@ -96,11 +97,13 @@ def path_leaves(path: Any, report: ReadReport) -> Iterable[Leaf]:
 @dataclass
 class Shares:
     """What the pool did: tasks converted in this process and by the workers, and cuts that
-    proved wrong (a record that did not decode where it was cut: read on from it)."""
+    proved wrong (a record that did not decode where it was cut: read on from it; a piece whose
+    next one did not start at a record: read on to the end)."""
 
     here: int = 0
     workers: int = 0
     misfits: int = 0
+    pieces: int = 0  # of these, pieces of local files read whole (chatetl.readers.pieces); their misfits: pieces that overran
 
 
 def read_into(
@@ -117,12 +120,24 @@ def read_into(
             if fmt in CONVERTERS and (layout or Layout.ARRAY) is Layout.ARRAY and jsonstream.FAST:
                 report.files += 1
                 report.formats[fmt.value] += 1
-                pool.read_leaf(leaf, fmt)
+                starts = _piece_starts(leaf) if PIECES else []
+                if starts:
+                    pool.read_pieces(leaf, fmt, starts)
+                else:
+                    pool.read_leaf(leaf, fmt)
             else:
                 pool.drain()  # what came before is written first
                 for conv in _read_leaves([(leaf, fmt, layout)], report):
                     writer.add(conv, upload_key=upload_key)
     return pool.shares
+
+
+def _piece_starts(leaf: Entry) -> list[int]:
+    """Where the pieces of a local file start after its first (chatetl.readers.pieces); [] for a
+    stream that cannot seek (a zip member, S3, a file read through a re-encoding) or a small file."""
+    if leaf.path is None or leaf.size is None:
+        return []
+    return pieces.plan(leaf.path, leaf.size, limits.current().max_value_bytes)
 
 
 # ---- the per-record conversions: each reader's own (the one its `read` uses) ----
@@ -137,19 +152,6 @@ CONVERTERS: dict[Format, Callable[[str, ReadReport], Callable[[Any, str], Conver
 # ---- one task, in a worker or here ----
 
 
-class _TaskReport(ReadReport):
-    """A task's report keeps every bad part's bytes: the merge applies the quarantine budget in order."""
-
-    def error(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
-        err = ReadError(file=file, where=where, reason=reason, raw=raw)
-        self.errors.append(err)
-        return err
-
-
-def _no_open() -> Any:
-    raise RuntimeError("a task reads records, not files")
-
-
 Tables = tuple[Any, Any]  # (conversations table, messages table or None)
 
 
@@ -159,7 +161,7 @@ def convert_batch(fmt: str, name: str, upload_key: str | None, records: list[tup
     do not decode as one value shallow enough (the cut was wrong, or the record is damaged or too
     deep) is the misfit, (index, offset), and the task stops there: the caller reads on from it with
     the proving splitter."""
-    report = _TaskReport()
+    report = pieces.PieceReport()  # (every bad part's bytes kept: the merge applies the quarantine budget in order)
     convert = CONVERTERS[Format(fmt)](name, report)
     misfit = None
 
@@ -182,7 +184,7 @@ def convert_batch(fmt: str, name: str, upload_key: str | None, records: list[tup
             yield where, value
 
     batch = TableBatch()
-    for conv in convert_records(Entry(name=name, opener=_no_open), decoded(), report, convert):
+    for conv in convert_records(Entry(name=name, opener=pieces.no_open), decoded(), report, convert):
         batch.add(conv, upload_key=upload_key)
     delta = {
         "conversations": report.conversations,
@@ -301,6 +303,95 @@ class _Pool:
         """One array file: records cut here, converted here and by the workers; its damage reported
         in its place. First cut fast (ends not proven here); when a task finds a record that does
         not fit, what came after it is dropped and the file is read on from that record."""
+        self._start_workers()
+        self.leaf_conversations = 0
+        resume = self._cut(leaf, fmt, None)
+        while resume is not None:
+            again = self._cut(leaf, fmt, resume)
+            if again is not None and again[0] <= resume[0]:
+                raise RuntimeError(f"{leaf.name}: record {again[0]}, proven by the splitter, did not decode in a task")
+            resume = again
+
+    def read_pieces(self, leaf: Entry, fmt: Format, starts: list[int]) -> None:
+        """One local array file in pieces (chatetl.readers.pieces), the first at the file's start and
+        the others at `starts`: each read whole by a worker, or here while the workers have
+        enough; merged in order. Pieces after one that overran (no record at the next one's start)
+        are dropped: that piece read on to the end."""
+        import tempfile
+
+        self.drain()  # what came before is written first
+        self._start_workers()
+        spans = list(zip([None, *starts], [*starts, None]))
+        max_value = limits.current().max_value_bytes
+        results: dict[int, Any] = {}  # piece -> its Future (a worker's) or PieceResult (read here)
+        head = ahead = remote = base = 0
+        with tempfile.TemporaryDirectory(prefix="chatetl-pieces-") as tmp:
+            def files(i: int) -> tuple:
+                start, stop = spans[i]
+                beside = self.writer.beside_parts(f"piece-{i:06d}")  # a part of the output folders, or IPC to merge
+                target = ("ipc", f"{tmp}/{i:06d}") if beside is None else ("parquet", str(beside[0]), str(beside[1]))
+                return (fmt.value, str(leaf.path), leaf.name, start, stop, max_value, target,
+                        self.upload_key, self.writer.batch_bytes, self.writer.batch_messages)
+
+            try:
+                while head < len(spans):
+                    while ahead < len(spans) and remote < self.limit and self.started is not None and self.started.done():
+                        results[ahead] = self.executor.submit(pieces.convert_piece_to_files, *files(ahead))  # type: ignore[union-attr]
+                        ahead, remote = ahead + 1, remote + 1
+                        self.shares.workers += 1
+                        self.shares.pieces += 1
+                    done = results.get(head)
+                    if isinstance(done, Future):
+                        if not done.done() and ahead < len(spans):
+                            done = None  # converting one here meanwhile beats waiting
+                        else:
+                            done, remote = done.result(), remote - 1
+                    if done is not None:
+                        del results[head]
+                        base = self._merge_piece(done, base)
+                        head += 1
+                        if not done.reached:  # it read on to the end: the pieces after it are not used
+                            self.shares.misfits += 1
+                            break
+                        continue
+                    # this process reads the next piece: straight into the writer when it is the head
+                    if ahead == head:
+                        start, stop = spans[ahead]
+                        results[ahead] = pieces.convert_piece(fmt.value, str(leaf.path), leaf.name, start, stop, max_value,
+                                                              lambda conv: self.writer.add(conv, upload_key=self.upload_key))
+                    else:
+                        results[ahead] = pieces.convert_piece_to_files(*files(ahead))
+                    ahead += 1
+                    self.shares.here += 1
+                    self.shares.pieces += 1
+            finally:
+                for left in results.values():  # not used (after an overrun, or an error): waited for, their files removed
+                    if isinstance(left, Future):
+                        left = None if left.cancel() or left.exception() else left.result()
+                    if left is not None:
+                        pieces.discard(left)
+
+    def _merge_piece(self, result: pieces.PieceResult, base: int) -> int:
+        """A piece's rows and report after the pieces before it (`base` records); the records after it."""
+        if result.parquet:
+            if result.conversations:
+                self.writer.adopt(*result.files, result.conversations, result.messages)  # type: ignore[misc]
+            else:
+                pieces.discard(result)
+        for convs, msgs in pieces.read_rows(result):
+            self.writer.write_tables(convs, msgs)
+        report = self.report
+        report.conversations += result.conversations
+        report.messages += result.messages
+        for file, where, reason, raw in result.errors:
+            report.error(file, pieces.shift_place(where, base), reason, raw=raw)
+        for file, where, reason, raw in result.warnings:
+            report.warn(file, pieces.shift_place(where, base), reason, raw=raw)
+        report.skipped.update(result.skipped)
+        report.drift.update(result.drift)
+        return base + result.records
+
+    def _start_workers(self) -> None:
         if self.executor is None:
             from concurrent.futures import ProcessPoolExecutor
 
@@ -313,13 +404,6 @@ class _Pool:
             if WAIT_FOR_WORKERS:
                 self._starter.join()
                 self.started.result()  # type: ignore[union-attr]
-        self.leaf_conversations = 0
-        resume = self._cut(leaf, fmt, None)
-        while resume is not None:
-            again = self._cut(leaf, fmt, resume)
-            if again is not None and again[0] <= resume[0]:
-                raise RuntimeError(f"{leaf.name}: record {again[0]}, proven by the splitter, did not decode in a task")
-            resume = again
 
     def _start(self) -> None:
         self.started = self.executor.submit(_started)  # type: ignore[union-attr]

@@ -243,6 +243,12 @@ class ArraySplitter:
         return splitter
 
     @property
+    def opening(self) -> re.Pattern[bytes] | None:
+        """How the records open, as learned from the first one (`}`, `,` and its first keys; see
+        `_learn`); None before that, or when the records do not all open alike."""
+        return self._cand
+
+    @property
     def offset(self) -> int:
         """The file offset where the current record starts (the one just handed out)."""
         return self.consumed + self.start

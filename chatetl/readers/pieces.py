@@ -1,0 +1,326 @@
+"""A local array file cut into pieces by byte ranges, each piece read whole by whichever process is
+free: every process reads, decodes, converts and builds its own rows, nothing of the file crosses
+between processes but two offsets.
+
+How a piece starts. The file's first record is read here and teaches the splitter how records
+open (`ArraySplitter.opening`: `}`, `,` and an object opening with the first record's first key,
+and its second key when the first value is a string, as ChatGPT's `"title": "...", "create_time"`
+and Claude.ai's `"uuid": "...", "name"`). Every PIECE_BYTES of the file, the first such place is
+a piece's start (`plan`): the byte where the next record's `{` is, found by one regex search over
+a few KB (a piece with no such place in its range is joined to the one before it).
+
+Why a piece's start need not be proven. A place that opens like a record is a record's start
+unless it is an object nested inside one (a citation list of `{"title": ..., "create_time": ...}`
+objects, say; inside a string a `"` before the key cannot stand unescaped). The piece before it
+tells which: it reads from its own start, proven by the piece before it, with the proving
+splitter (exactly the one-process path's `_iter_array`), and stops at the record that starts at
+the next piece's start. When no record starts there (the start was inside a record, or the array
+ended or broke before it), that piece `overran`: it reads on to the end of the file, as one
+process would, and the pieces after it are dropped unread or unused. So the tables and the report
+are the one-process path's whatever the file holds (a look-alike costs one piece's parallelism,
+never a row), and a piece started inside a record produces nothing that is kept.
+
+What a piece gives back (`PieceResult`): its rows, written as Arrow IPC streams to a temporary
+folder (a piece read in this process while it is the first not yet written goes straight into
+the TableWriter instead), its report (errors with their places counted from the piece's first
+record, and their bad bytes; drift, skips, counts), how many records it handed out, and whether
+it reached the next piece's start. chatetl.readers.parallel merges the pieces strictly in order:
+their rows through `TableWriter.write_tables`, their errors shifted to the file's record numbers
+(`shift_place`), so the tables (`Table.equals`) and the report equal one process's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+
+from chatetl.model import Conversation
+from chatetl.readers.detect import Format
+from chatetl.readers.entry import Entry
+from chatetl.readers.jsonstream import convert_records, report_repairs
+from chatetl.readers.report import ReadError, ReadReport
+from chatetl.readers.splitter import ArraySplitter, BadRecord, Repaired, SplitError
+from chatetl.tables import TableBatch, TableWriter
+
+PIECE_BYTES = 8 * 1024 * 1024  # a piece's planned size (4 MB: more pieces, no faster; 16 MB: a longer tail)
+SEARCH_READ = 256 * 1024  # bytes read at a time looking for a piece's start
+OVERLAP = 64 * 1024  # bytes kept between reads of the search: an opening (with a first value of a string) longer is missed
+
+
+def opening(f: BinaryIO, max_value: int) -> re.Pattern[bytes] | None:
+    """How the records of the array file `f` open, learned from its first record (None: the file
+    is no array of objects, or its first record cannot be read)."""
+    splitter = ArraySplitter(f, max_value=max_value)
+    try:
+        first = next(iter(splitter), None)
+    except SplitError:
+        return None
+    if first is None or isinstance(first, BadRecord):
+        return None
+    return splitter.opening
+
+
+def plan(path: str | os.PathLike[str], size: int, max_value: int, piece_bytes: int | None = None) -> list[int]:
+    """The byte offsets where the pieces after the first start (each a `{` that opens like the first
+    record, the first one at or after every `piece_bytes`); [] when the file is one piece."""
+    piece_bytes = piece_bytes or PIECE_BYTES
+    if size < 2 * piece_bytes:
+        return []
+    with open(path, "rb") as f:
+        pattern = opening(f, max_value)
+        if pattern is None:
+            return []
+        starts: list[int] = []
+        for at in range(piece_bytes, size, piece_bytes):
+            start = _opening_in(f, max(at, starts[-1] + 1 if starts else 0), at + piece_bytes, pattern)
+            if start is not None:
+                starts.append(start)
+    return starts
+
+
+def _opening_in(f: BinaryIO, at: int, limit: int, pattern: re.Pattern[bytes]) -> int | None:
+    """The offset of the `{` of the first place at or after `at` (its `}` before `limit`) where a
+    record opens like the first one; None when there is none before `limit`."""
+    f.seek(at)
+    base, buf = at, b""
+    while base < limit:
+        data = f.read(SEARCH_READ)
+        buf += data
+        m = pattern.search(buf)
+        if m is not None:
+            if base + m.start() >= limit:
+                return None
+            return base + m.start() + m.group().index(b"{", 1)
+        if not data:
+            return None
+        keep = buf[-OVERLAP:]
+        base += len(buf) - len(keep)
+        buf = keep
+    return None
+
+
+# ---- one piece, in a worker or in this process ----
+
+
+class PieceReport(ReadReport):
+    """A piece's (or a task's) report keeps every bad part's bytes: the merge applies the quarantine
+    budget in order."""
+
+    def error(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
+        err = ReadError(file=file, where=where, reason=reason, raw=raw)
+        self.errors.append(err)
+        return err
+
+    def warn(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
+        warning = ReadError(file=file, where=where, reason=reason, raw=raw)
+        self.warnings.append(warning)
+        return warning
+
+
+@dataclass
+class PieceResult:
+    """What one piece gave: its report's parts, the records it handed out, whether it reached the
+    next piece's start, and its rows (IPC files and each batch's row counts; none when written
+    straight into the TableWriter)."""
+
+    conversations: int = 0
+    messages: int = 0
+    errors: list[tuple[str, str, str, bytes | None]] = field(default_factory=list)
+    warnings: list[tuple[str, str, str, bytes | None]] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    drift: dict[str, int] = field(default_factory=dict)
+    records: int = 0
+    reached: bool = True
+    files: tuple[str, str] | None = None
+    parquet: bool = False  # files: a part for TableWriter.adopt (else IPC streams of `batches`)
+    batches: list[tuple[int, int]] = field(default_factory=list)
+
+
+class IpcRows:
+    """A piece's rows as two Arrow IPC streams (conversations, messages), a TableBatch at a time,
+    flushed at the TableWriter's thresholds (so its row groups are about as big)."""
+
+    def __init__(self, prefix: str, upload_key: str | None, batch_bytes: int, batch_messages: int) -> None:
+        self.paths = (prefix + ".conversations.arrow", prefix + ".messages.arrow")
+        self.upload_key = upload_key
+        self.batch_bytes, self.batch_messages = batch_bytes, batch_messages
+        self.batch = TableBatch()
+        self.streams: list[Any] = [None, None]
+        self.sinks: list[Any] = [None, None]
+        self.batches: list[tuple[int, int]] = []
+
+    def add(self, conv: Conversation) -> None:
+        self.batch.add(conv, self.upload_key)
+        if self.batch.bytes >= self.batch_bytes or self.batch.rows >= self.batch_messages:
+            self.flush()
+
+    def flush(self) -> None:
+        built = self.batch.tables()
+        if built is None:
+            return
+        convs, msgs = built
+        self._write(0, convs)
+        if msgs is not None:
+            self._write(1, msgs)
+        self.batches.append((convs.num_rows, msgs.num_rows if msgs is not None else 0))
+
+    def _write(self, i: int, table: pa.Table) -> None:
+        if self.streams[i] is None:
+            self.sinks[i] = pa.OSFile(self.paths[i], "wb")
+            self.streams[i] = pa.ipc.new_stream(self.sinks[i], table.schema)
+        self.streams[i].write_table(table)
+
+    def close(self) -> None:
+        self.flush()
+        for stream, sink in zip(self.streams, self.sinks):
+            if stream is not None:
+                stream.close()
+                sink.close()
+
+
+class ParquetRows:
+    """A piece's rows as a part of the command line's output folders (TableWriter.beside_parts),
+    encoded in the process that read them: the TableWriter then only renames it (`adopt`)."""
+
+    def __init__(self, conversations_path: str, messages_path: str, upload_key: str | None, batch_bytes: int,
+                 batch_messages: int) -> None:
+        self.paths = (conversations_path, messages_path)
+        self.upload_key = upload_key
+        self.writer = TableWriter(conversations_path, messages_path, batch_messages=batch_messages, batch_bytes=batch_bytes)
+
+    def add(self, conv: Conversation) -> None:
+        self.writer.add(conv, self.upload_key)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def read_rows(result: PieceResult) -> Iterator[tuple[pa.Table, pa.Table | None]]:
+    """A piece's rows back from its IPC files, a batch at a time (read, not mapped: the file's
+    pages are not held), the files removed once read."""
+    if result.files is None or result.parquet:
+        return
+    readers = [pa.ipc.open_stream(pa.OSFile(p, "rb")) if os.path.exists(p) else None for p in result.files]
+    try:
+        for n_convs, n_msgs in result.batches:
+            yield _take(readers[0], n_convs), (_take(readers[1], n_msgs) if n_msgs else None)
+    finally:
+        discard(result)
+
+
+def discard(result: PieceResult) -> None:
+    """A piece's IPC files removed (read, or not used)."""
+    for p in result.files or ():
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+
+
+def _take(reader: Any, rows: int) -> pa.Table:
+    batches, got = [], 0
+    while got < rows:
+        batch = reader.read_next_batch()
+        batches.append(batch)
+        got += batch.num_rows
+    return pa.Table.from_batches(batches, reader.schema)
+
+
+def convert_piece(
+    fmt: str,
+    path: str,
+    name: str,
+    start: int | None,
+    stop: int | None,
+    max_value: int,
+    rows: IpcRows | ParquetRows | Callable[[Conversation], None],
+) -> PieceResult:
+    """The records of the array file `path` from the one at byte `start` (None: the file's first) up
+    to the one at byte `stop` (None: the end), converted by the format's reader into `rows`; places
+    counted from the piece's first record. A record past `stop` without one at it: the piece reads
+    on to the end (`reached` False)."""
+    from chatetl.readers.parallel import CONVERTERS  # (the per-record conversions, each reader's own)
+
+    report = PieceReport()
+    result = PieceResult(reached=stop is None)
+    add = rows.add if isinstance(rows, IpcRows | ParquetRows) else rows
+
+    def records() -> Iterator[tuple[str, Any]]:
+        with open(path, "rb") as f:
+            if start is None:
+                splitter = ArraySplitter(f, max_value=max_value)
+            else:
+                f.seek(start)
+                splitter = ArraySplitter.from_record(f, 0, 0, max_value=max_value)
+                splitter.consumed = start - 1  # (offsets of the file: behind the `[` put before the record)
+            watching = stop is not None
+            try:
+                for item in splitter:
+                    if watching and splitter.offset >= stop:
+                        if splitter.offset == stop:
+                            result.reached = True
+                            result.records = splitter.records - 1
+                            return
+                        watching = False  # no record starts at `stop`: read on to the end
+                    where = f"record {splitter.records - 1}"
+                    if isinstance(item, BadRecord):
+                        report.error(name, where, item.reason, raw=item.raw)
+                        continue
+                    if isinstance(item, Repaired):
+                        report_repairs(report, name, where, item[1], item.found, bytes(item[0]))
+                    yield where, item[1]
+            except SplitError as exc:
+                done = splitter.records
+                after = f"after record {done - 1}" if done or start is not None else "before the first record"
+                report.error(name, after, f"invalid or truncated JSON: {exc}")
+            result.records = splitter.records
+
+    convert = CONVERTERS[Format(fmt)](name, report)
+    for conv in convert_records(Entry(name=name, opener=no_open), records(), report, convert):
+        add(conv)
+    if isinstance(rows, IpcRows | ParquetRows):
+        rows.close()
+        result.files = rows.paths
+        if isinstance(rows, IpcRows):
+            result.batches = rows.batches
+        else:
+            result.parquet = True
+    result.conversations, result.messages = report.conversations, report.messages
+    result.errors = [(e.file, e.where, e.reason, e.raw) for e in report.errors]
+    result.warnings = [(e.file, e.where, e.reason, e.raw) for e in report.warnings]
+    result.skipped, result.drift = dict(report.skipped), dict(report.drift)
+    return result
+
+
+def convert_piece_to_files(fmt: str, path: str, name: str, start: int | None, stop: int | None, max_value: int,
+                           target: tuple[str, ...], upload_key: str | None, batch_bytes: int, batch_messages: int) -> PieceResult:
+    """`convert_piece` with its rows written to files (what a worker runs): `target` is ("parquet",
+    conversations path, messages path), a part for TableWriter.adopt, or ("ipc", prefix)."""
+    if target[0] == "parquet":
+        rows: IpcRows | ParquetRows = ParquetRows(target[1], target[2], upload_key, batch_bytes, batch_messages)
+    else:
+        rows = IpcRows(target[1], upload_key, batch_bytes, batch_messages)
+    return convert_piece(fmt, path, name, start, stop, max_value, rows)
+
+
+def no_open() -> Any:
+    raise RuntimeError("a piece or a task reads records, not files")
+
+
+_RECORD_PLACE = re.compile(r"^(after )?record (-?\d+)")
+
+
+def shift_place(where: str, base: int) -> str:
+    """A place counted from a piece's first record, counted from the file's (`base` records before it)."""
+    if not base:
+        return where
+    return _RECORD_PLACE.sub(lambda m: f"{m.group(1) or ''}record {int(m.group(2)) + base}", where, count=1)
+
+
+__all__ = ["PIECE_BYTES", "IpcRows", "ParquetRows", "PieceResult", "convert_piece", "convert_piece_to_files", "discard", "no_open", "opening",
+           "plan", "read_rows", "shift_place"]

@@ -1,0 +1,208 @@
+"""A local array file read in pieces by byte range (chatetl.readers.pieces) on two processes gives the
+one-process tables (Table.equals) and report (errors in their places, counted over the whole file,
+with their bytes), wherever the pieces' planned starts land: on records, on objects nested inside
+one (the piece before reads on to the end), past a break in the array, in trailing data. The pieces
+go to the output folders as parts (the command line) or through Arrow IPC (one file per table),
+and leave no file behind."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from chatetl.readers import ReadReport, parallel, pieces, read_path
+from chatetl.readers.splitter import ArraySplitter
+from chatetl.samples import chatgpt_conversations
+from chatetl.tables import TableWriter
+
+MAX_VALUE = 64 * 1024**2
+
+
+@pytest.fixture(autouse=True)
+def small_pieces(monkeypatch, tmp_path):
+    monkeypatch.setattr(parallel, "WAIT_FOR_WORKERS", True)  # the worker takes pieces from the first
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 4000)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the IPC files' folder, checked empty after
+    (tmp_path / "tmp").mkdir()
+
+
+def _chats(copies: int, nested_look_alikes: bool = False) -> list[dict]:
+    out = []
+    for i in range(copies):
+        for conv in chatgpt_conversations():
+            conv = copy.deepcopy(conv)
+            conv["id"] = conv["conversation_id"] = f"{conv['conversation_id']}-{i}"
+            if nested_look_alikes:  # objects inside the record that open like a record: `}, {"title": "..", "create_time":`
+                conv["gizmo_notes"] = [{"title": f"n{j}", "create_time": j, "pad": "x" * 900} for j in range(8)]
+            out.append(conv)
+    return out
+
+
+def _one_process(path, out) -> tuple:
+    report = ReadReport()
+    with TableWriter(out / "c1.parquet", out / "m1.parquet", batch_bytes=20_000) as writer:
+        for conv in read_path(path, report):
+            writer.add(conv)
+    return (pq.read_table(out / "c1.parquet"), pq.read_table(out / "m1.parquet"),
+            [(e.file, e.where, e.reason, e.raw) for e in report.errors], report.summary())
+
+
+def _in_pieces(path, out, parts: bool) -> tuple:
+    report = ReadReport()
+    if parts:
+        (out / "c").mkdir(exist_ok=True)
+        (out / "m").mkdir(exist_ok=True)
+        writer = TableWriter.in_parts(out / "c", out / "m", batch_bytes=20_000)
+    else:
+        writer = TableWriter(out / "c2.parquet", out / "m2.parquet", batch_bytes=20_000)
+    with writer:
+        shares = parallel.read_into(writer, parallel.path_leaves(path, report), report, 2)
+    if parts:
+        assert not list((out / "c").glob(".*")) and not list((out / "m").glob(".*"))  # every piece renamed or removed
+        read = [pa.concat_tables([pq.read_table(p) for p in sorted((out / t).glob("part-*.parquet"))]) for t in ("c", "m")]
+    else:
+        read = [pq.read_table(out / "c2.parquet"), pq.read_table(out / "m2.parquet")]
+    assert [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("chatetl-")] == []  # the IPC files' folder removed
+    errors = [(e.file, e.where, e.reason, e.raw) for e in report.errors]
+    assert (writer.conversations, writer.messages) == (report.conversations, report.messages)
+    return (*read, errors, report.summary(), shares)
+
+
+def _same(path, out, parts: bool = False):
+    one = _one_process(path, out)
+    two = _in_pieces(path, out, parts)
+    assert one[0].num_rows and one[1].num_rows
+    assert two[0].equals(one[0]) and two[1].equals(one[1])
+    assert two[2:4] == one[2:4]
+    return one, two[4]
+
+
+@pytest.mark.parametrize("parts", [False, True], ids=["ipc", "parts"])
+def test_pieces_give_the_one_process_tables_and_report(tmp_path, parts):
+    path = tmp_path / "conversations.json"
+    records = _chats(20)
+    assert len(records) > 45
+    records.insert(7, {"title": "no mapping", "id": "bad-1"})  # a record the reader refuses, in a later piece
+    records.insert(40, [1, 2, 3])
+    body = json.dumps(records).encode()
+    path.write_bytes(body[:-1] + b', {"title": "x", "id": tru}, ' + json.dumps(records[0] | {"id": "last", "conversation_id": "last"}).encode() + b"]")
+    (convs, _, errors, summary), shares = _same(path, tmp_path, parts)
+    assert shares.pieces >= 6 and shares.workers >= 2 and shares.here >= 1 and shares.misfits == 0
+    wheres = [w for _, w, _, _ in errors]
+    assert wheres[:2] == ["record 7 (conversation bad-1)", "record 40"]
+    assert wheres[2] == f"record {len(records)}" and errors[2][3] == b'{"title": "x", "id": tru}'  # its bytes kept
+    assert convs.column("conversation_id").to_pylist()[-1] == "last" and summary["conversations"] == len(records) - 1  # (of len + 2: two refused)
+
+
+def test_a_piece_started_inside_a_record_is_not_used(tmp_path):
+    """Planned starts on objects nested in a record: the piece before reads on to the end."""
+    path = tmp_path / "conversations.json"
+    path.write_bytes(json.dumps(_chats(6, nested_look_alikes=True)).encode())
+    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE)
+    records = _record_starts(path)
+    assert any(s not in records for s in starts)  # (the test's premise: some start is a look-alike)
+    _, shares = _same(path, tmp_path, parts=True)
+    assert shares.misfits >= 1
+
+
+def test_starts_fall_on_records(tmp_path):
+    path = tmp_path / "conversations.json"
+    path.write_bytes(json.dumps(_chats(10), indent=2).encode())
+    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE)
+    assert len(starts) >= 5 and starts == sorted(set(starts))
+    assert set(starts) <= set(_record_starts(path))
+    assert pieces.plan(path, path.stat().st_size, MAX_VALUE, piece_bytes=path.stat().st_size) == []  # one piece
+
+
+@pytest.mark.parametrize("damage", ["cut short", "garbage after a record", "trailing data", "not records"])
+def test_a_break_in_the_array_drops_the_pieces_after_it(tmp_path, damage):
+    body = json.dumps(_chats(10)).encode()
+    middle = body.index(b', {"title"', len(body) // 2)
+    if damage == "cut short":
+        body = body[: len(body) * 2 // 3]
+    elif damage == "garbage after a record":  # the array breaks; the records after the break look whole
+        body = body[:middle] + b" oops" + body[middle:]
+    elif damage == "trailing data":  # a second array after the first: its records open like the first's
+        body = body + b"\n" + body
+    else:  # the first record is no object: no opening to look for, no pieces (the file is cut as a stream)
+        body = json.dumps([[1, 2], *_chats(10)]).encode()
+    path = tmp_path / "conversations.json"
+    path.write_bytes(body)
+    if damage != "not records":
+        (_, _, errors, _), _ = _same(path, tmp_path)
+        assert "invalid or truncated JSON" in errors[-1][2]
+    else:
+        assert pieces.plan(path, path.stat().st_size, MAX_VALUE) == []
+
+
+def test_claude_file(tmp_path):
+    import io
+    import zipfile
+
+    from chatetl.samples import claude_export
+
+    convs = json.loads(zipfile.ZipFile(io.BytesIO(claude_export())).read("conversations.json"))
+    out = []
+    for i in range(40):
+        for conv in convs:
+            conv = copy.deepcopy(conv)
+            conv["uuid"] = f"{conv['uuid']}-{i}"
+            out.append(conv)
+    path = tmp_path / "conversations.json"
+    path.write_bytes(json.dumps(out, indent=1).encode())
+    _, shares = _same(path, tmp_path, parts=True)
+    assert shares.pieces >= 3
+
+
+def test_shift_place():
+    assert pieces.shift_place("record 3 (conversation x) message 2", 10) == "record 13 (conversation x) message 2"
+    assert pieces.shift_place("after record -1", 10) == "after record 9"
+    assert pieces.shift_place("record 3", 0) == "record 3"
+
+
+def test_adopted_parts_follow_the_writers_own(tmp_path):
+    """TableWriter.adopt: parts written elsewhere take the next part numbers, between the writer's own."""
+    from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, TableBatch
+
+    from chatetl.readers.tree import resolve_branches
+    from chatetl.readers.chatgpt import conversation_from_chatgpt
+
+    chats = []
+    for raw in _chats(2):
+        conv = conversation_from_chatgpt(raw, ReadReport())
+        resolve_branches(conv)
+        chats.append(conv)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "m").mkdir()
+    writer = TableWriter.in_parts(tmp_path / "c", tmp_path / "m")
+    writer.add(chats[0])
+    beside = writer.beside_parts("piece-1")
+    with TableWriter(*beside) as other:
+        other.add(chats[1])
+        other.add(chats[2])
+    writer.adopt(*beside, 2, len(chats[1].messages) + len(chats[2].messages))
+    writer.add(chats[3])
+    writer.close()
+    names = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert names == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    batch = TableBatch()
+    for conv in chats[:4]:
+        batch.add(conv)
+    want_c, want_m = batch.tables()
+    got_c = pa.concat_tables([pq.read_table(tmp_path / "c" / n) for n in names])
+    got_m = pa.concat_tables([pq.read_table(tmp_path / "m" / n) for n in names])
+    assert got_c.cast(CONVERSATIONS_SCHEMA).equals(want_c.cast(CONVERSATIONS_SCHEMA))
+    assert got_m.cast(MESSAGES_SCHEMA).equals(want_m.cast(MESSAGES_SCHEMA))
+    assert (writer.conversations, writer.messages) == (4, got_m.num_rows)
+
+
+def _record_starts(path) -> list[int]:
+    with open(path, "rb") as f:
+        splitter = ArraySplitter(f)
+        return [splitter.offset for _ in splitter]
