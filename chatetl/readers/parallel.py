@@ -1,8 +1,18 @@
-"""Normalize on every core: this process cuts records and writes Parquet, and converts records
-too whenever the worker processes have enough to do.
+"""Normalize on every core, two ways.
 
-For an array file of a format with a per-record conversion (ChatGPT and Claude.ai
-`conversations.json`, sharded ones read from a zip member by member), this process cuts the
+A local array file of a format with a per-record conversion (ChatGPT and Claude.ai
+`conversations.json`: a file on disk, or in the local-folder store) is read in pieces by byte range
+(chatetl.readers.pieces, `read_pieces`): each piece is read whole, from its bytes to its encoded
+rows, by a worker or by this process while the workers have enough, and merged in order; nothing
+of the file crosses between processes. The command line's pieces are parts of its output folders
+(renamed into place), an upload's come back as Arrow IPC files this process writes into its one
+file per table. Measured on the 200 MB ChatGPT-shaped file, 2 cores: 1.26-1.36x one process where the
+stream below gave 1.11-1.14x in the same runs (the one process already keeps the second core
+partly busy with its Parquet thread); see `bench/normalize_throughput.py`.
+
+A stream that cannot be read at an offset (a zip member, an S3 body, a re-encoded file) is cut
+here: for an array file of a format with a per-record conversion (sharded ones read from a zip
+member by member), this process cuts the
 records (`ArraySplitter(prove=False)`: an object record ends at the next place that opens like the
 first record, not decoded here) into tasks of TASK_BYTES. A task goes to a worker process while
 the workers hold fewer than QUEUED_PER_WORKER tasks each; otherwise this process converts it
@@ -120,9 +130,9 @@ def read_into(
             if fmt in CONVERTERS and (layout or Layout.ARRAY) is Layout.ARRAY and jsonstream.FAST:
                 report.files += 1
                 report.formats[fmt.value] += 1
-                starts = _piece_starts(leaf) if PIECES else []
-                if starts:
-                    pool.read_pieces(leaf, fmt, starts)
+                plan = _pieces(leaf) if PIECES else None
+                if plan is not None and plan.starts:
+                    pool.read_pieces(leaf, fmt, plan)
                 else:
                     pool.read_leaf(leaf, fmt)
             else:
@@ -132,11 +142,11 @@ def read_into(
     return pool.shares
 
 
-def _piece_starts(leaf: Entry) -> list[int]:
-    """Where the pieces of a local file start after its first (chatetl.readers.pieces); [] for a
-    stream that cannot seek (a zip member, S3, a file read through a re-encoding) or a small file."""
+def _pieces(leaf: Entry) -> pieces.Plan | None:
+    """The pieces of a local file (chatetl.readers.pieces); None for a stream that cannot seek (a zip
+    member, S3, a file read through a re-encoding)."""
     if leaf.path is None or leaf.size is None:
-        return []
+        return None
     return pieces.plan(leaf.path, leaf.size, limits.current().max_value_bytes)
 
 
@@ -312,16 +322,16 @@ class _Pool:
                 raise RuntimeError(f"{leaf.name}: record {again[0]}, proven by the splitter, did not decode in a task")
             resume = again
 
-    def read_pieces(self, leaf: Entry, fmt: Format, starts: list[int]) -> None:
+    def read_pieces(self, leaf: Entry, fmt: Format, plan: pieces.Plan) -> None:
         """One local array file in pieces (chatetl.readers.pieces), the first at the file's start and
-        the others at `starts`: each read whole by a worker, or here while the workers have
+        the others at `plan.starts`: each read whole by a worker, or here while the workers have
         enough; merged in order. Pieces after one that overran (no record at the next one's start)
         are dropped: that piece read on to the end."""
         import tempfile
 
         self.drain()  # what came before is written first
         self._start_workers()
-        spans = list(zip([None, *starts], [*starts, None]))
+        spans = list(zip([None, *plan.starts], [*plan.starts, None]))
         max_value = limits.current().max_value_bytes
         results: dict[int, Any] = {}  # piece -> its Future (a worker's) or PieceResult (read here)
         head = ahead = remote = base = 0
@@ -331,7 +341,7 @@ class _Pool:
                 beside = self.writer.beside_parts(f"piece-{i:06d}")  # a part of the output folders, or IPC to merge
                 target = ("ipc", f"{tmp}/{i:06d}") if beside is None else ("parquet", str(beside[0]), str(beside[1]))
                 return (fmt.value, str(leaf.path), leaf.name, start, stop, max_value, target,
-                        self.upload_key, self.writer.batch_bytes, self.writer.batch_messages)
+                        self.upload_key, self.writer.batch_bytes, self.writer.batch_messages, plan.opening)
 
             try:
                 while head < len(spans):
@@ -358,7 +368,8 @@ class _Pool:
                     if ahead == head:
                         start, stop = spans[ahead]
                         results[ahead] = pieces.convert_piece(fmt.value, str(leaf.path), leaf.name, start, stop, max_value,
-                                                              lambda conv: self.writer.add(conv, upload_key=self.upload_key))
+                                                              lambda conv: self.writer.add(conv, upload_key=self.upload_key),
+                                                              plan.opening)
                     else:
                         results[ahead] = pieces.convert_piece_to_files(*files(ahead))
                     ahead += 1

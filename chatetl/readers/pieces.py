@@ -65,22 +65,43 @@ def opening(f: BinaryIO, max_value: int) -> re.Pattern[bytes] | None:
     return splitter.opening
 
 
-def plan(path: str | os.PathLike[str], size: int, max_value: int, piece_bytes: int | None = None) -> list[int]:
-    """The byte offsets where the pieces after the first start (each a `{` that opens like the first
-    record, the first one at or after every `piece_bytes`); [] when the file is one piece."""
+@dataclass
+class Plan:
+    """Where the pieces after the first start (each a `{` that opens like the first record), and
+    how the records open (given to each piece's splitter: a piece's first record is found by it,
+    not by the exact scanner)."""
+
+    starts: list[int]
+    opening: re.Pattern[bytes] | None = None
+
+
+def plan(path: str | os.PathLike[str], size: int, max_value: int, piece_bytes: int | None = None) -> Plan:
+    """The pieces of an array file: one start at or after every `piece_bytes` (no starts: the file is one piece)."""
     piece_bytes = piece_bytes or PIECE_BYTES
     if size < 2 * piece_bytes:
-        return []
+        return Plan([])
     with open(path, "rb") as f:
         pattern = opening(f, max_value)
         if pattern is None:
-            return []
+            return Plan([])
         starts: list[int] = []
-        for at in range(piece_bytes, size, piece_bytes):
-            start = _opening_in(f, max(at, starts[-1] + 1 if starts else 0), at + piece_bytes, pattern)
+        planned = _planned(size, piece_bytes)
+        for at, limit in zip(planned, [*planned[1:], size]):
+            start = _opening_in(f, max(at, starts[-1] + 1 if starts else 0), limit, pattern)
             if start is not None:
                 starts.append(start)
-    return starts
+    return Plan(starts, pattern)
+
+
+def _planned(size: int, piece_bytes: int) -> list[int]:
+    """Where the pieces after the first are looked for: every `piece_bytes`, and every quarter of that
+    in the last two pieces' worth, so the process that takes the last piece finishes soon after the
+    other (8 MB pieces on the 200 MB bench file: 0.2 s each here, the tail 0.05 s)."""
+    out, at = [], piece_bytes
+    while at < size:
+        out.append(at)
+        at += piece_bytes if size - at > 2 * piece_bytes else max(piece_bytes // 4, 1)
+    return out
 
 
 def _opening_in(f: BinaryIO, at: int, limit: int, pattern: re.Pattern[bytes]) -> int | None:
@@ -239,6 +260,7 @@ def convert_piece(
     stop: int | None,
     max_value: int,
     rows: IpcRows | ParquetRows | Callable[[Conversation], None],
+    opening: re.Pattern[bytes] | None = None,
 ) -> PieceResult:
     """The records of the array file `path` from the one at byte `start` (None: the file's first) up
     to the one at byte `stop` (None: the end), converted by the format's reader into `rows`; places
@@ -253,10 +275,10 @@ def convert_piece(
     def records() -> Iterator[tuple[str, Any]]:
         with open(path, "rb") as f:
             if start is None:
-                splitter = ArraySplitter(f, max_value=max_value)
+                splitter = ArraySplitter(f, max_value=max_value, opening=opening)
             else:
                 f.seek(start)
-                splitter = ArraySplitter.from_record(f, 0, 0, max_value=max_value)
+                splitter = ArraySplitter.from_record(f, 0, 0, max_value=max_value, opening=opening)
                 splitter.consumed = start - 1  # (offsets of the file: behind the `[` put before the record)
             watching = stop is not None
             try:
@@ -298,14 +320,15 @@ def convert_piece(
 
 
 def convert_piece_to_files(fmt: str, path: str, name: str, start: int | None, stop: int | None, max_value: int,
-                           target: tuple[str, ...], upload_key: str | None, batch_bytes: int, batch_messages: int) -> PieceResult:
+                           target: tuple[str, ...], upload_key: str | None, batch_bytes: int, batch_messages: int,
+                           opening: re.Pattern[bytes] | None = None) -> PieceResult:
     """`convert_piece` with its rows written to files (what a worker runs): `target` is ("parquet",
     conversations path, messages path), a part for TableWriter.adopt, or ("ipc", prefix)."""
     if target[0] == "parquet":
         rows: IpcRows | ParquetRows = ParquetRows(target[1], target[2], upload_key, batch_bytes, batch_messages)
     else:
         rows = IpcRows(target[1], upload_key, batch_bytes, batch_messages)
-    return convert_piece(fmt, path, name, start, stop, max_value, rows)
+    return convert_piece(fmt, path, name, start, stop, max_value, rows, opening)
 
 
 def no_open() -> Any:
@@ -322,5 +345,5 @@ def shift_place(where: str, base: int) -> str:
     return _RECORD_PLACE.sub(lambda m: f"{m.group(1) or ''}record {int(m.group(2)) + base}", where, count=1)
 
 
-__all__ = ["PIECE_BYTES", "IpcRows", "ParquetRows", "PieceResult", "convert_piece", "convert_piece_to_files", "discard", "no_open", "opening",
+__all__ = ["PIECE_BYTES", "IpcRows", "ParquetRows", "PieceResult", "Plan", "convert_piece", "convert_piece_to_files", "discard", "no_open", "opening",
            "plan", "read_rows", "shift_place"]

@@ -220,7 +220,8 @@ class ArraySplitter:
     so they stay valid when the buffer is compacted on a read.
     """
 
-    def __init__(self, stream: BinaryIO, chunk: int = CHUNK, prove: bool = True, max_value: int | None = None) -> None:
+    def __init__(self, stream: BinaryIO, chunk: int = CHUNK, prove: bool = True, max_value: int | None = None,
+                 opening: re.Pattern[bytes] | None = None) -> None:
         self.stream = stream
         self.chunk = chunk
         self.prove = prove
@@ -231,7 +232,7 @@ class ArraySplitter:
         self.eof = False
         self.consumed = 0  # file offset of buf[0]
         self.records = 0  # records handed out so far (good or bad)
-        self._cand: re.Pattern[bytes] | None = None
+        self._cand: re.Pattern[bytes] | None = opening  # (given: learned from an earlier part of the same array)
 
     @classmethod
     def from_record(cls, stream: BinaryIO, index: int, offset: int, **options: Any) -> ArraySplitter:

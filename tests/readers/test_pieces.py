@@ -104,7 +104,7 @@ def test_a_piece_started_inside_a_record_is_not_used(tmp_path):
     """Planned starts on objects nested in a record: the piece before reads on to the end."""
     path = tmp_path / "conversations.json"
     path.write_bytes(json.dumps(_chats(6, nested_look_alikes=True)).encode())
-    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE)
+    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE).starts
     records = _record_starts(path)
     assert any(s not in records for s in starts)  # (the test's premise: some start is a look-alike)
     _, shares = _same(path, tmp_path, parts=True)
@@ -114,10 +114,10 @@ def test_a_piece_started_inside_a_record_is_not_used(tmp_path):
 def test_starts_fall_on_records(tmp_path):
     path = tmp_path / "conversations.json"
     path.write_bytes(json.dumps(_chats(10), indent=2).encode())
-    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE)
+    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE).starts
     assert len(starts) >= 5 and starts == sorted(set(starts))
     assert set(starts) <= set(_record_starts(path))
-    assert pieces.plan(path, path.stat().st_size, MAX_VALUE, piece_bytes=path.stat().st_size) == []  # one piece
+    assert pieces.plan(path, path.stat().st_size, MAX_VALUE, piece_bytes=path.stat().st_size).starts == []  # one piece
 
 
 @pytest.mark.parametrize("damage", ["cut short", "garbage after a record", "trailing data", "not records"])
@@ -138,7 +138,7 @@ def test_a_break_in_the_array_drops_the_pieces_after_it(tmp_path, damage):
         (_, _, errors, _), _ = _same(path, tmp_path)
         assert "invalid or truncated JSON" in errors[-1][2]
     else:
-        assert pieces.plan(path, path.stat().st_size, MAX_VALUE) == []
+        assert pieces.plan(path, path.stat().st_size, MAX_VALUE).starts == []
 
 
 def test_claude_file(tmp_path):
