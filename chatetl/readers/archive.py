@@ -46,7 +46,7 @@ from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.detect import Format, Layout, detect, resembles
 from chatetl.readers.encodings import INVALID_SEQUENCE, utf8_entry, wide_encoding
-from chatetl.readers.entry import Entry
+from chatetl.readers.entry import Entry, ZipMember
 from chatetl.readers.limits import size_text
 from chatetl.readers.report import ReadReport
 
@@ -172,7 +172,8 @@ def _expand_zip(entry: Entry, report: ReadReport, depth: int, top_level: bool, i
                     )
                     continue
                 opener = inflated.opener(zf, info, member_name)
-                member = Entry(name=member_name, opener=opener, size=info.file_size)
+                lies = None if entry.path is None else inflated.member(path, zf, info, member_name)  # (not a temp copy)
+                member = Entry(name=member_name, opener=opener, size=info.file_size, member=lies)
                 try:
                     for leaf in _with_manifest_check(expand(member, report, top_level=False, depth=depth + 1, inflated=inflated), names, report):
                         leaves += 1
@@ -267,6 +268,20 @@ class Inflated:
         """How the readers open a member: its stream counted against the cap."""
         key = (id(zf), info.header_offset)
         return lambda: CountingStream(zf.open(info), lambda pos: self.took(key, pos, name), self.check)
+
+    def member(self, path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> ZipMember:
+        """Where a member of a zip on local disk lies, for another process to read it whole: what
+        it inflates is counted as the readers' reading of it is (`took`, the same furthest byte).
+        It may be read there while what the upload's zips declare so far is within the absolute
+        cap: zipfile never inflates a member past its declared size, so the upload cannot pass the
+        cap through it (one nested zip declaring more, and reading stays in the caller, counted)."""
+        key = (id(zf), info.header_offset)
+        return ZipMember(
+            zip_path=str(path),
+            header_offset=info.header_offset,
+            took=lambda pos: self.took(key, pos, name),
+            readable_elsewhere=lambda: not self.stopped and self.declared <= self.limits.max_inflated_bytes,
+        )
 
     def check(self) -> None:
         """Before each read of a member: once the cap is passed (by any member), no more is inflated."""

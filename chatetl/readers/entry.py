@@ -9,11 +9,26 @@ from typing import BinaryIO, Callable
 
 
 @dataclass(frozen=True)
+class ZipMember:
+    """Where a zip member lies when its zip is a file on local disk, so another process can open it
+    (chatetl.readers.pieces): the zip's path and the member's header offset (names may repeat in a
+    zip). `took(position)` counts what another process inflated from it against the upload's cap
+    (chatetl.readers.archive.Inflated); `readable_elsewhere()` tells whether reading it there whole
+    cannot take the upload past that cap (what the upload's zips declare so far is within it)."""
+
+    zip_path: str
+    header_offset: int
+    took: Callable[[int], None]
+    readable_elsewhere: Callable[[], bool]
+
+
+@dataclass(frozen=True)
 class Entry:
     name: str  # shown in errors: "uploads/x.zip!conversations-000.json"
     opener: Callable[[], BinaryIO]
     size: int | None = None
     path: Path | None = None  # set for local files, so archives can be opened in place
+    member: ZipMember | None = None  # set for a member of a zip on local disk
 
     def open(self) -> BinaryIO:
         return self.opener()

@@ -130,6 +130,9 @@ def read_into(
             if fmt in CONVERTERS and (layout or Layout.ARRAY) is Layout.ARRAY and jsonstream.FAST:
                 report.files += 1
                 report.formats[fmt.value] += 1
+                if PIECES and leaf.member is not None and leaf.member.readable_elsewhere():
+                    pool.read_member(leaf, fmt)
+                    continue
                 plan = _pieces(leaf) if PIECES else None
                 if plan is not None and plan.starts:
                     pool.read_pieces(leaf, fmt, plan)
@@ -271,6 +274,21 @@ def _widen_pipes(executor: ProcessPoolExecutor) -> None:
             pass
 
 
+class _Job:
+    """A piece in the pool's queue: what to read (a file's byte range, or a zip member whole), where
+    the report stood when it was queued, and its state (None: not started; a worker's Future; its
+    PieceResult)."""
+
+    __slots__ = ("errors_at", "fmt", "group", "member", "name", "opening", "source", "start", "state", "stop", "warnings_at")
+
+    def __init__(self, fmt: Format, source: str | tuple[str, int], name: str, start: int | None, stop: int | None,
+                 opening: Any, group: object | None, member: Any = None) -> None:
+        self.fmt, self.source, self.name, self.start, self.stop = fmt, source, name, start, stop
+        self.opening, self.group, self.member = opening, group, member  # group: the file whose pieces these are
+        self.errors_at = self.warnings_at = 0
+        self.state: Future | pieces.PieceResult | None = None
+
+
 class _Pool:
     """Tasks in flight (a worker's futures, tasks converted here) and local events (a bad record
     the splitter found), settled strictly in order."""
@@ -290,6 +308,13 @@ class _Pool:
         # the tasks' tables, written together as one row group of about writer.batch_bytes
         self.held: list[Tables] = []
         self.held_bytes = 0
+        # pieces (chatetl.readers.pieces) in the order their rows are written: queued, in a worker or done
+        self.jobs: deque[_Job] = deque()
+        self._bases: dict[object, int] = {}  # a file's records in its pieces merged so far
+        self._inserted = {"errors": 0, "warnings": 0}  # merged in their places so far (what came after moved on)
+        self._seq = 0
+        self.max_value: int | None = None  # the longest value (limits), read once the first piece is queued
+        self._tmp: Any = None  # the IPC files' folder, for a writer of one file per table
 
     def __enter__(self) -> Self:
         # the executor's threads hand tasks and results over (three GIL hand-offs a task) while
@@ -308,11 +333,19 @@ class _Pool:
             if self.executor is not None:
                 self._starter.join()
                 self.executor.shutdown(wait=True, cancel_futures=exc_type is not None)
+            for job in self.jobs:  # (after an error) what no one merged: its files removed
+                if isinstance(job.state, Future) and not job.state.cancelled() and job.state.exception() is None:
+                    job.state = job.state.result()
+                if isinstance(job.state, pieces.PieceResult):
+                    pieces.discard(job.state)
+            if self._tmp is not None:
+                self._tmp.cleanup()
 
     def read_leaf(self, leaf: Entry, fmt: Format) -> None:
         """One array file: records cut here, converted here and by the workers; its damage reported
         in its place. First cut fast (ends not proven here); when a task finds a record that does
         not fit, what came after it is dropped and the file is read on from that record."""
+        self._run_jobs(until_done=True)  # the pieces before it are written first
         self._start_workers()
         self.leaf_conversations = 0
         resume = self._cut(leaf, fmt, None)
@@ -324,66 +357,119 @@ class _Pool:
 
     def read_pieces(self, leaf: Entry, fmt: Format, plan: pieces.Plan) -> None:
         """One local array file in pieces (chatetl.readers.pieces), the first at the file's start and
-        the others at `plan.starts`: each read whole by a worker, or here while the workers have
-        enough; merged in order. Pieces after one that overran (no record at the next one's start)
-        are dropped: that piece read on to the end."""
-        import tempfile
+        the others at `plan.starts`, read to its end: each piece read whole by a worker, or here
+        while the workers have enough; merged in order. Pieces after one that overran (no record at
+        the next one's start) are dropped: that piece read on to the end."""
+        group = object()
+        self._bases[group] = 0
+        for start, stop in zip([None, *plan.starts], [*plan.starts, None]):
+            self._add(_Job(fmt, str(leaf.path), leaf.name, start, stop, plan.opening, group))
+        self._run_jobs(until_done=True)
+        del self._bases[group]
 
-        self.drain()  # what came before is written first
+    def read_member(self, leaf: Entry, fmt: Format) -> None:
+        """One zip member, an array file, read whole as a piece by a worker (which opens the zip
+        itself) or here; queued, so the next leaves are found while it is read (at most one piece
+        is read here before this returns). Its rows and report are merged in its place."""
+        member = leaf.member
+        assert member is not None
+        self._add(_Job(fmt, (member.zip_path, member.header_offset), leaf.name, None, None, None, None, member))
+        self._run_jobs(until_done=False)
+
+    def _add(self, job: _Job) -> None:
         self._start_workers()
-        spans = list(zip([None, *plan.starts], [*plan.starts, None]))
-        max_value = limits.current().max_value_bytes
-        results: dict[int, Any] = {}  # piece -> its Future (a worker's) or PieceResult (read here)
-        head = ahead = remote = base = 0
-        with tempfile.TemporaryDirectory(prefix="chatetl-pieces-") as tmp:
-            def files(i: int) -> tuple:
-                start, stop = spans[i]
-                beside = self.writer.beside_parts(f"piece-{i:06d}")  # a part of the output folders, or IPC to merge
-                target = ("ipc", f"{tmp}/{i:06d}") if beside is None else ("parquet", str(beside[0]), str(beside[1]))
-                return (fmt.value, str(leaf.path), leaf.name, start, stop, max_value, target,
-                        self.upload_key, self.writer.batch_bytes, self.writer.batch_messages, plan.opening)
+        if self.max_value is None:
+            self.max_value = limits.current().max_value_bytes
+        # where the report stands, counting only what was not merged from pieces (whose places move with every merge)
+        job.errors_at = len(self.report.errors) - self._inserted["errors"]
+        job.warnings_at = len(self.report.warnings) - self._inserted["warnings"]
+        self.jobs.append(job)
 
-            try:
-                while head < len(spans):
-                    while ahead < len(spans) and remote < self.limit and self.started is not None and self.started.done():
-                        results[ahead] = self.executor.submit(pieces.convert_piece_to_files, *files(ahead))  # type: ignore[union-attr]
-                        ahead, remote = ahead + 1, remote + 1
-                        self.shares.workers += 1
-                        self.shares.pieces += 1
-                    done = results.get(head)
-                    if isinstance(done, Future):
-                        if not done.done() and ahead < len(spans):
-                            done = None  # converting one here meanwhile beats waiting
-                        else:
-                            done, remote = done.result(), remote - 1
-                    if done is not None:
-                        del results[head]
-                        base = self._merge_piece(done, base)
-                        head += 1
-                        if not done.reached:  # it read on to the end: the pieces after it are not used
-                            self.shares.misfits += 1
-                            break
-                        continue
-                    # this process reads the next piece: straight into the writer when it is the head
-                    if ahead == head:
-                        start, stop = spans[ahead]
-                        results[ahead] = pieces.convert_piece(fmt.value, str(leaf.path), leaf.name, start, stop, max_value,
-                                                              lambda conv: self.writer.add(conv, upload_key=self.upload_key),
-                                                              plan.opening)
-                    else:
-                        results[ahead] = pieces.convert_piece_to_files(*files(ahead))
-                    ahead += 1
-                    self.shares.here += 1
-                    self.shares.pieces += 1
-            finally:
-                for left in results.values():  # not used (after an overrun, or an error): waited for, their files removed
-                    if isinstance(left, Future):
-                        left = None if left.cancel() or left.exception() else left.result()
-                    if left is not None:
-                        pieces.discard(left)
+    def _run_jobs(self, until_done: bool) -> None:
+        """Pieces to the workers while they hold fewer than `limit`, merged in order as they are done,
+        the next one read here meanwhile: all of them (`until_done`), or at most one before returning."""
+        ran_here = False
+        while self.jobs:
+            self._feed()
+            if self._merge_head(wait=False):
+                continue
+            waiting = next((job for job in self.jobs if job.state is None), None)
+            if waiting is not None and (until_done or not ran_here):
+                self._read_here(waiting)
+                ran_here = True
+                continue
+            if not until_done:
+                return
+            self._merge_head(wait=True)
 
-    def _merge_piece(self, result: pieces.PieceResult, base: int) -> int:
-        """A piece's rows and report after the pieces before it (`base` records); the records after it."""
+    def _feed(self) -> None:
+        while self.remote < self.limit and self.started is not None and self.started.done():
+            job = next((job for job in self.jobs if job.state is None), None)
+            if job is None:
+                return
+            job.state = self.executor.submit(pieces.convert_piece_to_files, *self._arguments(job, self._files(job)))  # type: ignore[union-attr]
+            self.remote += 1
+            self.shares.workers += 1
+            self.shares.pieces += 1
+
+    def _arguments(self, job: _Job, target: tuple[str, ...]) -> tuple:
+        """convert_piece_to_files's arguments for `job`, its rows going to `target`."""
+        writer = self.writer
+        return (job.fmt.value, job.source, job.name, job.start, job.stop, self.max_value, target,
+                self.upload_key, writer.batch_bytes, writer.batch_messages, job.opening)
+
+    def _files(self, job: _Job) -> tuple[str, ...]:
+        """Where a piece read elsewhere writes its rows: a part beside the writer's, or Arrow IPC to merge."""
+        self._seq += 1
+        beside = self.writer.beside_parts(f"piece-{self._seq:06d}")
+        if beside is not None:
+            return ("parquet", str(beside[0]), str(beside[1]))
+        if self._tmp is None:
+            import tempfile
+
+            self._tmp = tempfile.TemporaryDirectory(prefix="chatetl-pieces-")
+        return ("ipc", f"{self._tmp.name}/{self._seq:06d}")
+
+    def _read_here(self, job: _Job) -> None:
+        """A piece read in this process: straight into the writer when nothing before it waits."""
+        if job is self.jobs[0]:
+            rows: Any = lambda conv: self.writer.add(conv, upload_key=self.upload_key)  # noqa: E731
+            job.state = pieces.convert_piece(job.fmt.value, job.source, job.name, job.start, job.stop, self.max_value, rows, job.opening)
+        else:
+            job.state = pieces.convert_piece_to_files(*self._arguments(job, self._files(job)))
+        self.shares.here += 1
+        self.shares.pieces += 1
+
+    def _merge_head(self, wait: bool) -> bool:
+        """The first piece's rows and report merged, if it is done (`wait`: once it is); whether it was."""
+        if not self.jobs:
+            return False
+        job = self.jobs[0]
+        if job.state is None or (isinstance(job.state, Future) and not (wait or job.state.done())):
+            return False
+        self.jobs.popleft()
+        result = self._result(job)
+        self._merge_piece(job, result)
+        if not result.reached:  # it read on to the end of its file: its file's pieces after it are not used
+            self.shares.misfits += 1
+            for later in [j for j in self.jobs if j.group is job.group]:
+                self.jobs.remove(later)
+                if isinstance(later.state, Future) and later.state.cancel():
+                    self.remote -= 1
+                elif later.state is not None:
+                    pieces.discard(self._result(later))
+        return True
+
+    def _result(self, job: _Job) -> pieces.PieceResult:
+        if isinstance(job.state, Future):
+            self.remote -= 1
+            job.state = job.state.result()
+        return job.state  # type: ignore[return-value]
+
+    def _merge_piece(self, job: _Job, result: pieces.PieceResult) -> None:
+        """A piece's rows after what is written, its report in its place: its errors and warnings
+        where the report stood when it was queued (what was found after, while it was read, comes
+        after them, as in one process), its places counted over its whole file."""
         if result.parquet:
             if result.conversations:
                 self.writer.adopt(*result.files, result.conversations, result.messages)  # type: ignore[misc]
@@ -391,16 +477,23 @@ class _Pool:
                 pieces.discard(result)
         for convs, msgs in pieces.read_rows(result):
             self.writer.write_tables(convs, msgs)
+        if job.member is not None and result.inflated:
+            job.member.took(result.inflated)
+        base = self._bases.get(job.group, 0)
+        if job.group is not None:
+            self._bases[job.group] = base + result.records
         report = self.report
         report.conversations += result.conversations
         report.messages += result.messages
-        for file, where, reason, raw in result.errors:
-            report.error(file, pieces.shift_place(where, base), reason, raw=raw)
-        for file, where, reason, raw in result.warnings:
-            report.warn(file, pieces.shift_place(where, base), reason, raw=raw)
+        for kind, found, at in (("errors", result.errors, job.errors_at), ("warnings", result.warnings, job.warnings_at)):
+            add, listed = (report.error, report.errors) if kind == "errors" else (report.warn, report.warnings)
+            place = at + self._inserted[kind]
+            for i, (file, where, reason, raw) in enumerate(found):
+                add(file, pieces.shift_place(where, base), reason, raw=raw)  # appended, the quarantine budget applied
+                listed.insert(place + i, listed.pop())
+            self._inserted[kind] += len(found)
         report.skipped.update(result.skipped)
         report.drift.update(result.drift)
-        return base + result.records
 
     def _start_workers(self) -> None:
         if self.executor is None:
@@ -491,6 +584,7 @@ class _Pool:
 
     def drain(self) -> None:
         """Everything in flight settled and written."""
+        self._run_jobs(until_done=True)
         self._settle(everything=True)
         self._write_held()
 

@@ -33,13 +33,17 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import pyarrow as pa
 
 from chatetl.model import Conversation
+from chatetl.readers.archive import DAMAGED_MEMBER, damage_reason
+from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.detect import Format
 from chatetl.readers.entry import Entry
 from chatetl.readers.jsonstream import convert_records, report_repairs
@@ -157,6 +161,7 @@ class PieceResult:
     drift: dict[str, int] = field(default_factory=dict)
     records: int = 0
     reached: bool = True
+    inflated: int = 0  # a zip member's bytes inflated (counted against the upload's cap where it is merged)
     files: tuple[str, str] | None = None
     parquet: bool = False  # files: a part for TableWriter.adopt (else IPC streams of `batches`)
     batches: list[tuple[int, int]] = field(default_factory=list)
@@ -254,7 +259,7 @@ def _take(reader: Any, rows: int) -> pa.Table:
 
 def convert_piece(
     fmt: str,
-    path: str,
+    source: str | tuple[str, int],
     name: str,
     start: int | None,
     stop: int | None,
@@ -262,10 +267,12 @@ def convert_piece(
     rows: IpcRows | ParquetRows | Callable[[Conversation], None],
     opening: re.Pattern[bytes] | None = None,
 ) -> PieceResult:
-    """The records of the array file `path` from the one at byte `start` (None: the file's first) up
-    to the one at byte `stop` (None: the end), converted by the format's reader into `rows`; places
-    counted from the piece's first record. A record past `stop` without one at it: the piece reads
-    on to the end (`reached` False)."""
+    """The records of the array file `source` (a path, or a zip's path and a member's header offset)
+    from the one at byte `start` (None: the file's first) up to the one at byte `stop` (None: the
+    end), converted by the format's reader into `rows`; places counted from the piece's first
+    record. A record past `stop` without one at it: the piece reads on to the end (`reached`
+    False). A damaged zip member ends the piece where it broke, as in one process: the
+    conversations before it stand, the damage is reported after them."""
     from chatetl.readers.parallel import CONVERTERS  # (the per-record conversions, each reader's own)
 
     report = PieceReport()
@@ -273,7 +280,7 @@ def convert_piece(
     add = rows.add if isinstance(rows, IpcRows | ParquetRows) else rows
 
     def records() -> Iterator[tuple[str, Any]]:
-        with open(path, "rb") as f:
+        with _opened(source, result) as f:
             if start is None:
                 splitter = ArraySplitter(f, max_value=max_value, opening=opening)
             else:
@@ -303,8 +310,13 @@ def convert_piece(
             result.records = splitter.records
 
     convert = CONVERTERS[Format(fmt)](name, report)
-    for conv in convert_records(Entry(name=name, opener=no_open), records(), report, convert):
-        add(conv)
+    read = 0
+    try:
+        for conv in convert_records(Entry(name=name, opener=no_open), records(), report, convert):
+            add(conv)
+            read += 1
+    except DAMAGED_MEMBER as exc:  # (chatetl.readers._read_leaves's words)
+        report.error(name, f"after {read} conversation(s)", damage_reason(exc))
     if isinstance(rows, IpcRows | ParquetRows):
         rows.close()
         result.files = rows.paths
@@ -319,7 +331,21 @@ def convert_piece(
     return result
 
 
-def convert_piece_to_files(fmt: str, path: str, name: str, start: int | None, stop: int | None, max_value: int,
+@contextmanager
+def _opened(source: str | tuple[str, int], result: PieceResult) -> Iterator[BinaryIO]:
+    """A piece's file, or its zip member (found by its header offset, its inflated bytes counted into `result`)."""
+    if isinstance(source, str):
+        with open(source, "rb") as f:
+            yield f
+        return
+    zip_path, offset = source
+    with zipfile.ZipFile(zip_path) as zf:
+        info = next(i for i in zf.infolist() if i.header_offset == offset)
+        with zf.open(info) as raw:
+            yield CountingStream(raw, lambda pos: setattr(result, "inflated", pos))  # type: ignore[misc]
+
+
+def convert_piece_to_files(fmt: str, source: str | tuple[str, int], name: str, start: int | None, stop: int | None, max_value: int,
                            target: tuple[str, ...], upload_key: str | None, batch_bytes: int, batch_messages: int,
                            opening: re.Pattern[bytes] | None = None) -> PieceResult:
     """`convert_piece` with its rows written to files (what a worker runs): `target` is ("parquet",
@@ -328,7 +354,7 @@ def convert_piece_to_files(fmt: str, path: str, name: str, start: int | None, st
         rows: IpcRows | ParquetRows = ParquetRows(target[1], target[2], upload_key, batch_bytes, batch_messages)
     else:
         rows = IpcRows(target[1], upload_key, batch_bytes, batch_messages)
-    return convert_piece(fmt, path, name, start, stop, max_value, rows, opening)
+    return convert_piece(fmt, source, name, start, stop, max_value, rows, opening)
 
 
 def no_open() -> Any:

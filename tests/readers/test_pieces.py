@@ -15,8 +15,10 @@ import tempfile
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.readers import ReadReport, parallel, pieces, read_path
+from chatetl.readers.entry import Entry
 from chatetl.readers.splitter import ArraySplitter
 from chatetl.samples import chatgpt_conversations
 from chatetl.tables import TableWriter
@@ -206,3 +208,81 @@ def _record_starts(path) -> list[int]:
     with open(path, "rb") as f:
         splitter = ArraySplitter(f)
         return [splitter.offset for _ in splitter]
+
+
+# ---- zip members read whole, as pieces, by the process that is free ----
+
+
+def _shard(i: int) -> bytes:
+    records = [chatgpt_record(f"s{i}-{j}", f"shard {i} chat {j} " + "words " * 200) for j in range(30)]
+    records.insert(3, {"title": "no mapping", "id": f"bad-{i}"})  # an error in each shard, in its place
+    return json.dumps(records).encode()
+
+
+def _read_both(path, tmp_path) -> tuple:
+    one = _one_process(path, tmp_path)
+    two = _in_pieces(path, tmp_path, parts=True)
+    assert two[0].equals(one[0]) and two[1].equals(one[1])
+    assert two[2:4] == one[2:4]
+    return one, two[4]
+
+
+def test_members_of_a_sharded_zip_are_read_as_pieces(tmp_path):
+    """Each shard read whole by whichever process is free; errors found between them while they are
+    read (a member that is no readable zip) stay between their errors, as in one process; a damaged
+    member ends where it broke, reported in its place."""
+    members = {f"conversations-{i:03d}.json": _shard(i) for i in range(6)}
+    members["conversations-002b.zip"] = b"PK\x03\x04 not a zip"
+    damaged = json.dumps([chatgpt_record("c-bad", "x" * 300_000), chatgpt_record("c-after")]).encode()
+    members["conversations-004b.json"] = damaged  # (longer than the head detection reads)
+    data = bytearray(zip_bytes(members))
+    i = data.find(b"x" * 300_000) + 150_000
+    data[i] = ord("y")  # a bad CRC: found once the member is read to its end
+    path = tmp_path / "export.zip"
+    path.write_bytes(bytes(data))
+    (_, _, errors, summary), shares = _read_both(path, tmp_path)
+    assert shares.pieces == 7 and shares.workers >= 2 and shares.here >= 1
+    wheres = [(file.rsplit("!", 1)[-1], where) for file, where, _, _ in errors]
+    assert wheres.index(("conversations-002b.zip", "")) == 3  # after shards 0-2's errors, before shard 3's
+    assert any(file == "conversations-004b.json" and where.startswith("after ") for file, where in wheres)
+    assert any("damaged zip member" in reason for _, _, reason, _ in errors)
+    assert summary["conversations"] == 6 * 30  # (the damaged member broke on its first read, as in one process)
+
+
+def test_members_over_the_inflate_cap_stay_in_this_process(tmp_path, monkeypatch):
+    """What the zip declares past CHATETL_MAX_INFLATED_BYTES: its members are read here, counted, and
+    reading stops at the cap with the one-process error."""
+    members = {f"conversations-{i:03d}.json": _shard(i) for i in range(4)}
+    path = tmp_path / "export.zip"
+    path.write_bytes(zip_bytes(members))
+    monkeypatch.setenv("CHATETL_MAX_INFLATED_BYTES", str(sum(len(d) for d in members.values()) * 2 // 3))
+    (_, _, errors, _), shares = _read_both(path, tmp_path)
+    assert shares.pieces == 0
+    assert "inflated past" in errors[-1][2]
+
+
+def test_a_members_inflated_bytes_count_against_the_cap(tmp_path):
+    """A member read as a piece counts what it inflated, as the readers' reading of it does."""
+    from chatetl.readers import limits
+    from chatetl.readers.archive import Inflated, expand
+
+    members = {f"conversations-{i:03d}.json": _shard(i) for i in range(3)}
+    path = tmp_path / "export.zip"
+    path.write_bytes(zip_bytes(members))
+    seen = {}
+    original = Inflated.member
+
+    def member(self, *args):
+        seen["inflated"] = self
+        return original(self, *args)
+
+    report = ReadReport()
+    try:
+        Inflated.member = member
+        with TableWriter(tmp_path / "c.parquet", tmp_path / "m.parquet") as writer:
+            shares = parallel.read_into(writer, expand(Entry.from_path(path), report), report, 2)
+    finally:
+        Inflated.member = original
+    assert shares.pieces == 3 and len(report.errors) == 3  # (each shard's bad record)
+    assert seen["inflated"].read == sum(len(d) for d in members.values())
+    assert limits.current().max_inflated_bytes > seen["inflated"].read
