@@ -6,10 +6,13 @@ prints MB/s (median of --runs) and peak RSS of:
 - bare ijson: `ijson.items` over the records (the streaming parser alone, yajl2_c),
 - split+orjson: chatetl.readers.splitter cutting the array, orjson decoding each record (the ceiling),
 - normalize 1 proc: `chatetl normalize` (detect, read, canonical model, branches, Parquet),
-- normalize 2 cores: `chatetl normalize --workers 2` (chatetl.readers.parallel: this process cuts
-  the records, writes Parquet and converts records whenever its one worker process has enough),
-and normalize's ratios to bare ijson and of 2 cores to 1 process, measured in the same run (the
-targets: >= 0.75 of bare ijson with both cores, and faster than one process). Each case runs in its
+- normalize 2 cores: `chatetl normalize --workers 2` (chatetl.readers.parallel: the file, or the zip's
+  members, read in pieces (chatetl.readers.pieces), each to its Parquet part by whichever of this process
+  and its one worker is free),
+- 2 x 1 proc at once: two independent one-process runs of the file side by side (both files' bytes
+  counted): what the two cores give this work at all, shared caches and all (the 2-core ceiling),
+and normalize's ratios to bare ijson, of 2 cores to 1 process and of 2 cores to that ceiling, measured in the
+same run (the targets: >= 0.75 of bare ijson with both cores, and faster than one process). Each case runs in its
 own process; peak RSS is the largest of its processes (the workers' too, sampled from /proc while it
 runs), the target being per process; beside it, in brackets, the largest anonymous memory (RssAnon, sampled
 every 50 ms) of one process: RSS less the pages of the shared libraries it maps (pyarrow's are 48 MB on disk,
@@ -29,6 +32,7 @@ it) and each ChatGPT file's one-process rate without it.
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -54,6 +58,7 @@ CASES = {
     "split+orjson": _MEMBERS + "from chatetl.readers.splitter import ArraySplitter\nprint(sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1])))",
     "normalize 1 proc": None,
     "normalize 2 cores": None,
+    "2 x 1 proc at once": None,
 }
 COMPARE = """
 import sys
@@ -138,6 +143,10 @@ def case_cmd(case: str, path: Path, out: Path) -> list[str]:
         return [PY, "-m", "chatetl.cli", "normalize", str(path), "--out", str(out), "--workers", "1"]
     if case == "normalize 2 cores":
         return [PY, "-m", "chatetl.cli", "normalize", str(path), "--out", str(out), "--workers", "2"]
+    if case == "2 x 1 proc at once":  # two independent one-process runs of the file side by side: what 2 cores give this work
+        one = f"{PY} -m chatetl.cli normalize {shlex.quote(str(path))} --workers 1 --out"
+        a, b = (shlex.quote(str(out / n)) for n in ("a", "b"))
+        return ["sh", "-c", f"{one} {a} >/dev/null & p=$!; {one} {b} >/dev/null; r=$?; wait $p && exit $r"]
     return [PY, "-c", CASES[case], str(path)]
 
 
@@ -186,7 +195,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     names = list(CASES)
     print(f"{'input':<18}" + "".join(f" {n + ' MB/s':>22} {'RSS (anon)':>10}" for n in names)
-          + f" {'1 proc/ijson':>13} {'2 cores/ijson':>14} {'2 cores/1 proc':>15}")
+          + f" {'1 proc/ijson':>13} {'2 cores/ijson':>14} {'2 cores/1 proc':>15} {'2 cores/2x1 at once':>20}")
     try:
         files = inputs(work, [int(s) for s in args.sizes.split(",")])
         one_proc_seconds = {}
@@ -195,14 +204,16 @@ def main() -> None:
             for case in CASES:
                 runs = []
                 for _ in range(args.runs):
-                    out = tmp / ("out2" if case == "normalize 2 cores" else "out")
+                    out = tmp / {"normalize 2 cores": "out2", "2 x 1 proc at once": "outx"}.get(case, "out")
                     shutil.rmtree(out, ignore_errors=True)
                     runs.append(timed(case_cmd(case, path, out)))
-                row[case] = (mb / statistics.median(r[0] for r in runs), max(r[1] for r in runs), max(r[2] for r in runs))
+                done = 2 * mb if case == "2 x 1 proc at once" else mb  # (that case reads the file twice)
+                row[case] = (done / statistics.median(r[0] for r in runs), max(r[1] for r in runs), max(r[2] for r in runs))
             one_proc_seconds[label] = mb / row["normalize 1 proc"][0]
             cells = "".join(f" {row[n][0]:>22.1f} {f'{row[n][1]:.0f} ({row[n][2]:.0f})':>10}" for n in CASES)
             ijson_rate, one, two = row["bare ijson"][0], row["normalize 1 proc"][0], row["normalize 2 cores"][0]
-            print(f"{label:<18}{cells} {one / ijson_rate:>13.2f} {two / ijson_rate:>14.2f} {two / one:>15.2f}", flush=True)
+            pair = row["2 x 1 proc at once"][0]
+            print(f"{label:<18}{cells} {one / ijson_rate:>13.2f} {two / ijson_rate:>14.2f} {two / one:>15.2f} {two / pair:>20.2f}", flush=True)
             same = subprocess.run([PY, "-c", SAME_TABLES, str(tmp / "out"), str(tmp / "out2")],
                                   capture_output=True, text=True, check=True).stdout.strip()
             print(f"{'':<18} 2 cores vs 1 process tables: {same}", flush=True)

@@ -54,8 +54,9 @@ def normalize_upload(
 
     `workers`: processes converting records (chatetl.readers.parallel); None: the automatic choice
     (chatetl.workers.resolve_workers: with AUTO on, as it is, both cores for an upload of at least
-    AUTO_MIN_BYTES, else this process alone). Each process stays within the step's memory; the tables and the report are
-    the same either way.
+    AUTO_MIN_BYTES, else this process alone). On more than one, an upload in S3 is first copied to
+    `workdir` (streamed), so its array files and zip members are read in pieces (chatetl.readers.pieces).
+    Each process stays within the step's memory; the tables and the report are the same either way.
 
     `previous`: the state rows (conversation_key, updated_at) of the tables this upload's earlier
     version left in the bucket; a conversation the new version holds in an older state keeps the
@@ -66,12 +67,15 @@ def normalize_upload(
     n = resolve_workers(workers, info.size)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         paths = {t: Path(tmp, f"{t}.parquet") for t in TABLES}
+        entry = upload_entry(store, info)
         with TableWriter(paths["conversations"], paths["messages"]) as writer:
             if n == 1:
-                for conv in read_entry(upload_entry(store, info), report):
+                for conv in read_entry(entry, report):
                     writer.add(conv, upload_key=info.key)
             else:
-                read_into(writer, expand(upload_entry(store, info), report), report, n, upload_key=info.key)
+                if entry.path is None:  # from a server: a local copy, read in pieces on every core (a zip is copied anyway)
+                    entry = Entry.from_path(store.download(info.key, Path(tmp, "upload")), name=entry.name)
+                read_into(writer, expand(entry, report), report, n, upload_key=info.key)
         result.conversations, result.messages = writer.conversations, writer.messages
         if previous:
             result.kept_newer = keep_previous_newer(store, day, uid, paths, previous, Path(tmp))

@@ -54,7 +54,8 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import wait as wait_for
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
@@ -310,6 +311,8 @@ class _Pool:
         self.held_bytes = 0
         # pieces (chatetl.readers.pieces) in the order their rows are written: queued, in a worker or done
         self.jobs: deque[_Job] = deque()
+        self._waiting: deque[_Job] = deque()  # of these, the ones no process has taken yet
+        self._running: list[Future] = []  # pieces in the workers' hands, not done yet
         self._bases: dict[object, int] = {}  # a file's records in its pieces merged so far
         self._inserted = {"errors": 0, "warnings": 0}  # merged in their places so far (what came after moved on)
         self._seq = 0
@@ -384,31 +387,39 @@ class _Pool:
         job.errors_at = len(self.report.errors) - self._inserted["errors"]
         job.warnings_at = len(self.report.warnings) - self._inserted["warnings"]
         self.jobs.append(job)
+        self._waiting.append(job)
 
     def _run_jobs(self, until_done: bool) -> None:
-        """Pieces to the workers while they hold fewer than `limit`, merged in order as they are done,
-        the next one read here meanwhile: all of them (`until_done`), or at most one before returning."""
+        """Pieces to the workers, one each, merged in order as they are done, the next one read here
+        meanwhile: all of them (`until_done`), or at most one before returning (while more are
+        waiting than there are workers)."""
         ran_here = False
         while self.jobs:
             self._feed()
             if self._merge_head(wait=False):
                 continue
-            waiting = next((job for job in self.jobs if job.state is None), None)
-            if waiting is not None and (until_done or not ran_here):
-                self._read_here(waiting)
+            # short of the end, one piece a worker is left waiting for it (its tick hands it over), so a
+            # worker never waits on this process finding the next one (a zip member: one whole member)
+            if len(self._waiting) > (0 if until_done else self.processes) and (until_done or not ran_here):
+                self._read_here(self._waiting.popleft())
                 ran_here = True
                 continue
             if not until_done:
                 return
-            self._merge_head(wait=True)
+            head = self.jobs[0].state
+            if isinstance(head, Future):  # the first piece's, or any worker's: the one done is fed or merged
+                wait_for([head, *self._running], return_when=FIRST_COMPLETED)
 
     def _feed(self) -> None:
-        while self.remote < self.limit and self.started is not None and self.started.done():
-            job = next((job for job in self.jobs if job.state is None), None)
-            if job is None:
-                return
+        """The next pieces to the workers, one each: also called while this process reads a piece (after
+        each conversation), so a worker that is done waits no longer than that for its next one."""
+        running = self._running
+        if any(f.done() for f in running):
+            running[:] = [f for f in running if not f.done()]
+        while len(running) < self.processes and self._waiting and self.started is not None and self.started.done():
+            job = self._waiting.popleft()
             job.state = self.executor.submit(pieces.convert_piece_to_files, *self._arguments(job, self._files(job)))  # type: ignore[union-attr]
-            self.remote += 1
+            running.append(job.state)
             self.shares.workers += 1
             self.shares.pieces += 1
 
@@ -433,10 +444,13 @@ class _Pool:
     def _read_here(self, job: _Job) -> None:
         """A piece read in this process: straight into the writer when nothing before it waits."""
         if job is self.jobs[0]:
-            rows: Any = lambda conv: self.writer.add(conv, upload_key=self.upload_key)  # noqa: E731
+            def rows(conv: Conversation) -> None:
+                self.writer.add(conv, upload_key=self.upload_key)
+                self._feed()
+
             job.state = pieces.convert_piece(job.fmt.value, job.source, job.name, job.start, job.stop, self.max_value, rows, job.opening)
         else:
-            job.state = pieces.convert_piece_to_files(*self._arguments(job, self._files(job)))
+            job.state = pieces.convert_piece_to_files(*self._arguments(job, self._files(job)), tick=self._feed)
         self.shares.here += 1
         self.shares.pieces += 1
 
@@ -454,15 +468,14 @@ class _Pool:
             self.shares.misfits += 1
             for later in [j for j in self.jobs if j.group is job.group]:
                 self.jobs.remove(later)
-                if isinstance(later.state, Future) and later.state.cancel():
-                    self.remote -= 1
-                elif later.state is not None:
+                if later.state is None:
+                    self._waiting.remove(later)
+                elif not (isinstance(later.state, Future) and later.state.cancel()):
                     pieces.discard(self._result(later))
         return True
 
     def _result(self, job: _Job) -> pieces.PieceResult:
         if isinstance(job.state, Future):
-            self.remote -= 1
             job.state = job.state.result()
         return job.state  # type: ignore[return-value]
 

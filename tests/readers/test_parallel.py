@@ -81,6 +81,7 @@ def _workers(path, out, workers: int = 2) -> tuple:
     with TableWriter(out / "c2.parquet", out / "m2.parquet", batch_bytes=50_000) as writer:
         shares = parallel.read_into(writer, parallel.path_leaves(path, report), report, workers)
     assert shares.workers > 0  # (and this process, when the workers have enough)
+    assert shares.pieces > 0 if parallel.PIECES else shares.pieces == 0  # (the mode fixture's choice was taken)
     return _result(out, "2", report, writer)
 
 

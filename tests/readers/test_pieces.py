@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from reader_inputs import chatgpt_record, zip_bytes
 
+from chatetl.ingest.upload import normalize_upload
 from chatetl.readers import ReadReport, parallel, pieces, read_path
 from chatetl.readers.entry import Entry
 from chatetl.readers.splitter import ArraySplitter
@@ -143,25 +144,6 @@ def test_a_break_in_the_array_drops_the_pieces_after_it(tmp_path, damage):
         assert pieces.plan(path, path.stat().st_size, MAX_VALUE).starts == []
 
 
-def test_claude_file(tmp_path):
-    import io
-    import zipfile
-
-    from chatetl.samples import claude_export
-
-    convs = json.loads(zipfile.ZipFile(io.BytesIO(claude_export())).read("conversations.json"))
-    out = []
-    for i in range(40):
-        for conv in convs:
-            conv = copy.deepcopy(conv)
-            conv["uuid"] = f"{conv['uuid']}-{i}"
-            out.append(conv)
-    path = tmp_path / "conversations.json"
-    path.write_bytes(json.dumps(out, indent=1).encode())
-    _, shares = _same(path, tmp_path, parts=True)
-    assert shares.pieces >= 3
-
-
 def test_shift_place():
     assert pieces.shift_place("record 3 (conversation x) message 2", 10) == "record 13 (conversation x) message 2"
     assert pieces.shift_place("after record -1", 10) == "after record 9"
@@ -286,3 +268,32 @@ def test_a_members_inflated_bytes_count_against_the_cap(tmp_path):
     assert shares.pieces == 3 and len(report.errors) == 3  # (each shard's bad record)
     assert seen["inflated"].read == sum(len(d) for d in members.values())
     assert limits.current().max_inflated_bytes > seen["inflated"].read
+
+
+def test_an_upload_from_s3_is_read_in_pieces_on_two_cores(s3_store, tmp_path, monkeypatch):
+    """The normalize step of an upload on the real S3 server: on two cores the upload is copied to the
+    step's folder and read in pieces (a file's byte ranges, a zip's members); the same tables and
+    quarantine as one process."""
+    used = []
+    for name in ("read_pieces", "read_member"):
+        original = getattr(parallel._Pool, name)
+        monkeypatch.setattr(parallel._Pool, name, lambda self, *a, _o=original, _n=name: (used.append(_n), _o(self, *a))[1])
+    records = _chats(20)
+    records.insert(9, {"title": "no mapping", "id": "bad-1"})
+    s3_store.put_bytes("raw/a/conversations.json", json.dumps(records).encode())
+    s3_store.put_bytes("raw/b/export.zip", zip_bytes({f"conversations-{i:03d}.json": _shard(i) for i in range(3)}))
+    for key in ("raw/a/conversations.json", "raw/b/export.zip"):
+        info = s3_store.head(key)
+        one = normalize_upload(s3_store, info, "2026-03-01", workdir=tmp_path, workers=1)
+        written = {k: s3_store.get_bytes(k) for k in one.written + one.unchanged + one.quarantined}
+        for k in one.written:
+            s3_store.delete(k)
+        two = normalize_upload(s3_store, info, "2026-03-01", workdir=tmp_path, workers=2)
+        assert [str(e) for e in two.report.errors] == [str(e) for e in one.report.errors] and one.report.errors
+        for k, data in written.items():
+            if k.endswith(".parquet"):
+                assert pq.read_table(pa.BufferReader(s3_store.get_bytes(k))).equals(pq.read_table(pa.BufferReader(data)))
+            else:
+                assert s3_store.get_bytes(k) == data
+    assert used == ["read_pieces"] + ["read_member"] * 3
+    assert list(tmp_path.iterdir()) == [tmp_path / "tmp"]  # (the copies went with the step's folder)
