@@ -114,7 +114,7 @@ class Shares:
     here: int = 0
     workers: int = 0
     misfits: int = 0
-    pieces: int = 0  # of these, pieces of local files read whole (chatetl.readers.pieces); their misfits: pieces that overran
+    pieces: int = 0  # of these, pieces read whole (chatetl.readers.pieces: a local file's byte ranges, a zip's members)
 
 
 def read_into(
@@ -131,14 +131,13 @@ def read_into(
             if fmt in CONVERTERS and (layout or Layout.ARRAY) is Layout.ARRAY and jsonstream.FAST:
                 report.files += 1
                 report.formats[fmt.value] += 1
-                if PIECES and leaf.member is not None and leaf.member.readable_elsewhere():
-                    pool.read_member(leaf, fmt)
-                    continue
                 plan = _pieces(leaf) if PIECES else None
-                if plan is not None and plan.starts:
+                if plan is None:
+                    pool.read_leaf(leaf, fmt)
+                elif plan.starts:
                     pool.read_pieces(leaf, fmt, plan)
                 else:
-                    pool.read_leaf(leaf, fmt)
+                    pool.read_whole(leaf, fmt)
             else:
                 pool.drain()  # what came before is written first
                 for conv in _read_leaves([(leaf, fmt, layout)], report):
@@ -147,8 +146,11 @@ def read_into(
 
 
 def _pieces(leaf: Entry) -> pieces.Plan | None:
-    """The pieces of a local file (chatetl.readers.pieces); None for a stream that cannot seek (a zip
-    member, S3, a file read through a re-encoding)."""
+    """The pieces of a local file (chatetl.readers.pieces; no starts: one piece, as a zip member on
+    local disk is while the upload's inflate cap allows); None for a stream that cannot be read
+    elsewhere (S3, a member of a nested zip, a file read through a re-encoding)."""
+    if leaf.member is not None:
+        return pieces.Plan([]) if leaf.member.readable_elsewhere() else None
     if leaf.path is None or leaf.size is None:
         return None
     return pieces.plan(leaf.path, leaf.size, limits.current().max_value_bytes)
@@ -370,13 +372,13 @@ class _Pool:
         self._run_jobs(until_done=True)
         del self._bases[group]
 
-    def read_member(self, leaf: Entry, fmt: Format) -> None:
-        """One zip member, an array file, read whole as a piece by a worker (which opens the zip
-        itself) or here; queued, so the next leaves are found while it is read (at most one piece
-        is read here before this returns). Its rows and report are merged in its place."""
+    def read_whole(self, leaf: Entry, fmt: Format) -> None:
+        """One local array file or zip member read whole as a piece, by a worker (which opens it, or
+        the zip, itself) or here; queued, so the next leaves are found while it is read (at most
+        one piece is read here before this returns). Its rows and report are merged in its place."""
         member = leaf.member
-        assert member is not None
-        self._add(_Job(fmt, (member.zip_path, member.header_offset), leaf.name, None, None, None, None, member))
+        source = str(leaf.path) if member is None else (member.zip_path, member.header_offset)
+        self._add(_Job(fmt, source, leaf.name, None, None, None, None, member))
         self._run_jobs(until_done=False)
 
     def _add(self, job: _Job) -> None:

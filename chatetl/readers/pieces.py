@@ -159,8 +159,9 @@ class PieceReport(ReadReport):
 @dataclass
 class PieceResult:
     """What one piece gave: its report's parts, the records it handed out, whether it reached the
-    next piece's start, and its rows (IPC files and each batch's row counts; none when written
-    straight into the TableWriter)."""
+    next piece's start, what it inflated (a zip member), and where its rows are: a Parquet part
+    (`parquet`), IPC files with each batch's row counts, or nowhere (written straight into the
+    TableWriter)."""
 
     conversations: int = 0
     messages: int = 0
@@ -249,7 +250,7 @@ def read_rows(result: PieceResult) -> Iterator[tuple[pa.Table, pa.Table | None]]
 
 
 def discard(result: PieceResult) -> None:
-    """A piece's IPC files removed (read, or not used)."""
+    """A piece's files removed (read, or not used)."""
     for p in result.files or ():
         try:
             os.unlink(p)

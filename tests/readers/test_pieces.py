@@ -275,7 +275,7 @@ def test_an_upload_from_s3_is_read_in_pieces_on_two_cores(s3_store, tmp_path, mo
     step's folder and read in pieces (a file's byte ranges, a zip's members); the same tables and
     quarantine as one process."""
     used = []
-    for name in ("read_pieces", "read_member"):
+    for name in ("read_pieces", "read_whole"):
         original = getattr(parallel._Pool, name)
         monkeypatch.setattr(parallel._Pool, name, lambda self, *a, _o=original, _n=name: (used.append(_n), _o(self, *a))[1])
     records = _chats(20)
@@ -295,5 +295,16 @@ def test_an_upload_from_s3_is_read_in_pieces_on_two_cores(s3_store, tmp_path, mo
                 assert pq.read_table(pa.BufferReader(s3_store.get_bytes(k))).equals(pq.read_table(pa.BufferReader(data)))
             else:
                 assert s3_store.get_bytes(k) == data
-    assert used == ["read_pieces"] + ["read_member"] * 3
+    assert used == ["read_pieces"] + ["read_whole"] * 3
     assert list(tmp_path.iterdir()) == [tmp_path / "tmp"]  # (the copies went with the step's folder)
+
+
+def test_a_folder_of_small_files_is_read_a_file_a_piece(tmp_path):
+    """Files too small to cut are pieces whole: a folder of them is read on both processes."""
+    (tmp_path / "in").mkdir()
+    for i in range(5):
+        records = [chatgpt_record(f"f{i}-{j}") for j in range(3)] + [{"title": "no mapping", "id": f"bad-{i}"}]
+        (tmp_path / "in" / f"conversations-{i}.json").write_text(json.dumps(records))
+    assert max(p.stat().st_size for p in (tmp_path / "in").iterdir()) < 2 * pieces.PIECE_BYTES
+    (_, _, errors, _), shares = _read_both(tmp_path / "in", tmp_path)
+    assert shares.pieces == 5 and shares.workers >= 1 and len(errors) == 5
