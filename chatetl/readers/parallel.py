@@ -6,9 +6,11 @@ A local array file of a format with a per-record conversion (ChatGPT and Claude.
 rows, by a worker or by this process while the workers have enough, and merged in order; nothing
 of the file crosses between processes. The command line's pieces are parts of its output folders
 (renamed into place), an upload's come back as Arrow IPC files this process writes into its one
-file per table. Measured on the 200 MB ChatGPT-shaped file, 2 cores: 1.26-1.36x one process where the
-stream below gave 1.11-1.14x in the same runs (the one process already keeps the second core
-partly busy with its Parquet thread); see `bench/normalize_throughput.py`.
+file per table. The array members of a zip on local disk are pieces too, read whole. Measured
+(`bench/normalize_throughput.py`): two cores reach 0.82-0.96 of what two independent one-process
+runs reach side by side; in alternating runs of the 200 MB ChatGPT-shaped file one process /
+the stream below / pieces took 4.10 / 3.51 / 3.25 s (the one process already keeps the second
+core partly busy with its Parquet thread).
 
 A stream that cannot be read at an offset (a zip member, an S3 body, a re-encoded file) is cut
 here: for an array file of a format with a per-record conversion (sharded ones read from a zip
