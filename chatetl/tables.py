@@ -288,7 +288,8 @@ class TableWriter:
     One file per table keeps every row group's metadata in memory until it is closed (pyarrow's
     ParquetWriter: about 40 KB a row group of both tables, 12 MB for a 1 GB ChatGPT file).
     `TableWriter.in_parts` writes folders of part files instead, closing both every `PART_ROW_GROUPS`
-    batches, so its memory does not grow with the input.
+    batches, so its memory does not grow with the input; parts written elsewhere (a worker's pieces,
+    chatetl.readers.pieces) take their place among them by `adopt`, renamed, not encoded again.
     """
 
     PART_ROW_GROUPS = 64  # batches (row groups) in one part file: about 130 MB of text, 2.5 MB of metadata held
