@@ -159,6 +159,7 @@ def _expand_zip(entry: Entry, report: ReadReport, depth: int, top_level: bool, i
                 report.error(entry.name, "", refusal)
                 return
             member_cap = min(MAX_MEMBER_BYTES, inflated.limits.max_inflated_bytes)
+            json_bytes = sum(i.file_size for i in infos if i.filename.lower().endswith(".json")) or 1
             for info, safe in zip(infos, names):
                 if inflated.stopped:
                     return  # (said once, by the member that went past the cap)
@@ -172,7 +173,7 @@ def _expand_zip(entry: Entry, report: ReadReport, depth: int, top_level: bool, i
                     )
                     continue
                 opener = inflated.opener(zf, info, member_name)
-                lies = None if entry.path is None else inflated.member(path, zf, info, member_name)  # (not a temp copy)
+                lies = None if entry.path is None else inflated.member(path, zf, info, member_name, info.file_size / json_bytes)
                 member = Entry(name=member_name, opener=opener, size=info.file_size, member=lies)
                 try:
                     for leaf in _with_manifest_check(expand(member, report, top_level=False, depth=depth + 1, inflated=inflated), names, report):
@@ -269,8 +270,9 @@ class Inflated:
         key = (id(zf), info.header_offset)
         return lambda: CountingStream(zf.open(info), lambda pos: self.took(key, pos, name), self.check)
 
-    def member(self, path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> ZipMember:
-        """Where a member of a zip on local disk lies, for another process to read it whole: what
+    def member(self, path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, share: float) -> ZipMember:
+        """Where a member of a zip on local disk lies (the zip itself, not a temp copy of a nested
+        one, which goes when its zip is done), for another process to read it whole: what
         it inflates is counted as the readers' reading of it is (`took`, the same furthest byte).
         It may be read there while what the upload's zips declare so far is within the absolute
         cap: zipfile never inflates a member past its declared size, so the upload cannot pass the
@@ -281,6 +283,7 @@ class Inflated:
             header_offset=info.header_offset,
             took=lambda pos: self.took(key, pos, name),
             readable_elsewhere=lambda: not self.stopped and self.declared <= self.limits.max_inflated_bytes,
+            share=share,
         )
 
     def check(self) -> None:

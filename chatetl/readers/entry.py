@@ -14,12 +14,15 @@ class ZipMember:
     (chatetl.readers.pieces): the zip's path and the member's header offset (names may repeat in a
     zip). `took(position)` counts what another process inflated from it against the upload's cap
     (chatetl.readers.archive.Inflated); `readable_elsewhere()` tells whether reading it there whole
-    cannot take the upload past that cap (what the upload's zips declare so far is within it)."""
+    cannot take the upload past that cap (what the upload's zips declare so far is within it).
+    `share`: its size over that of all the zip's `.json` members (one big `conversations.json`
+    near 1, one of four shards near 0.25)."""
 
     zip_path: str
     header_offset: int
     took: Callable[[int], None]
     readable_elsewhere: Callable[[], bool]
+    share: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -308,3 +308,15 @@ def test_a_folder_of_small_files_is_read_a_file_a_piece(tmp_path):
     assert max(p.stat().st_size for p in (tmp_path / "in").iterdir()) < 2 * pieces.PIECE_BYTES
     (_, _, errors, _), shares = _read_both(tmp_path / "in", tmp_path)
     assert shares.pieces == 5 and shares.workers >= 1 and len(errors) == 5
+
+
+def test_the_one_big_member_of_a_zip_is_cut_here(tmp_path):
+    """A ChatGPT export before 2026, one conversations.json beside small files: its member is most of
+    the zip's JSON (MEMBER_SHARE), so it is cut as a stream here (a deflated member cannot be cut in pieces)."""
+    import zipfile
+
+    members = {"conversations.json": _shard(0) + b" " * 1000, "user.json": b'{"id": "u"}', "message_feedback.json": b"[]"}
+    path = tmp_path / "export.zip"
+    path.write_bytes(zip_bytes(members, zipfile.ZIP_DEFLATED))
+    (_, _, errors, _), shares = _read_both(path, tmp_path)
+    assert shares.pieces == 0 and shares.workers >= 1 and len(errors) == 1
