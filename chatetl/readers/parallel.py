@@ -6,17 +6,17 @@ A local array file of a format with a per-record conversion (ChatGPT and Claude.
 rows, by a worker or by this process while the workers have enough, and merged in order; nothing
 of the file crosses between processes. The command line's pieces are parts of its output folders
 (renamed into place), an upload's come back as Arrow IPC files this process writes into its one
-file per table. The array members of a zip on local disk are pieces too, read whole. Measured
-(`bench/normalize_throughput.py`): two cores reach 0.82-0.96 of what two independent one-process
-runs reach side by side; in alternating runs of the 200 MB ChatGPT-shaped file one process /
-the stream below / pieces took 4.10 / 3.51 / 3.25 s (the one process already keeps the second
-core partly busy with its Parquet thread).
+file per table. The array members of a zip on local disk are pieces too, read whole, when it
+has several (MEMBER_SHARE). Measured (`bench/normalize_throughput.py`): two cores reach 0.82-0.96
+of what two independent one-process runs reach side by side; in alternating runs of the 200 MB
+ChatGPT-shaped file one process / the stream below / pieces took 4.10 / 3.51 / 3.25 s (the one
+process already keeps the second core partly busy with its Parquet thread).
 
-A stream that cannot be read at an offset (a zip member, an S3 body, a re-encoded file) is cut
-here: for an array file of a format with a per-record conversion (sharded ones read from a zip
-member by member), this process cuts the
-records (`ArraySplitter(prove=False)`: an object record ends at the next place that opens like the
-first record, not decoded here) into tasks of TASK_BYTES. A task goes to a worker process while
+What is not read in pieces (the one big member of a zip, a nested zip's members, an s3:// input
+of the command line, a re-encoded file) is cut here: for an array file of a format with a
+per-record conversion, this process cuts the records (`ArraySplitter(prove=False)`: an object
+record ends at the next place that opens like the first record, not decoded here) into tasks of
+TASK_BYTES. A task goes to a worker process while
 the workers hold fewer than QUEUED_PER_WORKER tasks each; otherwise this process converts it
 itself, at once. So `workers=2` is this process and one worker, both converting: as many busy
 processes as cores, none waiting on the other (three busy processes on two cores, this one
