@@ -326,8 +326,8 @@ class _Pool:
         self._bases: dict[object, int] = {}  # a file's records in its pieces merged so far
         self._inserted = {"errors": 0, "warnings": 0}  # merged in their places so far (what came after moved on)
         self._seq = 0
-        self.max_value: int | None = None  # the longest value (limits), read once the first piece is queued
-        self._tmp: Any = None  # the IPC files' folder, for a writer of one file per table
+        self.max_value = limits.current().max_value_bytes  # the longest value a piece may hold (limits)
+        self._tmp: Any = None  # the IPC files' folder (for a writer of one file per table), made when needed
 
     def __enter__(self) -> Self:
         # the executor's threads hand tasks and results over (three GIL hand-offs a task) while
@@ -391,8 +391,6 @@ class _Pool:
 
     def _add(self, job: _Job) -> None:
         self._start_workers()
-        if self.max_value is None:
-            self.max_value = limits.current().max_value_bytes
         # where the report stands, counting only what was not merged from pieces (whose places move with every merge)
         job.errors_at = len(self.report.errors) - self._inserted["errors"]
         job.warnings_at = len(self.report.warnings) - self._inserted["warnings"]
@@ -406,7 +404,7 @@ class _Pool:
         ran_here = False
         while self.jobs:
             self._feed()
-            if self._merge_head(wait=False):
+            if self._merge_head():
                 continue
             # short of the end, one piece a worker is left waiting for it (its tick hands it over), so a
             # worker never waits on this process finding the next one (a zip member: one whole member)
@@ -464,12 +462,12 @@ class _Pool:
         self.shares.here += 1
         self.shares.pieces += 1
 
-    def _merge_head(self, wait: bool) -> bool:
-        """The first piece's rows and report merged, if it is done (`wait`: once it is); whether it was."""
+    def _merge_head(self) -> bool:
+        """The first piece's rows and report merged, if it is done; whether it was."""
         if not self.jobs:
             return False
         job = self.jobs[0]
-        if job.state is None or (isinstance(job.state, Future) and not (wait or job.state.done())):
+        if job.state is None or (isinstance(job.state, Future) and not job.state.done()):
             return False
         self.jobs.popleft()
         result = self._result(job)
