@@ -7,14 +7,13 @@ rows, by a worker or by this process while the workers have enough, and merged i
 of the file crosses between processes. The command line's pieces are parts of its output folders
 (renamed into place), an upload's come back as Arrow IPC files this process writes into its one
 file per table. The array members of a zip on local disk are pieces too, read whole, when it
-has several (MEMBER_SHARE); its one big member (a Claude.ai export, a ChatGPT export before
-2026) is inflated here and cut into runs of records, each run a piece (`read_runs`). Measured (`bench/normalize_throughput.py`): two cores reach 0.82-0.96
+has several (MEMBER_SHARE). Measured (`bench/normalize_throughput.py`): two cores reach 0.82-0.96
 of what two independent one-process runs reach side by side; in alternating runs of the 200 MB
 ChatGPT-shaped file one process / the stream below / pieces took 4.10 / 3.51 / 3.25 s (the one
 process already keeps the second core partly busy with its Parquet thread).
 
-What is not read in pieces (a nested zip's members, an s3:// input of the command line, a
-re-encoded file, a zip member past the upload's inflate cap) is cut here: for an array file of a format with a
+What is not read in pieces (the one big member of a zip, a nested zip's members, an s3:// input
+of the command line, a re-encoded file) is cut here: for an array file of a format with a
 per-record conversion, this process cuts the records (`ArraySplitter(prove=False)`: an object
 record ends at the next place that opens like the first record, not decoded here) into tasks of
 TASK_BYTES. A task goes to a worker process while
@@ -91,10 +90,9 @@ LOCAL_AHEAD = 2  # tasks converted here that may wait behind an unfinished worke
 PIPE_BYTES = 1024 * 1024  # capacity asked for the pool's task and result pipes (Linux; see _widen_pipes)
 SWITCH_INTERVAL = 0.0002  # seconds (sys.setswitchinterval) while the pool runs: see _Pool.__enter__
 PIECES = True  # local array files read in pieces by byte range (chatetl.readers.pieces); False: cut here, as a stream
-# a zip member is read whole as a piece when it is at most this share of the zip's JSON; a bigger one is cut here into
-# runs (read_runs). 200 MB ChatGPT file, alternating runs: as the one member, 3 runs: 2.79 s cut here as a stream, 3.59 s
-# whole, 3.54 s inflated to a file first and read in pieces; 5 runs: one process 3.23 s, stream 3.01 s, runs 2.76 s; as
-# four 50 MB shards, 2.93 s whole, 3.19 s as a stream
+# a zip member is read whole as a piece when it is at most this share of the zip's JSON; a bigger one is cut here as a
+# stream (200 MB ChatGPT file, 3 alternating runs: as the one member 2.79 s cut here, 3.59 s whole, 3.54 s inflated to
+# a file first and read in pieces; as four 50 MB shards 2.93 s whole, 3.19 s cut here)
 MEMBER_SHARE = 0.6
 WAIT_FOR_WORKERS = False  # True: the first task waits for the first worker (the tests, so workers take part)
 Leaf = tuple[Entry, Format, "Layout | None"]
@@ -159,9 +157,8 @@ def _pieces(leaf: Entry) -> pieces.Plan | None:
     """The pieces of a local file (chatetl.readers.pieces; no starts: one piece, as a zip member on
     local disk is while the upload's inflate cap allows and it is one of several, at most
     MEMBER_SHARE of the zip's JSON); None for a stream read here: S3, a member of a nested zip,
-    a file read through a re-encoding, the one big member of a zip (read in runs, `read_runs`: a
-    deflated stream cannot be read from an offset, and inflating it to a file first cost more
-    than it gave)."""
+    a file read through a re-encoding, the one big member of a zip (a ChatGPT export before 2026:
+    a deflated stream cannot be cut, and inflating it to a file first cost more than it gave)."""
     if leaf.member is not None:
         return pieces.Plan([]) if leaf.member.share <= MEMBER_SHARE and leaf.member.readable_elsewhere() else None
     if leaf.path is None or leaf.size is None:

@@ -2,10 +2,7 @@
 free: every process reads, decodes, converts and builds its own rows, nothing of the file crosses
 between processes but two offsets. The array members of a zip on local disk are pieces too, each
 read whole (a deflated stream cannot start in its middle): the process opens the zip itself and
-finds the member by its header offset (`convert_piece`'s source). A zip's one big member is cut
-into runs of records by the process that inflates it, and a run's bytes are its piece's source
-(chatetl.readers.parallel `read_runs`; the run before proves the cut as below, by ending cleanly
-after its last record: `ArraySplitter(open_end=True)`).
+finds the member by its header offset (`convert_piece`'s source).
 
 How a piece starts. The file's first record is read here and teaches the splitter how records
 open (`ArraySplitter.opening`: `}`, `,` and an object opening with the first record's first key,

@@ -109,9 +109,9 @@ def small_tasks(monkeypatch):
 
 @pytest.fixture(params=["stream", "pieces"])
 def mode(request, monkeypatch):
-    """Both ways a local array file is read on two cores: cut here into tasks (`stream`, as a nested
-    zip's member or an s3:// input always is), or in pieces of a few KB by byte range (a zip's
-    members whole, or in runs; chatetl.readers.pieces)."""
+    """Both ways a local array file is read on two cores: cut here into tasks (`stream`, as the one
+    big member of a zip or an s3:// input always is), or in pieces of a few KB by byte range (a zip's
+    several members whole; chatetl.readers.pieces)."""
     if request.param == "pieces":
         monkeypatch.setattr(parallel, "PIECES", True)
         monkeypatch.setattr(pieces, "PIECE_BYTES", 3000)
