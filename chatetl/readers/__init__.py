@@ -68,19 +68,13 @@ def _read_leaves(leaves: Iterable[tuple[Entry, Format, Layout | None]], report: 
             continue
         report.files += 1
         report.formats[fmt.value] += 1
-        yield from read_leaf(reader, leaf, layout, report)
-
-
-def read_leaf(reader: Callable[..., Iterator[Conversation]], leaf: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    """One leaf's conversations by its reader; a damaged zip member ends it where it broke: what came
-    before stands, the damage is reported after it, the rest of the upload goes on."""
-    read = 0
-    try:
-        for conv in reader(leaf, layout, report):
-            read += 1
-            yield conv
-    except DAMAGED_MEMBER as exc:
-        report.error(leaf.name, f"after {read} conversation(s)", damage_reason(exc))
+        read = 0
+        try:
+            for conv in reader(leaf, layout, report):
+                read += 1
+                yield conv
+        except DAMAGED_MEMBER as exc:  # a damaged zip member: what came before it stands, the rest goes on
+            report.error(leaf.name, f"after {read} conversation(s)", damage_reason(exc))
 
 
 def read_entry(entry: Entry, report: ReadReport) -> Iterator[Conversation]:

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Self
 import pyarrow as pa
 
 from chatetl.model import Conversation
-from chatetl.readers import _read_leaves, chatgpt, claude_ai, jsonstream, limits, pieces, read_leaf, reader_for
+from chatetl.readers import _read_leaves, chatgpt, claude_ai, jsonstream, limits, pieces
 from chatetl.readers.archive import DAMAGED_MEMBER, damage_reason, expand, expand_folder
 from chatetl.readers.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.detect import Format, Layout
@@ -138,9 +138,7 @@ def read_into(
                 report.files += 1
                 report.formats[fmt.value] += 1
                 plan = _pieces(leaf) if PIECES else None
-                if plan is None and PIECES and leaf.member is not None and leaf.member.readable_elsewhere():
-                    pool.read_runs(leaf, fmt)  # (the one big member of a zip)
-                elif plan is None:
+                if plan is None:
                     pool.read_leaf(leaf, fmt)
                 elif plan.starts:
                     pool.read_pieces(leaf, fmt, plan)
@@ -292,14 +290,12 @@ class _Job:
     the report stood when it was queued, and its state (None: not started; a worker's Future; its
     PieceResult)."""
 
-    __slots__ = ("errors_at", "fmt", "group", "member", "name", "open_end", "opening", "source", "start", "state", "stop",
-                 "warnings_at")
+    __slots__ = ("errors_at", "fmt", "group", "member", "name", "opening", "source", "start", "state", "stop", "warnings_at")
 
-    def __init__(self, fmt: Format, source: str | tuple[str, int] | bytes, name: str, start: int | None, stop: int | None,
-                 opening: Any, group: object | None, member: Any = None, open_end: bool = False) -> None:
+    def __init__(self, fmt: Format, source: str | tuple[str, int], name: str, start: int | None, stop: int | None,
+                 opening: Any, group: object | None, member: Any = None) -> None:
         self.fmt, self.source, self.name, self.start, self.stop = fmt, source, name, start, stop
         self.opening, self.group, self.member = opening, group, member  # group: the file whose pieces these are
-        self.open_end = open_end  # a run cut from a stream after a `,` (read_runs)
         self.errors_at = self.warnings_at = 0
         self.state: Future | pieces.PieceResult | None = None
 
@@ -330,7 +326,6 @@ class _Pool:
         self._bases: dict[object, int] = {}  # a file's records in its pieces merged so far
         self._inserted = {"errors": 0, "warnings": 0}  # merged in their places so far (what came after moved on)
         self._seq = 0
-        self._held: object | None = None  # the group of runs not merged until its stream is read to its end (read_runs)
         self.max_value = limits.current().max_value_bytes  # the longest value a piece may hold (limits)
         self._tmp: Any = None  # the IPC files' folder (for a writer of one file per table), made when needed
 
@@ -359,15 +354,14 @@ class _Pool:
             if self._tmp is not None:
                 self._tmp.cleanup()
 
-    def read_leaf(self, leaf: Entry, fmt: Format, resume: tuple[int, int] | None = None, conversations: int = 0) -> None:
+    def read_leaf(self, leaf: Entry, fmt: Format) -> None:
         """One array file: records cut here, converted here and by the workers; its damage reported
         in its place. First cut fast (ends not proven here); when a task finds a record that does
-        not fit, what came after it is dropped and the file is read on from that record. `resume`:
-        (index, offset) of the record to read on from, after `conversations` read already."""
+        not fit, what came after it is dropped and the file is read on from that record."""
         self._run_jobs(until_done=True)  # the pieces before it are written first
         self._start_workers()
-        self.leaf_conversations = conversations
-        resume = self._cut(leaf, fmt, resume)
+        self.leaf_conversations = 0
+        resume = self._cut(leaf, fmt, None)
         while resume is not None:
             again = self._cut(leaf, fmt, resume)
             if again is not None and again[0] <= resume[0]:
@@ -394,99 +388,6 @@ class _Pool:
         source = str(leaf.path) if member is None else (member.zip_path, member.header_offset)
         self._add(_Job(fmt, source, leaf.name, None, None, None, None, member))
         self._run_jobs(until_done=False)
-
-    def read_runs(self, leaf: Entry, fmt: Format) -> None:
-        """One big zip member (the one conversations.json of a Claude.ai or older ChatGPT export): a
-        deflated stream cannot be read from an offset, so this process inflates it and cuts runs of
-        records of about RUN_BYTES where a record opens like the first one, and each run is read
-        whole, as a piece, by a worker or here. A run is merged only once the member is read to its
-        end (damage found while reading it: the member is read as one process reads it, from the
-        zip again) and only while the one before it ended cleanly where it was cut; from a run that
-        did not (the cut fell inside a record, or the array breaks there), the member is read on as
-        a stream from that run's first record, as the stream path reads on after a misfit."""
-        self._run_jobs(until_done=True)  # (the pieces before it are written first)
-        try:
-            with leaf.open() as f:
-                opening = pieces.opening(f, self.max_value)
-        except DAMAGED_MEMBER:
-            self._read_alone(leaf, fmt)
-            return
-        if opening is None:  # (no array of objects)
-            self.read_leaf(leaf, fmt)
-            return
-        group = object()
-        self._bases[group], self._held = 0, group
-        try:
-            try:
-                self._cut_runs(leaf, fmt, opening, group)
-            except DAMAGED_MEMBER:
-                self._drop_group(group)
-                self._held = None
-                self._read_alone(leaf, fmt)
-                return
-            while any(j.state is None or (isinstance(j.state, Future) and not j.state.done()) for j in self.jobs):
-                self._feed()
-                if self._waiting:
-                    self._read_here(self._waiting.popleft())
-                elif self._running:
-                    wait_for(self._running, return_when=FIRST_COMPLETED)
-            self._held = None
-            conversations = 0
-            while self.jobs:
-                job = self.jobs.popleft()
-                result = self._result(job)
-                if not result.reached:  # read on as a stream from this run's first record
-                    pieces.discard(result)
-                    self._drop_group(group)
-                    self.shares.misfits += 1
-                    resume = None if job.start is None else (self._bases[group], job.start)
-                    self.read_leaf(leaf, fmt, resume, conversations)
-                    break
-                self._merge_piece(job, result)
-                conversations += result.conversations
-        finally:
-            self._held = None
-            del self._bases[group]
-
-    def _read_alone(self, leaf: Entry, fmt: Format) -> None:
-        """A damaged zip member read in this process alone, as one process reads it: where the
-        damage shows depends on how far each read goes, so only the same reads end it in the same place."""
-        for conv in read_leaf(reader_for(fmt), leaf, Layout.ARRAY, self.report):
-            self.writer.add(conv, upload_key=self.upload_key)
-
-    def _cut_runs(self, leaf: Entry, fmt: Format, opening: Any, group: object) -> None:
-        """The runs of `leaf`, queued as they are cut (at most one a worker waits, one more is read here)."""
-        run = pieces.PIECE_BYTES // 2
-        with leaf.open() as f:
-            buf = bytearray()
-            at = 0  # the stream's offset of buf[0]
-            search = run
-            while True:
-                data = f.read(1024 * 1024)
-                if not data:
-                    self._add(_Job(fmt, bytes(buf), leaf.name, at or None, None, opening, group))
-                    break
-                buf += data
-                while len(buf) >= run:
-                    m = opening.search(buf, search - 1)
-                    if m is None:
-                        search = max(run, len(buf) - pieces.OVERLAP)
-                        break
-                    cut = m.start() + m.group().index(b"{", 1)
-                    self._add(_Job(fmt, bytes(buf[:cut]), leaf.name, at or None, None, opening, group, open_end=True))
-                    del buf[:cut]
-                    at += cut
-                    search = run
-                    self._run_jobs(until_done=False)
-
-    def _drop_group(self, group: object) -> None:
-        """The pieces of `group` not used: waited for, their files removed."""
-        for job in [j for j in self.jobs if j.group is group]:
-            self.jobs.remove(job)
-            if job.state is None:
-                self._waiting.remove(job)
-            elif not (isinstance(job.state, Future) and job.state.cancel()):
-                pieces.discard(self._result(job))
 
     def _add(self, job: _Job) -> None:
         self._start_workers()
@@ -526,7 +427,6 @@ class _Pool:
         while len(running) < self.processes and self._waiting and self.started is not None and self.started.done():
             job = self._waiting.popleft()
             job.state = self.executor.submit(pieces.convert_piece_to_files, *self._arguments(job, self._files(job)))  # type: ignore[union-attr]
-            job.source = b"" if isinstance(job.source, bytes) else job.source  # (a run's bytes go with the task)
             running.append(job.state)
             self.shares.workers += 1
             self.shares.pieces += 1
@@ -535,7 +435,7 @@ class _Pool:
         """convert_piece_to_files's arguments for `job`, its rows going to `target`."""
         writer = self.writer
         return (job.fmt.value, job.source, job.name, job.start, job.stop, self.max_value, target,
-                self.upload_key, writer.batch_bytes, writer.batch_messages, job.opening, None, job.open_end)
+                self.upload_key, writer.batch_bytes, writer.batch_messages, job.opening)
 
     def _files(self, job: _Job) -> tuple[str, ...]:
         """Where a piece read elsewhere writes its rows: a part beside the writer's, or Arrow IPC to merge."""
@@ -551,16 +451,14 @@ class _Pool:
 
     def _read_here(self, job: _Job) -> None:
         """A piece read in this process: straight into the writer when nothing before it waits."""
-        if job is self.jobs[0] and not self._holds(job):
+        if job is self.jobs[0]:
             def rows(conv: Conversation) -> None:
                 self.writer.add(conv, upload_key=self.upload_key)
                 self._feed()
 
             job.state = pieces.convert_piece(job.fmt.value, job.source, job.name, job.start, job.stop, self.max_value, rows, job.opening)
         else:
-            job.state = pieces.convert_piece_to_files(*self._arguments(job, self._files(job))[:11], tick=self._feed,
-                                                      open_end=job.open_end)
-        job.source = b"" if isinstance(job.source, bytes) else job.source  # (a run's bytes are not kept once read)
+            job.state = pieces.convert_piece_to_files(*self._arguments(job, self._files(job)), tick=self._feed)
         self.shares.here += 1
         self.shares.pieces += 1
 
@@ -569,19 +467,20 @@ class _Pool:
         if not self.jobs:
             return False
         job = self.jobs[0]
-        if job.state is None or (isinstance(job.state, Future) and not job.state.done()) or self._holds(job):
+        if job.state is None or (isinstance(job.state, Future) and not job.state.done()):
             return False
         self.jobs.popleft()
         result = self._result(job)
         self._merge_piece(job, result)
         if not result.reached:  # it read on to the end of its file: its file's pieces after it are not used
             self.shares.misfits += 1
-            self._drop_group(job.group)
+            for later in [j for j in self.jobs if j.group is job.group]:
+                self.jobs.remove(later)
+                if later.state is None:
+                    self._waiting.remove(later)
+                elif not (isinstance(later.state, Future) and later.state.cancel()):
+                    pieces.discard(self._result(later))
         return True
-
-    def _holds(self, job: _Job) -> bool:
-        """Whether `job` is a run of the stream read_runs is still reading (merged once it is read to its end)."""
-        return self._held is not None and job.group is self._held
 
     def _result(self, job: _Job) -> pieces.PieceResult:
         if isinstance(job.state, Future):

@@ -40,7 +40,6 @@ process waits long for the other at the end.
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import zipfile
@@ -270,7 +269,7 @@ def _take(reader: Any, rows: int) -> pa.Table:
 
 def convert_piece(
     fmt: str,
-    source: str | tuple[str, int] | bytes,
+    source: str | tuple[str, int],
     name: str,
     start: int | None,
     stop: int | None,
@@ -278,32 +277,27 @@ def convert_piece(
     rows: IpcRows | ParquetRows | Callable[[Conversation], None],
     opening: re.Pattern[bytes] | None = None,
     add: Callable[[Conversation], Any] | None = None,
-    open_end: bool = False,
 ) -> PieceResult:
     """The records of the array file `source` (a path, or a zip's path and a member's header offset)
     from the one at byte `start` (None: the file's first) up to the one at byte `stop` (None: the
     end), converted by the format's reader into `rows`; places counted from the piece's first
     record. A record past `stop` without one at it: the piece reads on to the end (`reached`
     False). A damaged zip member ends the piece where it broke, as in one process: the
-    conversations before it stand, the damage is reported after them. `source` as bytes is a run of
-    records cut from a stream (`start`: where it begins in the stream; None: at the stream's start);
-    `open_end`: it was cut after a `,`, and `reached` tells whether it ended there cleanly (else the
-    cut or the bytes were wrong, and the caller reads the stream on from `start` itself)."""
+    conversations before it stand, the damage is reported after them."""
     from chatetl.readers.parallel import CONVERTERS  # (the per-record conversions, each reader's own)
 
     report = PieceReport()
-    result = PieceResult(reached=stop is None and not open_end)
+    result = PieceResult(reached=stop is None)
     if add is None:  # (given: `rows.add` and more)
         add = rows.add if isinstance(rows, IpcRows | ParquetRows) else rows
 
     def records() -> Iterator[tuple[str, Any]]:
         with _opened(source, result) as f:
             if start is None:
-                splitter = ArraySplitter(f, max_value=max_value, opening=opening, open_end=open_end)
+                splitter = ArraySplitter(f, max_value=max_value, opening=opening)
             else:
-                if not isinstance(source, bytes):
-                    f.seek(start)
-                splitter = ArraySplitter.from_record(f, 0, 0, max_value=max_value, opening=opening, open_end=open_end)
+                f.seek(start)
+                splitter = ArraySplitter.from_record(f, 0, 0, max_value=max_value, opening=opening)
                 splitter.consumed = start - 1  # (offsets of the file: behind the `[` put before the record)
             watching = stop is not None
             try:
@@ -326,7 +320,6 @@ def convert_piece(
                 after = f"after record {done - 1}" if done or start is not None else "before the first record"
                 report.error(name, after, f"invalid or truncated JSON: {exc}")
             result.records = splitter.records
-            result.reached = result.reached or splitter.ended_open
 
     convert = CONVERTERS[Format(fmt)](name, report)
     read = 0
@@ -351,12 +344,8 @@ def convert_piece(
 
 
 @contextmanager
-def _opened(source: str | tuple[str, int] | bytes, result: PieceResult) -> Iterator[BinaryIO]:
-    """A piece's file, its zip member (found by its header offset, its inflated bytes counted into
-    `result`), or its bytes (a run cut from a stream)."""
-    if isinstance(source, bytes):
-        yield io.BytesIO(source)
-        return
+def _opened(source: str | tuple[str, int], result: PieceResult) -> Iterator[BinaryIO]:
+    """A piece's file, or its zip member (found by its header offset, its inflated bytes counted into `result`)."""
     if isinstance(source, str):
         with open(source, "rb") as f:
             yield f
@@ -368,10 +357,9 @@ def _opened(source: str | tuple[str, int] | bytes, result: PieceResult) -> Itera
             yield CountingStream(raw, lambda pos: setattr(result, "inflated", pos))  # type: ignore[misc]
 
 
-def convert_piece_to_files(fmt: str, source: str | tuple[str, int] | bytes, name: str, start: int | None, stop: int | None,
-                           max_value: int, target: tuple[str, ...], upload_key: str | None, batch_bytes: int, batch_messages: int,
-                           opening: re.Pattern[bytes] | None = None, tick: Callable[[], None] | None = None,
-                           open_end: bool = False) -> PieceResult:
+def convert_piece_to_files(fmt: str, source: str | tuple[str, int], name: str, start: int | None, stop: int | None, max_value: int,
+                           target: tuple[str, ...], upload_key: str | None, batch_bytes: int, batch_messages: int,
+                           opening: re.Pattern[bytes] | None = None, tick: Callable[[], None] | None = None) -> PieceResult:
     """`convert_piece` with its rows written to files (what a worker runs): `target` is ("parquet",
     conversations path, messages path), a part for TableWriter.adopt, or ("ipc", prefix); `tick`
     runs after each conversation (the pool, when this process reads a piece, hands out the next)."""
@@ -381,7 +369,7 @@ def convert_piece_to_files(fmt: str, source: str | tuple[str, int] | bytes, name
         rows = IpcRows(target[1], upload_key, batch_bytes, batch_messages)
     add = rows.add if tick is None else lambda conv: (rows.add(conv), tick())
     try:
-        return convert_piece(fmt, source, name, start, stop, max_value, rows, opening, add, open_end)
+        return convert_piece(fmt, source, name, start, stop, max_value, rows, opening, add)
     except BaseException:  # (an unreadable file, an interrupt): what it wrote is not left behind
         discard(PieceResult(files=rows.paths))
         raise

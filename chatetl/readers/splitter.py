@@ -221,7 +221,7 @@ class ArraySplitter:
     """
 
     def __init__(self, stream: BinaryIO, chunk: int = CHUNK, prove: bool = True, max_value: int | None = None,
-                 opening: re.Pattern[bytes] | None = None, open_end: bool = False) -> None:
+                 opening: re.Pattern[bytes] | None = None) -> None:
         self.stream = stream
         self.chunk = chunk
         self.prove = prove
@@ -233,10 +233,6 @@ class ArraySplitter:
         self.consumed = 0  # file offset of buf[0]
         self.records = 0  # records handed out so far (good or bad)
         self._cand: re.Pattern[bytes] | None = opening  # (given: learned from an earlier part of the same array)
-        # open_end: the stream is a run of an array's records cut after a `,` (chatetl.readers.pieces): its
-        # end there is the run's end (`ended_open`), not a file cut short
-        self.open_end = open_end
-        self.ended_open = False
 
     @classmethod
     def from_record(cls, stream: BinaryIO, index: int, offset: int, **options: Any) -> ArraySplitter:
@@ -317,9 +313,6 @@ class ArraySplitter:
                 raise SplitError("file ends inside the array" if not sep else f"unexpected {sep!r} after a record")
             pos = self._skip_ws(pos + 1)
             if self.start + pos >= len(self.buf):
-                if self.open_end:
-                    self.ended_open = True
-                    return
                 raise SplitError("file ends inside the array")
 
     def _expect_end(self, rel: int) -> None:
@@ -385,10 +378,9 @@ class ArraySplitter:
             self._more()
 
     def _last_end(self, search: int) -> int | None:
-        """At the end of the file, the last record's end: the last `}` before the closing `]` (in an
-        open-ended run, before its last `,`)."""
+        """At the end of the file, the last record's end: the last `}` before the closing `]`."""
         tail = self.buf.rstrip(WS)
-        if tail.endswith(b"]") or (self.open_end and tail.endswith(b",")):
+        if tail.endswith(b"]"):
             end = len(tail[:-1].rstrip(WS)) - self.start
             if self.buf[self.start + end - 1:self.start + end] == b"}" and end > search:
                 return end
