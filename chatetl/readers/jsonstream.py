@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import ijson
@@ -72,20 +72,35 @@ FAST = True
 
 def _iter_array(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
     with entry.open() as f:
-        splitter = ArraySplitter(f)
-        try:
-            for item in splitter:
-                where = f"record {splitter.records - 1}"
-                if isinstance(item, BadRecord):
-                    report.error(entry.name, where, item.reason, raw=item.raw)
-                    continue
-                if isinstance(item, Repaired):
-                    report_repairs(report, entry.name, where, item[1], item.found, bytes(item[0]))
-                yield where, item[1]
-        except SplitError as exc:
-            done = splitter.records
-            after = f"after record {done - 1}" if done else "before the first record"
-            report.error(entry.name, after, f"invalid or truncated JSON: {exc}")
+        yield from array_records(ArraySplitter(f), entry.name, report)
+
+
+def array_records(splitter: ArraySplitter, name: str, report: ReadReport, stop: int | None = None,
+                  from_start: bool = True) -> Generator[tuple[str, Any], None, bool]:
+    """(where, record) for each record `splitter` hands out; a bad record reported in its place (with
+    its bytes) and skipped, a damaged array reported where it broke. `stop`: the byte offset of a
+    record not to hand out (chatetl.readers.pieces: where the next piece starts); returns whether
+    a record started exactly there (when none does, it reads on to the end). `from_start` False: the
+    splitter starts at a record inside the array, so a break before its first record is "after" one."""
+    watching = stop is not None
+    try:
+        for item in splitter:
+            if watching and splitter.offset >= stop:  # type: ignore[operator]
+                if splitter.offset == stop:
+                    return True
+                watching = False  # no record starts at `stop`: read on to the end
+            where = f"record {splitter.records - 1}"
+            if isinstance(item, BadRecord):
+                report.error(name, where, item.reason, raw=item.raw)
+                continue
+            if isinstance(item, Repaired):
+                report_repairs(report, name, where, item[1], item.found, bytes(item[0]))
+            yield where, item[1]
+    except SplitError as exc:
+        done = splitter.records
+        after = f"after record {done - 1}" if done or not from_start else "before the first record"
+        report.error(name, after, f"invalid or truncated JSON: {exc}")
+    return False
 
 
 def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:

@@ -137,7 +137,7 @@ def read_into(
             if fmt in CONVERTERS and (layout or Layout.ARRAY) is Layout.ARRAY and jsonstream.FAST:
                 report.files += 1
                 report.formats[fmt.value] += 1
-                plan = _pieces(leaf) if PIECES else None
+                plan = _pieces(leaf, pool.max_value) if PIECES else None
                 if plan is None:
                     pool.read_leaf(leaf, fmt)
                 elif plan.starts:
@@ -151,7 +151,7 @@ def read_into(
     return pool.shares
 
 
-def _pieces(leaf: Entry) -> pieces.Plan | None:
+def _pieces(leaf: Entry, max_value: int) -> pieces.Plan | None:
     """The pieces of a local file (chatetl.readers.pieces; no starts: one piece, as a zip member on
     local disk is while the upload's inflate cap allows and it is one of several, at most
     MEMBER_SHARE of the zip's JSON); None for a stream read here: S3, a member of a nested zip,
@@ -161,7 +161,7 @@ def _pieces(leaf: Entry) -> pieces.Plan | None:
         return pieces.Plan([]) if leaf.member.share <= MEMBER_SHARE and leaf.member.readable_elsewhere() else None
     if leaf.path is None or leaf.size is None:
         return None
-    return pieces.plan(leaf.path, leaf.size, limits.current().max_value_bytes)
+    return pieces.plan(leaf.path, leaf.size, max_value)
 
 
 # ---- the per-record conversions: each reader's own (the one its `read` uses) ----

@@ -55,9 +55,9 @@ from chatetl.readers.archive import DAMAGED_MEMBER, damage_reason
 from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.detect import Format
 from chatetl.readers.entry import Entry
-from chatetl.readers.jsonstream import convert_records, report_repairs
-from chatetl.readers.report import ReadError, ReadReport
-from chatetl.readers.splitter import ArraySplitter, BadRecord, Repaired, SplitError
+from chatetl.readers.jsonstream import array_records, convert_records
+from chatetl.readers.report import ReadReport
+from chatetl.readers.splitter import ArraySplitter, BadRecord, SplitError
 from chatetl.tables import TableBatch, TableWriter
 
 PIECE_BYTES = 8 * 1024 * 1024  # a piece's planned size (4 MB: more pieces, no faster; 16 MB: a longer tail)
@@ -145,15 +145,8 @@ class PieceReport(ReadReport):
     """A piece's (or a task's) report keeps every bad part's bytes: the merge applies the quarantine
     budget in order."""
 
-    def error(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
-        err = ReadError(file=file, where=where, reason=reason, raw=raw)
-        self.errors.append(err)
-        return err
-
-    def warn(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
-        warning = ReadError(file=file, where=where, reason=reason, raw=raw)
-        self.warnings.append(warning)
-        return warning
+    def _keep(self, raw: bytes | None) -> bytes | None:
+        return raw
 
 
 @dataclass
@@ -299,27 +292,11 @@ def convert_piece(
                 f.seek(start)
                 splitter = ArraySplitter.from_record(f, 0, 0, max_value=max_value, opening=opening)
                 splitter.consumed = start - 1  # (offsets of the file: behind the `[` put before the record)
-            watching = stop is not None
-            try:
-                for item in splitter:
-                    if watching and splitter.offset >= stop:
-                        if splitter.offset == stop:
-                            result.reached = True
-                            result.records = splitter.records - 1
-                            return
-                        watching = False  # no record starts at `stop`: read on to the end
-                    where = f"record {splitter.records - 1}"
-                    if isinstance(item, BadRecord):
-                        report.error(name, where, item.reason, raw=item.raw)
-                        continue
-                    if isinstance(item, Repaired):
-                        report_repairs(report, name, where, item[1], item.found, bytes(item[0]))
-                    yield where, item[1]
-            except SplitError as exc:
-                done = splitter.records
-                after = f"after record {done - 1}" if done or start is not None else "before the first record"
-                report.error(name, after, f"invalid or truncated JSON: {exc}")
-            result.records = splitter.records
+            if (yield from array_records(splitter, name, report, stop, from_start=start is None)):
+                result.reached = True
+                result.records = splitter.records - 1  # (the record at `stop` is the next piece's)
+            else:
+                result.records = splitter.records
 
     convert = CONVERTERS[Format(fmt)](name, report)
     read = 0
