@@ -48,6 +48,7 @@ from chatetl.readers.detect import Format, Layout, detect, resembles
 from chatetl.readers.encodings import INVALID_SEQUENCE, utf8_entry, wide_encoding
 from chatetl.readers.entry import Entry, ZipMember
 from chatetl.readers.limits import size_text
+from chatetl.readers.member_stream import open_member
 from chatetl.readers.report import ReadReport
 
 MAX_ZIP_DEPTH = 3
@@ -268,7 +269,7 @@ class Inflated:
     def opener(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Callable[[], BinaryIO]:
         """How the readers open a member: its stream counted against the cap."""
         key = (id(zf), info.header_offset)
-        return lambda: CountingStream(zf.open(info), lambda pos: self.took(key, pos, name), self.check)
+        return lambda: CountingStream(open_member(zf, info), lambda pos: self.took(key, pos, name), self.check)
 
     def member(self, path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, share: float) -> ZipMember:
         """Where a member of a zip on local disk lies (the zip itself, not a temp copy of a nested

@@ -56,6 +56,7 @@ from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.detect import Format
 from chatetl.readers.entry import Entry
 from chatetl.readers.jsonstream import array_records, convert_records
+from chatetl.readers.member_stream import open_member
 from chatetl.readers.report import ReadReport
 from chatetl.readers.splitter import ArraySplitter, BadRecord, SplitError
 from chatetl.tables import TableBatch, TableWriter
@@ -330,7 +331,7 @@ def _opened(source: str | tuple[str, int], result: PieceResult) -> Iterator[Bina
     zip_path, offset = source
     with zipfile.ZipFile(zip_path) as zf:
         info = next(i for i in zf.infolist() if i.header_offset == offset)
-        with zf.open(info) as raw:
+        with open_member(zf, info) as raw:
             yield CountingStream(raw, lambda pos: setattr(result, "inflated", pos))  # type: ignore[misc]
 
 

@@ -233,6 +233,10 @@ class ArraySplitter:
         self.consumed = 0  # file offset of buf[0]
         self.records = 0  # records handed out so far (good or bad)
         self._cand: re.Pattern[bytes] | None = opening  # (given: learned from an earlier part of the same array)
+        # a read that raised (a damaged zip member, a dropped connection), held while the records whole in
+        # what was read before it are handed out (array records only: __iter__), then raised
+        self.broken: Exception | None = None
+        self._hold_break = False
 
     @classmethod
     def from_record(cls, stream: BinaryIO, index: int, offset: int, **options: Any) -> ArraySplitter:
@@ -261,7 +265,12 @@ class ArraySplitter:
             return False
         # at least as much as the record holds so far: a long record is copied a bounded number
         # of times (reading it in fixed chunks copied it once per chunk, quadratic in its length)
-        data = self.stream.read(max(self.chunk, len(self.buf) - self.start))
+        try:
+            data = self.stream.read(max(self.chunk, len(self.buf) - self.start))
+        except Exception as exc:
+            if not self._hold_break:
+                raise
+            self.broken, data = exc, b""
         if not data:
             self.eof = True
             return False
@@ -290,6 +299,20 @@ class ArraySplitter:
     # ---- records ----
 
     def __iter__(self) -> Iterator[tuple[memoryview, Any] | Repaired | BadRecord]:
+        """The records; when a read raises, the records whole in what was read before it, then its
+        exception (where the stream broke off depends on how far it was read, not on the records:
+        a record whose end was read is handed out whether or not the next one's start was)."""
+        self._hold_break = True
+        try:
+            yield from self._records()
+        except SplitError:
+            if self.broken is not None:  # (the records ended where the stream broke off)
+                raise self.broken from None
+            raise
+        if self.broken is not None:
+            raise self.broken
+
+    def _records(self) -> Iterator[tuple[memoryview, Any] | Repaired | BadRecord]:
         pos = self._skip_ws(0)
         if self._at(pos, 3) == b"\xef\xbb\xbf":
             pos = self._skip_ws(pos + 3)
@@ -427,7 +450,7 @@ class ArraySplitter:
         if first not in (b"{", b"["):
             while True:
                 m = _SCALAR.match(self.buf, self.start)
-                if m is not None and (m.end() < len(self.buf) or self.eof):
+                if m is not None and (m.end() < len(self.buf) or (self.eof and self.broken is None)):
                     return m.end() - self.start, None
                 if m is None and first in (b",", b"]"):
                     raise SplitError(f"unexpected {first!r} where a record starts")

@@ -155,6 +155,46 @@ def test_sharded_zip_claude_export_and_a_folder_of_mixed_formats(tmp_path, mode)
     assert any("damaged zip member" in reason for _, _, reason, _ in errors)
 
 
+@pytest.mark.parametrize("stored", [True, False])
+def test_damaged_member_longer_than_a_read_keeps_what_one_process_keeps(tmp_path, mode, stored):
+    """A member with a bad CRC (found at its end) or cut short, several reads long, an odd record early
+    in it (a misfit: the stream path reads on from it): the records whole before the block that met the damage
+    are kept, the same ones on both paths (the stream path kept 5 of one process's 529 before: it read
+    on past a misfit in other sizes, and zipfile drops the bytes of the read that meets the damage)."""
+    import struct
+    import zipfile
+
+    from reader_inputs import zip_bytes
+
+    from chatetl.readers import member_stream
+
+    records = []
+    for i in range(round(2.2 * member_stream.BLOCK / 12_000)):  # (about 2.2 blocks; the workers read with the real BLOCK)
+        for conv in chatgpt_conversations():
+            conv = copy.deepcopy(conv)
+            conv["id"] = conv["conversation_id"] = f"{conv['conversation_id']}-{i}"
+            records.append(conv)
+    records.insert(5, {"title": "no mapping", "id": "odd-1"})
+    # two shards: each read whole as a piece (mode pieces) or cut as a stream
+    members = {"conversations-000.json": json.dumps(records).encode(), "conversations-001.json": json.dumps(records[10:]).encode()}
+    data = bytearray(zip_bytes(members, zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED))
+    if stored:  # a letter's case: a bad CRC
+        data[data.find(b"no mapping")] ^= 0x20
+    else:  # the member's deflate stream cut to half in the central directory: it ends early, then its CRC fails
+        cd = data.find(b"PK\x01\x02")
+        struct.pack_into("<I", data, cd + 20, struct.unpack_from("<I", data, cd + 20)[0] // 2)
+    path = tmp_path / "export.zip"
+    path.write_bytes(bytes(data))
+    _, _, errors, summary, _ = _same(path, tmp_path)
+    damage = [(w, r) for f, w, r, _ in errors if f.endswith("!conversations-000.json") and "damaged zip member" in r]
+    kept = summary["conversations"] - (len(records) - 10)  # (the other shard's, all of them)
+    assert len(damage) == 1 and damage[0][0] == f"after {kept} conversation(s)"
+    if stored:  # all but the last block's records
+        assert 0.8 * len(records) < kept < len(records) - 1
+    else:  # what the first half of the stream inflates to, but its last block
+        assert 0 < kept < 0.8 * len(records)
+
+
 def test_claude_file_with_look_alikes(tmp_path, mode):
     path = tmp_path / "conversations.json"
     path.write_bytes(_claude_with_look_alikes())

@@ -1,0 +1,128 @@
+"""A zip member's bytes inflated in fixed blocks, so damage loses the same bytes however it is read.
+
+zipfile raises on damage (a bad CRC-32, checked in the read that reaches the member's end; a
+corrupt deflate stream; a member cut short) inside the read that meets it, and that read's bytes
+are lost with it. So how much of a damaged member a reader got depended on how much it asked for
+at a time: one process and two cores (which cut, skip ahead and read on in other sizes) kept
+different records of the same member. Here the member is inflated in blocks of BLOCK bytes from
+its start, whatever the reader asks for: every block before the one that meets the damage is
+handed out (a read that spans it returns what came before it, and the next read raises), and the
+damaged block never is. (A first read of less than a block, the head read to detect the format,
+inflates only what it asks for; the next block ends where the first one would have.) The readers then keep every record whole in what was handed out
+(`ArraySplitter`), the same records on every path.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any, BinaryIO
+
+from chatetl.readers.splitter import CHUNK
+
+BLOCK = CHUNK  # the splitter's read: a whole block is handed out without a copy
+
+
+class _Blocks(io.RawIOBase):
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self._inner = inner
+        self._block = b""
+        self._at = 0  # what of _block is handed out
+        self._eof = False
+        self._pos = 0  # bytes read from the inner stream
+        self._error: Exception | None = None  # raised by the read after the bytes before it
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> bool:
+        if self._error is not None:
+            error, self._error = self._error, None
+            self._eof = True
+            raise error
+        if self._eof:
+            return False
+        self._block, self._at = self._inner.read(BLOCK - self._pos % BLOCK), 0  # (up to the next block's start)
+        self._pos += len(self._block)
+        if not self._block:
+            self._eof = True
+        return bool(self._block)
+
+    def read(self, size: int | None = -1) -> bytes:
+        want = -1 if size is None or size < 0 else size
+        if self._pos == 0 and 0 < want < BLOCK:  # a head read to detect the format: no more inflated than it asks
+            self._block, self._at = self._inner.read(want), 0
+            self._pos = len(self._block)
+            if not self._block:
+                self._eof = True
+        if self._at == len(self._block) and not self._fill():
+            return b""
+        if self._at == 0 and want >= len(self._block) and (len(self._block) < BLOCK or want == len(self._block)):
+            data, self._block = self._block, b""  # (a whole block, as the splitter asks: no copy)
+            return data
+        parts: list[bytes] = []
+        while want != 0:
+            if self._at == len(self._block):
+                try:
+                    if not self._fill():
+                        break
+                except Exception as exc:  # (any error of the inner read)
+                    if not parts:
+                        raise
+                    self._error = exc  # the bytes before it first
+                    break
+            take = len(self._block) - self._at if want < 0 else min(want, len(self._block) - self._at)
+            parts.append(self._block[self._at:self._at + take])
+            self._at += take
+            if want > 0:
+                want -= take
+        return b"".join(parts)
+
+    def read1(self, size: int = -1) -> bytes:
+        return self.read(size)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        limit = -1 if size is None else size
+        parts: list[bytes] = []
+        got = 0
+        while limit < 0 or got < limit:
+            if self._at == len(self._block):
+                try:
+                    if not self._fill():
+                        break
+                except Exception as exc:
+                    if not parts:
+                        raise
+                    self._error = exc
+                    break
+            end = self._block.find(b"\n", self._at)
+            stop = len(self._block) if end < 0 else end + 1
+            if limit >= 0:
+                stop = min(stop, self._at + limit - got)
+            parts.append(self._block[self._at:stop])
+            got += stop - self._at
+            self._at = stop
+            if parts[-1].endswith(b"\n"):
+                break
+        return b"".join(parts)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._inner.close()
+            finally:
+                super().close()
+
+
+def open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> BinaryIO:
+    """`info`'s member of `zf` for reading, inflated in blocks (see above)."""
+    return _Blocks(zf.open(info))  # type: ignore[return-value]
+
+
+__all__ = ["BLOCK", "open_member"]
