@@ -14,6 +14,57 @@ def _text(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words))
 
 
+def _node(rng: random.Random, mid: str, i: int, t: float, parent: str, children: list[str]) -> dict:
+    """Message `i` of a chat (even: the user's, odd: the assistant's) as a node of its `mapping`."""
+    role = "user" if i % 2 == 0 else "assistant"
+    return {
+        "id": mid,
+        "message": {
+            "id": mid,
+            "author": {"role": role, "name": None, "metadata": {}},
+            "create_time": t,
+            "update_time": None,
+            "content": {"content_type": "text", "parts": [_text(rng, rng.randint(20, 300))]},
+            "status": "finished_successfully",
+            "end_turn": role == "assistant",
+            "weight": 1.0,
+            "metadata": {"model_slug": "gpt-4o"} if role == "assistant" else {},
+            "recipient": "all",
+            "channel": None,
+        },
+        "parent": parent,
+        "children": children,
+    }
+
+
+def write_one_conversation(path: Path, target_bytes: int, seed: int = 7) -> int:
+    """A conversations.json holding one ChatGPT conversation of about `target_bytes` (a chain of messages),
+    streamed to disk; returns its messages."""
+    rng = random.Random(seed)
+    conv_id = str(uuid.UUID(int=rng.getrandbits(128)))
+    t = 1_700_000_000.0
+    root = "client-created-root"
+    mid = str(uuid.UUID(int=rng.getrandbits(128)))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write('[{"title": "One long conversation", "create_time": 1700000000.0, "mapping": {')
+        f.write(json.dumps(root) + ": " + json.dumps({"id": root, "message": None, "parent": None, "children": [mid]}))
+        written, parent, n = 0, root, 0
+        while True:
+            t += rng.uniform(1, 60)
+            last = written >= target_bytes
+            after = None if last else str(uuid.UUID(int=rng.getrandbits(128)))
+            chunk = ", " + json.dumps(mid) + ": " + json.dumps(_node(rng, mid, n, t, parent, [] if last else [after]))
+            f.write(chunk)
+            written += len(chunk)
+            n += 1
+            if last:
+                break
+            parent, mid = mid, after
+        f.write("}, " + json.dumps({"update_time": t, "current_node": mid, "conversation_id": conv_id, "id": conv_id,
+                                    "default_model_slug": "gpt-4o"})[1:] + "]")
+    return n
+
+
 def conversation(rng: random.Random, index: int, turns: int = 20) -> dict:
     conv_id = str(uuid.UUID(int=rng.getrandbits(128)))
     mapping = {"client-created-root": {"id": "client-created-root", "message": None, "parent": None, "children": []}}
@@ -21,26 +72,8 @@ def conversation(rng: random.Random, index: int, turns: int = 20) -> dict:
     t = 1_700_000_000.0 + index * 3600
     for i in range(turns * 2):
         mid = str(uuid.UUID(int=rng.getrandbits(128)))
-        role = "user" if i % 2 == 0 else "assistant"
         t += rng.uniform(1, 60)
-        mapping[mid] = {
-            "id": mid,
-            "message": {
-                "id": mid,
-                "author": {"role": role, "name": None, "metadata": {}},
-                "create_time": t,
-                "update_time": None,
-                "content": {"content_type": "text", "parts": [_text(rng, rng.randint(20, 300))]},
-                "status": "finished_successfully",
-                "end_turn": role == "assistant",
-                "weight": 1.0,
-                "metadata": {"model_slug": "gpt-4o"} if role == "assistant" else {},
-                "recipient": "all",
-                "channel": None,
-            },
-            "parent": parent,
-            "children": [],
-        }
+        mapping[mid] = _node(rng, mid, i, t, parent, [])
         mapping[parent]["children"].append(mid)
         parent = mid
     return {

@@ -22,11 +22,13 @@ input: whether the 2-core tables equal the one process's (Table.equals, row orde
 DepthGuard, Table.from_pylist).
 chatetl's modules are byte-compiled first, as an install does (byte_compile_chatetl).
 Under the table: the start-up every case pays (`chatetl normalize` of a one-conversation file, beside bare ijson on
-it) and each ChatGPT file's one-process rate without it.
+it) and each ChatGPT file's one-process rate without it; and (--one-conversation MB, default 200, 0 to skip) what
+a file holding one conversation that long costs: one record, held whole while it is read.
 --profile N: the top N functions of the one-process normalize of the largest ChatGPT file up to
 200 MB by cumulative share of samples (py-spy, from the venv; the Parquet thread's own samples apart).
 
     .venv/bin/python bench/normalize_throughput.py [--sizes 20,200] [--runs 3] [--keep DIR] [--no-compare] [--profile 5]
+        [--one-conversation 200]
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chatgpt_shaped import write_chatgpt_file, write_claude_file, write_sharded_zip
+from chatgpt_shaped import write_chatgpt_file, write_claude_file, write_one_conversation, write_sharded_zip
 
 PY = sys.executable
 _MEMBERS = (
@@ -188,6 +190,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep generated files here")
     ap.add_argument("--no-compare", action="store_true", help="skip the reference-path table comparison")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the top N of a py-spy profile")
+    ap.add_argument("--one-conversation", type=int, default=200, metavar="MB",
+                    help="also time a file holding one conversation of this many MB (0: skip)")
     args = ap.parse_args()
     byte_compile_chatetl()
     tmp = Path(tempfile.mkdtemp(prefix="chatetl-bench-"))
@@ -225,6 +229,8 @@ def main() -> None:
                 print(f"{'':<18} fast path vs reference path tables: {verdict}", flush=True)
                 shutil.rmtree(ref, ignore_errors=True)
         start_up(work, tmp, args.runs, files, one_proc_seconds)
+        if args.one_conversation:
+            one_conversation(work, tmp, args.runs, args.one_conversation)
         print("targets: normalize >= 50 MB/s in 1 process, >= 100 MB/s and >= 0.75 x bare ijson on 2 cores (and "
               "faster than 1 process), peak RSS <= 128 MB per process")
         if args.profile:
@@ -254,6 +260,27 @@ def start_up(work: Path, tmp: Path, runs: int, files: list[tuple[str, Path, floa
                     if label.startswith("chatgpt ") and one_proc_seconds[label] > seconds["normalize 1 proc"])
     print(f"start-up (one-conversation file): normalize 1 proc {seconds['normalize 1 proc']:.2f} s, bare ijson "
           f"{seconds['bare ijson']:.2f} s; normalize 1 proc without its start-up: {net}", flush=True)
+
+
+def one_conversation(work: Path, tmp: Path, runs: int, mb: int) -> None:
+    """A file holding one conversation of `mb` MB (a chain of messages): one record, so its bytes and its
+    decoded values are in memory at once, and one process reads it whatever --workers says. Its cost:
+    normalize's seconds, MB/s and peak RSS, beside the split+orjson of the same file, median of `runs`."""
+    path = work / f"chatgpt-one-{mb}mb-conversation.json"
+    if not path.exists():
+        write_one_conversation(path, mb * 1_000_000)
+    size = path.stat().st_size / 1e6
+    row = {}
+    for case in ("split+orjson", "normalize 1 proc"):
+        results = []
+        for _ in range(runs):
+            shutil.rmtree(tmp / "out", ignore_errors=True)
+            results.append(timed(case_cmd(case, path, tmp / "out")))
+        row[case] = (statistics.median(r[0] for r in results), max(r[1] for r in results))
+    (split_s, split_rss), (norm_s, norm_rss) = row["split+orjson"], row["normalize 1 proc"]
+    print(f"one {size:.0f} MB conversation: normalize 1 proc {norm_s:.1f} s ({size / norm_s:.1f} MB/s), peak RSS "
+          f"{norm_rss:.0f} MB ({norm_rss / size:.1f} x the file); split+orjson {split_s:.1f} s, peak RSS {split_rss:.0f} MB",
+          flush=True)
 
 
 def profile(path: Path, out: Path, top: int) -> None:

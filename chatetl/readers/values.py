@@ -26,12 +26,15 @@ import orjson
 
 from chatetl.readers.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.splitter import (
+    BIG_VALUE,
     WS,
     ArraySplitter,
     BadRecord,
     Repaired,
     SplitError,
     decode,
+    gc_paused,
+    loads,
     nests_too_deep,
 )
 
@@ -51,7 +54,11 @@ class ValueSplitter(ArraySplitter):
             self.start += pos
             end, value, bad, found = self._value()
             self.records += 1
-            yield self._handed_out(end, value, bad, found)
+            if end < BIG_VALUE:
+                yield self._handed_out(end, value, bad, found)
+            else:
+                with gc_paused():  # (splitter.loads)
+                    yield self._handed_out(end, value, bad, found)
             pos = self._skip_ws(end)
 
     def _value(self) -> tuple[int, Any, BadRecord | None, Counter[str] | None]:
@@ -83,7 +90,7 @@ class ValueSplitter(ArraySplitter):
         while end > self.start and self.buf[end - 1] in WS:
             end -= 1
         try:
-            value = orjson.loads(memoryview(self.buf)[self.start:end])
+            value = loads(memoryview(self.buf)[self.start:end])
         except orjson.JSONDecodeError:
             return None
         a = self.start

@@ -306,3 +306,43 @@ def test_fast_claude_construction_gives_the_tables_and_models_of_the_validated_c
         assert a == b and a.model_fields_set == b.model_fields_set
         assert [m.model_fields_set for m in a.messages] == [m.model_fields_set for m in b.messages]
         assert [list(m.__dict__) for m in a.messages] == [list(m.__dict__) for m in b.messages]
+
+
+def test_a_long_record_is_decoded_and_handed_out_with_the_garbage_collector_paused(monkeypatch):
+    """Records of BIG_VALUE bytes or more: the collector is off from their decode until the caller asks
+    for the next record, and on again after, whether the caller reads on, stops early or the array breaks;
+    shorter records, and a caller that had it off, are left alone."""
+    import gc
+
+    from chatetl.readers import splitter
+    from chatetl.readers.values import ValueSplitter
+
+    monkeypatch.setattr(splitter, "BIG_VALUE", 1000)
+    import chatetl.readers.values as values
+
+    monkeypatch.setattr(values, "BIG_VALUE", 1000)
+    decoded_with: list[bool] = []
+    real_loads = splitter.orjson.loads
+    monkeypatch.setattr(splitter.orjson, "loads", lambda raw: (decoded_with.append(gc.isenabled()), real_loads(raw))[1])
+    long, short = {"id": "long", "text": "x" * 2000}, {"id": "short", "text": "y"}
+    data = json.dumps([short, long, short]).encode()
+    assert gc.isenabled()
+    seen = [(value["id"], gc.isenabled()) for _, value in ArraySplitter(io.BytesIO(data))]
+    assert seen == [("short", True), ("long", False), ("short", True)] and gc.isenabled()
+    assert decoded_with[1] is False and decoded_with[0] is True
+    for _, value in ArraySplitter(io.BytesIO(data)):  # a caller that stops at the long one
+        if value["id"] == "long":
+            assert not gc.isenabled()
+            break
+    assert gc.isenabled()
+    with pytest.raises(SplitError):  # the array breaks after the long one
+        for _ in ArraySplitter(io.BytesIO(data[:-30])):
+            pass
+    assert gc.isenabled()
+    assert [gc.isenabled() for _ in ValueSplitter(io.BytesIO(json.dumps(long).encode()))] == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        assert [gc.isenabled() for _ in ArraySplitter(io.BytesIO(data))] == [False] * 3
+        assert not gc.isenabled()  # (left as the caller had it)
+    finally:
+        gc.enable()
