@@ -95,7 +95,8 @@ def array_records(splitter: ArraySplitter, name: str, report: ReadReport, stop: 
                 continue
             if isinstance(item, Repaired):
                 report_repairs(report, name, where, item[1], item.found, bytes(item[0]))
-            yield where, item[1]
+            held, item = [item[1]], None  # (neither its bytes nor its value held here while the caller reads it)
+            yield where, held.pop()
     except SplitError as exc:
         done = splitter.records
         after = f"after record {done - 1}" if done or not from_start else "before the first record"
@@ -118,7 +119,8 @@ def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
                     continue
                 if isinstance(item, Repaired):
                     report_repairs(report, entry.name, where, item[1], item.found, bytes(item[0]))
-                yield where, item[1]
+                held, item = [item[1]], None  # (as array_records)
+                yield where, held.pop()
         except SplitError as exc:
             done = values.records
             after = f"after record {done - 1}" if done else "before the first record"
@@ -228,6 +230,7 @@ def convert_records(
             report.error(entry.name, _place(where, record), f"damaged message tree: {problems.describe()}")
         report.conversations += 1
         report.messages += len(conv.messages)
+        record = None  # (the decoded record not held while the caller makes the rows: a long one is large)
         yield conv
 
 

@@ -42,7 +42,7 @@ import gc
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO, Self
 
@@ -267,6 +267,7 @@ class ArraySplitter:
         # what was read before it are handed out (array records only: __iter__), then raised
         self.broken: Exception | None = None
         self._hold_break = False
+        self._long_offset: int | None = None  # the offset of a long record handed out, no longer in the buffer
 
     @classmethod
     def from_record(cls, stream: BinaryIO, index: int, offset: int, **options: Any) -> ArraySplitter:
@@ -286,7 +287,7 @@ class ArraySplitter:
     @property
     def offset(self) -> int:
         """The file offset where the current record starts (the one just handed out)."""
-        return self.consumed + self.start
+        return self.consumed + self.start if self._long_offset is None else self._long_offset
 
     # ---- buffer ----
 
@@ -359,8 +360,9 @@ class ArraySplitter:
             if end < BIG_VALUE:
                 yield self._handed_out(end, value, bad, found)
             else:
-                with gc_paused():  # (while the caller makes its rows: see loads)
-                    yield self._handed_out(end, value, bad, found)
+                long = self._hand_out_long(end, value, bad, found)
+                value = None  # (held by no frame here while the caller reads it)
+                end = yield from long
             pos = self._skip_ws(end)
             sep = self._at(pos)
             if sep == b"]":
@@ -371,6 +373,22 @@ class ArraySplitter:
             pos = self._skip_ws(pos + 1)
             if self.start + pos >= len(self.buf):
                 raise SplitError("file ends inside the array")
+
+    def _hand_out_long(self, end: int, value: Any, bad: BadRecord | None, found: Counter[str] | None) -> Generator[Any, None, int]:
+        """Hand out a record of BIG_VALUE bytes or more with the garbage collector paused (see loads) and
+        its bytes no longer held here (the buffer keeps what follows it): the caller's rows of it are
+        made beside one copy of it, the caller's. Returns where to go on from (relative to self.start)."""
+        held = [self._handed_out(end, value, bad, found)]
+        value = None
+        self._long_offset = self.consumed + self.start
+        self.consumed += self.start + end
+        self.buf, self.start = self.buf[self.start + end:], 0
+        try:
+            with gc_paused():
+                yield held.pop()
+        finally:
+            self._long_offset = None
+        return 0
 
     def _expect_end(self, rel: int) -> None:
         rel = self._skip_ws(rel)
@@ -388,11 +406,11 @@ class ArraySplitter:
         end, too_deep = self._exact_end()
         if too_deep is not None:
             return end, None, BadRecord(str(too_deep), None), None
-        raw = self.buf[self.start:self.start + end]
+        raw = memoryview(self.buf)[self.start:self.start + end]  # (not a copy: a long record is held once)
         try:
             value, repairs = decode(raw)
         except (ValueError, RecursionError) as exc:
-            return end, None, BadRecord(f"invalid JSON: {_short(exc)}", raw), None
+            return end, None, BadRecord(f"invalid JSON: {_short(exc)}", bytes(raw)), None
         if isinstance(value, dict) and value:
             self._learn(value)
         return end, value, None, repairs

@@ -33,7 +33,6 @@ from chatetl.readers.splitter import (
     Repaired,
     SplitError,
     decode,
-    gc_paused,
     loads,
     nests_too_deep,
 )
@@ -57,8 +56,9 @@ class ValueSplitter(ArraySplitter):
             if end < BIG_VALUE:
                 yield self._handed_out(end, value, bad, found)
             else:
-                with gc_paused():  # (splitter.loads)
-                    yield self._handed_out(end, value, bad, found)
+                long = self._hand_out_long(end, value, bad, found)
+                value = None  # (as ArraySplitter)
+                end = yield from long
             pos = self._skip_ws(end)
 
     def _value(self) -> tuple[int, Any, BadRecord | None, Counter[str] | None]:
@@ -70,11 +70,11 @@ class ValueSplitter(ArraySplitter):
         end, err = self._exact_end()
         if err is not None:
             return end, None, BadRecord(str(err), None), None
-        raw = self.buf[self.start:self.start + end]
+        raw = memoryview(self.buf)[self.start:self.start + end]  # (not a copy: a long record is held once)
         try:
             value, repairs = decode(raw)
         except (ValueError, RecursionError) as exc:
-            return end, None, BadRecord(f"invalid JSON: {_short(exc)}", raw), None
+            return end, None, BadRecord(f"invalid JSON: {_short(exc)}", bytes(raw)), None
         return end, value, None, repairs
 
     def _whole(self) -> tuple[int, Any] | None:

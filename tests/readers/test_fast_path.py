@@ -311,7 +311,8 @@ def test_fast_claude_construction_gives_the_tables_and_models_of_the_validated_c
 def test_a_long_record_is_decoded_and_handed_out_with_the_garbage_collector_paused(monkeypatch):
     """Records of BIG_VALUE bytes or more: the collector is off from their decode until the caller asks
     for the next record, and on again after, whether the caller reads on, stops early or the array breaks;
-    shorter records, and a caller that had it off, are left alone."""
+    shorter records, and a caller that had it off, are left alone. While the caller holds a long record,
+    the splitter no longer holds its bytes, and its offset is still the record's."""
     import gc
 
     from chatetl.readers import splitter
@@ -330,11 +331,18 @@ def test_a_long_record_is_decoded_and_handed_out_with_the_garbage_collector_paus
     seen = [(value["id"], gc.isenabled()) for _, value in ArraySplitter(io.BytesIO(data))]
     assert seen == [("short", True), ("long", False), ("short", True)] and gc.isenabled()
     assert decoded_with[1] is False and decoded_with[0] is True
-    for _, value in ArraySplitter(io.BytesIO(data)):  # a caller that stops at the long one
+    split = ArraySplitter(io.BytesIO(data), chunk=64)
+    for _, value in split:  # a caller that stops at the long one
         if value["id"] == "long":
             assert not gc.isenabled()
+            # its bytes no longer in the splitter's buffer, its place still told
+            assert split.offset == data.index(b'{"id": "long"') and b"x" * 100 not in split.buf
             break
+        assert split.offset == 1
     assert gc.isenabled()
+    split = ArraySplitter(io.BytesIO(data), chunk=64)
+    assert [(value["id"], split.offset) for _, value in split] == [
+        ("short", 1), ("long", data.index(b'{"id": "long"')), ("short", data.rindex(b'{"id": "short"'))]
     with pytest.raises(SplitError):  # the array breaks after the long one
         for _ in ArraySplitter(io.BytesIO(data[:-30])):
             pass
