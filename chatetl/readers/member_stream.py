@@ -51,6 +51,8 @@ class _Blocks(io.RawIOBase):
 
     def read(self, size: int | None = -1) -> bytes:
         want = -1 if size is None or size < 0 else size
+        if want == 0:
+            return b""
         if self._pos == 0 and 0 < want < BLOCK:  # a head read to detect the format: no more inflated than it asks
             self._block, self._at = self._inner.read(want), 0
             self._pos = len(self._block)
