@@ -5,7 +5,8 @@
 Generated data (never real chats): N conversations of M messages each (every third with a
 tool call and its result, every fifth with an abandoned answer), written against the Neo4j of
 NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE (the local services' defaults
-otherwise). It prints, side by side, each the median of --runs runs, messages per second and the
+otherwise). After --warmup untimed rounds (a ceiling load and a first load: a server just started runs
+its first loads 3-4 times slower), it prints, side by side, each the median of --runs runs, messages per second and the
 ratio to the ceiling measured in the same run:
 
 - the ceiling: Neo4j's bare `UNWIND $keys CREATE (:Message {key})` under the Message key index;
@@ -324,6 +325,7 @@ def main() -> None:
     parser.add_argument("--skip-deep", action="store_true")
     parser.add_argument("--big-messages", type=int, default=50_000, help="one conversation this long (0: skip)")
     parser.add_argument("--e2e-mb", type=int, default=120, help="`chatetl load` of a ChatGPT-shaped file this big (0: skip)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed ceiling loads and first loads before the figures")
     args = parser.parse_args()
 
     ensure_local_env()  # deploy/local.env's settings where the environment has none (starts the script again)
@@ -331,7 +333,7 @@ def main() -> None:
     database = conf["database"] or None
     driver = open_driver()
     print(f"Neo4j {conf['uri']} (database {database}); {args.conversations} conversations × {args.turns} messages, "
-          f"batches of {args.batch_messages} messages; median of {args.runs} runs")
+          f"batches of {args.batch_messages} messages; median of {args.runs} runs after {args.warmup} warm-up round(s)")
     convs = [make_conversation(i, args.turns, PLATFORM) for i in range(args.conversations)]
     total = sum(len(c.messages) for c in convs)
     changed = {i for i in range(0, args.conversations, 10)}
@@ -358,6 +360,10 @@ def main() -> None:
     try:
         fresh()
         ensure_schema(driver, database)
+        for _ in range(args.warmup):  # a server just started runs its first loads 3-4 times slower (its JIT, its heap)
+            ceiling_load(driver, database, keys, args.batch_messages)
+            load(convs)
+            fresh()
         print(f"{'':<46} {'messages':>8} {'time':>10} {'rate':>17}")
         secs, _ = median_run(args.runs, lambda: ceiling_load(driver, database, keys, args.batch_messages), fresh)
         ceiling = row("bare indexed UNWIND CREATE (the ceiling)", total, secs, None)
