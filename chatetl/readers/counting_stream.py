@@ -7,17 +7,17 @@ reading (the inflate cap, once an upload has gone past it).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import BinaryIO
+
+from chatetl.readers.wrapped_stream import WrappedStream
 
 
-class CountingStream(io.RawIOBase):
+class CountingStream(WrappedStream):
     """`inner`'s bytes, each read's new position told to `advanced(position)`, `check()` run before each read."""
 
     def __init__(self, inner: BinaryIO, advanced: Callable[[int], None], check: Callable[[], None] | None = None) -> None:
-        super().__init__()
-        self._inner = inner
+        super().__init__(inner)
         self._advanced = advanced
         self._check = check
         self._pos = 0
@@ -28,33 +28,15 @@ class CountingStream(io.RawIOBase):
             self._advanced(self._pos)
         return data
 
-    def readable(self) -> bool:
-        return True
-
     def read(self, size: int | None = -1) -> bytes:
         if self._check is not None:
             self._check()
         return self._took(self._inner.read(-1 if size is None else size))
 
-    def read1(self, size: int = -1) -> bytes:
-        return self.read(size)
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
     def readline(self, size: int | None = -1) -> bytes:
         if self._check is not None:
             self._check()
         return self._took(self._inner.readline(-1 if size is None else size))
-
-    def close(self) -> None:
-        if not self.closed:
-            try:
-                self._inner.close()
-            finally:
-                super().close()
 
 
 __all__ = ["CountingStream"]

@@ -14,27 +14,23 @@ inflates only what it asks for; the next block ends where the first one would ha
 
 from __future__ import annotations
 
-import io
 import zipfile
 from typing import Any, BinaryIO
 
 from chatetl.readers.splitter import CHUNK
+from chatetl.readers.wrapped_stream import WrappedStream
 
 BLOCK = CHUNK  # the splitter's read: a whole block is handed out without a copy
 
 
-class _Blocks(io.RawIOBase):
+class _Blocks(WrappedStream):
     def __init__(self, inner: Any) -> None:
-        super().__init__()
-        self._inner = inner
+        super().__init__(inner)
         self._block = b""
         self._at = 0  # what of _block is handed out
         self._eof = False
         self._pos = 0  # bytes read from the inner stream
         self._error: Exception | None = None  # raised by the read after the bytes before it
-
-    def readable(self) -> bool:
-        return True
 
     def _fill(self) -> bool:
         if self._error is not None:
@@ -81,14 +77,6 @@ class _Blocks(io.RawIOBase):
                 want -= take
         return b"".join(parts)
 
-    def read1(self, size: int = -1) -> bytes:
-        return self.read(size)
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
     def readline(self, size: int | None = -1) -> bytes:
         limit = -1 if size is None else size
         parts: list[bytes] = []
@@ -113,13 +101,6 @@ class _Blocks(io.RawIOBase):
             if parts[-1].endswith(b"\n"):
                 break
         return b"".join(parts)
-
-    def close(self) -> None:
-        if not self.closed:
-            try:
-                self._inner.close()
-            finally:
-                super().close()
 
 
 def open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> BinaryIO:
