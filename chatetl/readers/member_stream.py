@@ -45,6 +45,17 @@ class _Blocks(WrappedStream):
             self._eof = True
         return bool(self._block)
 
+    def _refill(self, taken: bool) -> bool:
+        """The next block, within a read that has `taken` bytes already: False at the end, or when
+        inflating it raised after bytes were taken (they are handed out first, the next read raises)."""
+        try:
+            return self._fill()
+        except Exception as exc:  # (any error of the inner read)
+            if not taken:
+                raise
+            self._error = exc
+            return False
+
     def read(self, size: int | None = -1) -> bytes:
         want = -1 if size is None or size < 0 else size
         if want == 0:
@@ -61,15 +72,8 @@ class _Blocks(WrappedStream):
             return data
         parts: list[bytes] = []
         while want != 0:
-            if self._at == len(self._block):
-                try:
-                    if not self._fill():
-                        break
-                except Exception as exc:  # (any error of the inner read)
-                    if not parts:
-                        raise
-                    self._error = exc  # the bytes before it first
-                    break
+            if self._at == len(self._block) and not self._refill(bool(parts)):
+                break
             take = len(self._block) - self._at if want < 0 else min(want, len(self._block) - self._at)
             parts.append(self._block[self._at:self._at + take])
             self._at += take
@@ -82,15 +86,8 @@ class _Blocks(WrappedStream):
         parts: list[bytes] = []
         got = 0
         while limit < 0 or got < limit:
-            if self._at == len(self._block):
-                try:
-                    if not self._fill():
-                        break
-                except Exception as exc:
-                    if not parts:
-                        raise
-                    self._error = exc
-                    break
+            if self._at == len(self._block) and not self._refill(bool(parts)):
+                break
             end = self._block.find(b"\n", self._at)
             stop = len(self._block) if end < 0 else end + 1
             if limit >= 0:
