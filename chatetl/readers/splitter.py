@@ -355,14 +355,7 @@ class ArraySplitter:
             return
         while True:
             self.start += pos
-            end, value, bad, found = self._record()
-            self.records += 1
-            if end < BIG_VALUE:
-                yield self._handed_out(end, value, bad, found)
-            else:
-                long = self._hand_out_long(end, value, bad, found)
-                value = None  # (held by no frame here while the caller reads it)
-                end = yield from long
+            end = yield from self._hand_out(*self._record())
             pos = self._skip_ws(end)
             sep = self._at(pos)
             if sep == b"]":
@@ -374,10 +367,16 @@ class ArraySplitter:
             if self.start + pos >= len(self.buf):
                 raise SplitError("file ends inside the array")
 
-    def _hand_out_long(self, end: int, value: Any, bad: BadRecord | None, found: Counter[str] | None) -> Generator[Any, None, int]:
-        """Hand out a record of BIG_VALUE bytes or more with the garbage collector paused (see loads) and
-        its bytes no longer held here (the buffer keeps what follows it): the caller's rows of it are
-        made beside one copy of it, the caller's. Returns where to go on from (relative to self.start)."""
+    def _hand_out(self, end: int, value: Any, bad: BadRecord | None, found: Counter[str] | None) -> Generator[Any, None, int]:
+        """Count and hand out the record at self.start (`end` long); returns where to go on from (relative
+        to self.start). One of BIG_VALUE bytes or more goes out with the garbage collector paused (see
+        loads) and its bytes no longer held here (the buffer keeps what follows it), nor its value by
+        any frame of the splitter (the caller's frames are given the record as an expression): the
+        caller's rows of it are made beside one copy of it, the caller's."""
+        self.records += 1
+        if end < BIG_VALUE:
+            yield self._handed_out(end, value, bad, found)
+            return end
         held = [self._handed_out(end, value, bad, found)]
         value = None
         self._long_offset = self.consumed + self.start

@@ -26,7 +26,6 @@ import orjson
 
 from chatetl.readers.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.splitter import (
-    BIG_VALUE,
     WS,
     ArraySplitter,
     BadRecord,
@@ -51,14 +50,7 @@ class ValueSplitter(ArraySplitter):
             pos = self._skip_ws(pos + 3)
         while self.start + pos < len(self.buf):
             self.start += pos
-            end, value, bad, found = self._value()
-            self.records += 1
-            if end < BIG_VALUE:
-                yield self._handed_out(end, value, bad, found)
-            else:
-                long = self._hand_out_long(end, value, bad, found)
-                value = None  # (as ArraySplitter)
-                end = yield from long
+            end = yield from self._hand_out(*self._value())
             pos = self._skip_ws(end)
 
     def _value(self) -> tuple[int, Any, BadRecord | None, Counter[str] | None]:

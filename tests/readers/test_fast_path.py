@@ -318,10 +318,7 @@ def test_a_long_record_is_decoded_and_handed_out_with_the_garbage_collector_paus
     from chatetl.readers import splitter
     from chatetl.readers.values import ValueSplitter
 
-    monkeypatch.setattr(splitter, "BIG_VALUE", 1000)
-    import chatetl.readers.values as values
-
-    monkeypatch.setattr(values, "BIG_VALUE", 1000)
+    monkeypatch.setattr(splitter, "BIG_VALUE", 1000)  # (ValueSplitter hands out through ArraySplitter's _hand_out)
     decoded_with: list[bool] = []
     real_loads = splitter.orjson.loads
     monkeypatch.setattr(splitter.orjson, "loads", lambda raw: (decoded_with.append(gc.isenabled()), real_loads(raw))[1])
