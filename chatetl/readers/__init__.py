@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from chatetl.model import Conversation
-from chatetl.readers.archive import DAMAGED_MEMBER, damage_reason, expand, expand_folder
+from chatetl.readers.archive import expand, expand_folder, until_damaged
 from chatetl.readers.detect import SIDECARS, Format, Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.report import ReadError, ReadReport
@@ -68,13 +68,7 @@ def _read_leaves(leaves: Iterable[tuple[Entry, Format, Layout | None]], report: 
             continue
         report.files += 1
         report.formats[fmt.value] += 1
-        read = 0
-        try:
-            for conv in reader(leaf, layout, report):
-                read += 1
-                yield conv
-        except DAMAGED_MEMBER as exc:  # a damaged zip member: what came before it stands, the rest goes on
-            report.error(leaf.name, f"after {read} conversation(s)", damage_reason(exc))
+        yield from until_damaged(reader(leaf, layout, report), leaf.name, report)
 
 
 def read_entry(entry: Entry, report: ReadReport) -> Iterator[Conversation]:

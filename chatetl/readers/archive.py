@@ -39,7 +39,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from chatetl.readers import claude_ai_manifest, limits
 from chatetl.readers.counting_stream import CountingStream
@@ -50,6 +50,9 @@ from chatetl.readers.entry import Entry, ZipMember
 from chatetl.readers.limits import size_text
 from chatetl.readers.member_stream import open_member
 from chatetl.readers.report import ReadReport
+
+if TYPE_CHECKING:
+    from chatetl.model import Conversation
 
 MAX_ZIP_DEPTH = 3
 MAX_MEMBER_BYTES = 8 * 1024**3  # 8 GiB unpacked: far past any real export file, far below a bomb
@@ -224,6 +227,19 @@ class _local_copy:
     def __exit__(self, *exc: object) -> None:
         if self.tmp:
             os.unlink(self.tmp)
+
+
+def until_damaged(conversations: Iterable[Conversation], name: str, report: ReadReport) -> Iterator[Conversation]:
+    """The conversations of the file `name` as they come; a damaged zip member (or the inflate cap) ends
+    them where it broke: what came before stands, the damage is reported after it, the rest of the upload
+    goes on."""
+    read = 0
+    try:
+        for conv in conversations:
+            read += 1
+            yield conv
+    except DAMAGED_MEMBER as exc:
+        report.error(name, f"after {read} conversation(s)", damage_reason(exc))
 
 
 def damage_reason(exc: BaseException) -> str:

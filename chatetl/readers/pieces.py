@@ -51,7 +51,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 
 from chatetl.model import Conversation
-from chatetl.readers.archive import DAMAGED_MEMBER, damage_reason
+from chatetl.readers.archive import until_damaged
 from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.detect import Format
 from chatetl.readers.entry import Entry
@@ -300,13 +300,8 @@ def convert_piece(
                 result.records = splitter.records
 
     convert = CONVERTERS[Format(fmt)](name, report)
-    read = 0
-    try:
-        for conv in convert_records(Entry(name=name, opener=no_open), records(), report, convert):
-            add(conv)
-            read += 1
-    except DAMAGED_MEMBER as exc:  # (chatetl.readers._read_leaves's words)
-        report.error(name, f"after {read} conversation(s)", damage_reason(exc))
+    for conv in until_damaged(convert_records(Entry(name=name, opener=no_open), records(), report, convert), name, report):
+        add(conv)
     if isinstance(rows, IpcRows | ParquetRows):
         rows.close()
         result.files = rows.paths
