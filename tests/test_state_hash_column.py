@@ -19,6 +19,7 @@ from chatetl.model import computed_state_hash, state_hash, state_version
 from chatetl.readers import read_path
 from chatetl.readers.report import ReadReport
 from chatetl.samples import sample_uploads
+from chatetl import tables
 from chatetl.tables import TableWriter, iter_conversations, read_rows, table_states
 
 
@@ -107,18 +108,26 @@ def test_a_changed_or_copied_conversation_does_not_keep_the_stored_hash(tmp_path
     assert state_hash(shorter) == computed_state_hash(shorter)
 
 
+@pytest.mark.parametrize("read_back_rows", [None, 5])
 @pytest.mark.parametrize("batch_messages", [7, 40])
-def test_selected_rows_read_the_same_conversations(tmp_path, batch_messages):
+def test_selected_rows_read_the_same_conversations(tmp_path, batch_messages, read_back_rows, monkeypatch):
     convs = _corpus(tmp_path)
     # small row groups: conversations cut across them; larger ones: several conversations in each, read together
     paths = _write(convs, tmp_path / "t", batch_messages=batch_messages)
     assert pq.ParquetFile(paths[1]).num_row_groups > 5
+    if read_back_rows is not None:  # neighbours read back a few rows at a time (some conversations have more)
+        assert max(len(c.messages) for c in convs) > read_back_rows
+        monkeypatch.setattr(tables, "READ_BACK_ROWS", read_back_rows)
+    built: list[int] = []  # the rows built at a time: a run of neighbours, or one conversation of more
+    keyed_messages = tables._keyed_messages
+    monkeypatch.setattr(tables, "_keyed_messages", lambda parts: keyed_messages([p for p in parts if not built.append(p.num_rows)]))
     everything = list(iter_conversations(*paths))
     for rows in ([], [0], [len(convs) - 1], list(range(0, len(convs), 3)), [5, 2, 2, 9], list(range(len(convs))),
                  list(range(1, len(convs), 2)), [i for i in range(len(convs)) if i % 5 != 2]):
         picked = list(iter_conversations(*paths, rows=rows))
         assert picked == [everything[i] for i in sorted(set(rows))]
         assert [state_hash(c) for c, _ in picked] == [state_hash(everything[i][0]) for i in sorted(set(rows))]
+    assert max(built) <= max(tables.READ_BACK_ROWS, *(len(c.messages) for c in convs))
 
 
 def test_table_states_are_the_states_of_the_conversations(tmp_path):
