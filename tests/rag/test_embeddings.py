@@ -13,11 +13,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tokenizers import Tokenizer
 from export_inputs import chat, sample_conversations
 
 from chatetl.layout import document_keys
 from chatetl.rag.chunking import ChunkOptions, chunk_document, text_sha256
 from chatetl.rag.documents import build_document
+from chatetl.rag import embeddings
 from chatetl.rag.embeddings import (
     BUILTIN_DIMENSIONS,
     BUILTIN_MODEL,
@@ -94,6 +96,71 @@ def test_vectors_are_float32_deterministic_and_checked():
     mixed = as_embedder(lambda texts: [[1.0] * len(t) for t in texts])
     with pytest.raises(ValueError, match="dimensions"):
         mixed(["ab", "abc"])
+
+
+def _vectors_as_before(texts: list[str]) -> list[list[float]]:
+    """The built-in model's vectors as chatetl made them before it normalized the texts itself: wordllama's own
+    tokenizer (its normalizer, `encode_batch` with offsets), each text's token embeddings averaged, normalized."""
+    import numpy as np
+
+    model = embeddings._wordllama()
+    tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
+    tokenizer.no_padding()
+    table = model.embedding
+    out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
+    for i, encoding in enumerate(tokenizer.encode_batch(texts, add_special_tokens=False)):
+        if encoding.ids:
+            ids = np.clip(np.asarray(encoding.ids, dtype=np.int64), 0, table.shape[0] - 1)
+            out[i] = table[ids].sum(axis=0, dtype=np.float32) / np.float32(len(ids))
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (out / norms).astype(np.float32).tolist()
+
+
+AWKWARD_TEXTS = [
+    "", " ", "   ", "a", "  leading spaces", "trailing spaces   ", "two  spaces   three    four", "tab\tand\nnewline\r\n",
+    "    def f(x):\n        return {'a': [1, 2]}  # indented code\n", "\u2581already\u2581marked \u2581 text\u2581",
+    "emoji \U0001f389\U0001f680 and math \u2211 and \u4e2d\u6587 and \u00e9\u0301 combining", "ideographic\u3000space and nbsp\u00a0here",
+    "x" * 3000, "word " * 700, "\u0000 nul and \ufeff bom",
+]
+
+
+def _generated_texts(n: int) -> list[str]:
+    """Texts of words, numbers, punctuation, code and runs of spaces, tabs and newlines, 0-2,000 characters."""
+    import random
+
+    rng = random.Random(11)
+    words = ["the", "train", "Zagreb", "naïve", "résumé", "def", "return", "{x: [1, 2]}", "3.14", "—", "😀", "東京", "–", "can't",
+             "self.value", "#", "**bold**", "`code`", "https://example.org/a?b=c", "Ünïcödé", "\u2581", "x" * 40]
+    gaps = [" ", " ", " ", "  ", "   ", "\n", "\n\n", "\t", " \n    ", ""]
+    out = []
+    for _ in range(n):
+        parts: list[str] = []
+        size = rng.randrange(0, 2000)
+        while sum(map(len, parts)) < size:
+            parts += [rng.choice(words), rng.choice(gaps)]
+        out.append("".join(parts)[:size])
+    return out
+
+
+@pytest.mark.parametrize("own_normalizer", [False, True])
+def test_the_builtin_vectors_are_the_ones_made_before(monkeypatch, own_normalizer):
+    """Normalizing the texts here and reading the ids without offsets (chatetl.rag.embeddings._builtin_tokenizer)
+    gives the vectors wordllama's own tokenizer gave, bit for bit: on awkward texts and on the chunks of generated
+    chats; and where the tokenizer's normalizer is not the one taken over, it normalizes itself, with the same
+    vectors."""
+    if own_normalizer:  # a normalizer this module does not know: left to the tokenizer
+        monkeypatch.setattr(embeddings, "_LLAMA_NORMALIZER", {"type": "Lowercase"})
+    embeddings._builtin_tokenizer.cache_clear()
+    monkeypatch.setattr(embeddings, "_builtin_tokenizer", embeddings._builtin_tokenizer)
+    try:
+        assert (embeddings._builtin_tokenizer()[1] is None) is own_normalizer
+        chunks = [c.text for conv in sample_conversations() for c in chunk_document(build_document(conv), ChunkOptions(max_chars=60, overlap_chars=10))]
+        texts = AWKWARD_TEXTS + chunks + _generated_texts(300)
+        assert len(chunks) > 10
+        assert builtin_embedder()(texts) == _vectors_as_before(texts)
+    finally:
+        embeddings._builtin_tokenizer.cache_clear()
 
 
 def vectors_by_length(texts: list[str]) -> list[list[float]]:
