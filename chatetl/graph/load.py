@@ -112,6 +112,10 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCH_MESSAGES = 5000
 DEFAULT_STAGE_MESSAGES = 5000  # a conversation of more messages is written in steps of this many (chatetl.graph.staging)
 DEFAULT_SWAP_MESSAGES = 20000  # ... and swapped in this many per transaction (labels and links only: ~3.5 KB a message)
+# A batch that replaces stored states writes the conversations it changes in transactions of about this many messages:
+# the old messages' deletion grows the transaction's cost faster than its size (the 10% resync from the tables of
+# bench/graph_load.py, 200 conversations replaced: 1.77-2.43 s in transactions of 5,000 messages, 1.11-1.24 s of 1,000)
+REPLACE_MESSAGES = 1000
 FAILURES_LISTED = 100  # LoadSummary.failures keeps the first 100 (conversations_failed counts them all)
 STAGE_ATTEMPTS = 3  # a stage discarded by a concurrent load (found at the swap, or by a step) is staged again this many times at most
 
@@ -584,6 +588,35 @@ def _nothing_to_write(convs: list[Conversation], rows: list[dict[str, Any]], sto
     return summary
 
 
+def _write_in_parts(writer: _Writer, session: Any, batch: list[Conversation], rows: list[dict[str, Any]],
+                    stored: dict[str, dict[str, Any]]) -> LoadSummary:
+    """A batch that meets stored states: its conversations that write nothing (unchanged or older states bringing no
+    new source: `_nothing_to_write`) counted, the others written in order, REPLACE_MESSAGES messages a transaction at
+    most (a conversation is never split)."""
+    total = LoadSummary()
+    part: list[int] = []
+    size = 0
+
+    def write() -> None:
+        nonlocal part, size
+        if part:
+            convs = [batch[i] for i in part]
+            total.add(writer.batch(session, convs, [rows[i] for i in part], {c.key: stored[c.key] for c in convs if c.key in stored}))
+        part, size = [], 0
+
+    for i, (conv, row) in enumerate(zip(batch, rows)):
+        quiet = _nothing_to_write([conv], [row], stored)
+        if quiet is not None:
+            total.add(quiet)
+            continue
+        if part and size + len(conv.messages) > REPLACE_MESSAGES:
+            write()
+        part.append(i)
+        size += len(conv.messages)
+    write()
+    return total
+
+
 def batches(conversations: Iterable[Conversation], max_messages: int = DEFAULT_BATCH_MESSAGES,
             stage_messages: int | None = None) -> Iterator[list[Conversation]]:
     """Batches bounded by message count (see chatetl.model.state_batches); with `stage_messages`, a conversation of
@@ -996,7 +1029,7 @@ def load_conversations(
                     finish()
                 else:
                     finish()  # states that replace others are written alone
-                    summary = writer.batch(session, batch, rows, stored)
+                    summary = _write_in_parts(writer, session, batch, rows, stored)
                 total.add(summary)
                 committed(batch)
             finish()

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from graph_inputs import generated, graph_dump, read, wipe, write_inputs
 
+from chatetl.graph import load as graph_load
 from chatetl.graph.load import load_conversations
 from chatetl.graph.properties import MOVED_OFF_MESSAGE as DOCUMENTED_MOVED
 
@@ -54,7 +55,7 @@ def _legacy():
 
 def _steps(tmp_path: Path) -> list[tuple[str, list, bool]]:
     every_source = [c for p in write_inputs(tmp_path).values() for c in read(p)]
-    v0, v1, v2 = generated(60, 8), generated(60, 8, version=1), generated(60, 8, version=2)
+    v0, v1, v2, v3 = (generated(60, 8, version=v) for v in range(4))
     newest = [v1[i] if i % 10 == 0 else c for i, c in enumerate(v0)]
     return [
         ("first load", v0 + every_source, False),
@@ -64,6 +65,8 @@ def _steps(tmp_path: Path) -> list[tuple[str, list, bool]]:
         ("unchanged rerun", newest + every_source, True),
         ("deep resync", [c for i, c in enumerate(v2) if i % 4 == 0], True),
         ("deep mode off for some", v2[::8], False),
+        # batches that mix states written and states that write nothing (older, or the same)
+        ("every conversation again, 1 in 5 newer", [v3[i] if i % 5 == 0 else c for i, c in enumerate(newest)] + every_source, True),
     ]
 
 
@@ -78,12 +81,15 @@ def _run(driver, load, steps) -> list[tuple[dict, dict]]:
     return out
 
 
-def test_the_new_path_writes_the_graph_the_old_one_wrote(clean_graph, tmp_path):
+def test_the_new_path_writes_the_graph_the_old_one_wrote(clean_graph, tmp_path, monkeypatch):
     steps = _steps(tmp_path)
     expected = _run(clean_graph, _legacy().load_conversations, steps)  # computed here by the old loader, never stored
     actual = _run(clean_graph, load_conversations, steps)
     # batches of new conversations on two sessions at once: the same summaries and the same graph at every step
     assert _run(clean_graph, functools.partial(load_conversations, parallel=True), steps) == actual
+    # the states that replace others written a few conversations a transaction (chatetl.graph.load._write_in_parts)
+    monkeypatch.setattr(graph_load, "REPLACE_MESSAGES", 20)
+    assert _run(clean_graph, load_conversations, steps) == actual
     assert set(MOVED_OFF_MESSAGE) == set(DOCUMENTED_MOVED)  # the list the README and properties.py document
     legacy_had: set[str] = set()
     for (name, _, _), (want_summary, want_full), (got_summary, got_full) in zip(steps, expected, actual):
@@ -97,6 +103,8 @@ def test_the_new_path_writes_the_graph_the_old_one_wrote(clean_graph, tmp_path):
     # the steps did what they say
     assert expected[1][0]["conversations_updated"] == 6 and expected[2][0]["conversations_skipped"] == 6
     assert expected[3][0]["traces_written"] > 0 and expected[6][0]["traces_removed"] > 0
+    assert expected[7][0]["conversations_updated"] == 12 and expected[7][0]["conversations_unchanged"] > 0
+    assert expected[7][0]["conversations_skipped"] > 0
     assert actual[-1][1] != actual[0][1]
     assert legacy_had == set(MOVED_OFF_MESSAGE)  # each moved property was on the old graph's Messages
 
