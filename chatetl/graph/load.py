@@ -932,7 +932,8 @@ def load_conversations(
     it shares a conversation with a batch not yet committed (an unchanged rerun of the 100k messages
     of bench/graph_load.py: median 0.19 s against 0.24 s reading each batch's in its turn, 8 alternating
     runs). A batch of which nothing
-    is written (unchanged or older states, no new source) opens no write transaction. A batch
+    is written (unchanged or older states, no new source) opens no write transaction; one that meets stored states
+    writes the conversations it changes REPLACE_MESSAGES messages a transaction (`_write_in_parts`). A batch
     made only of conversations that have no node yet, and sharing none with the batch in
     flight, is written on a second session in a thread (`parallel`, on by default: 1.65x one session
     on a quiet 2-core machine, bench/graph_load.py, 100k messages). A conversation another load
@@ -1028,8 +1029,11 @@ def load_conversations(
                     summary = writer.batch(session, batch, rows, stored)  # beside the one in flight
                     finish()
                 else:
-                    finish()  # states that replace others are written alone
-                    summary = _write_in_parts(writer, session, batch, rows, stored)
+                    finish()  # states that replace others are written alone (a batch of only new ones: parallel off)
+                    if stored:
+                        summary = _write_in_parts(writer, session, batch, rows, stored)
+                    else:
+                        summary = writer.batch(session, batch, rows, stored)
                 total.add(summary)
                 committed(batch)
             finish()
