@@ -8,7 +8,6 @@ conversation are contiguous, so later stages can stream them back grouped.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import tempfile
@@ -25,6 +24,7 @@ from typing import Any, Self
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from chatetl.gc_pause import gc_paused
 from chatetl.layout import table_key, table_prefix
 from chatetl.model import (
     HASHED_MESSAGE_FIELDS,
@@ -498,14 +498,9 @@ def _messages_of(part: pa.Table | pa.RecordBatch) -> list[Message]:
     they hold no cycles, and its passes over each part's new objects took about a third of the read-back's time
     (`iter_conversations` of the 100k messages of a bench/graph_load.py partition, median of 5: 2.3 s before the
     pause, 1.6-1.8 s with it)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _built_messages([part.column(name).to_pylist() if name != "created_at" else _utc_times(part.column(name))
                                 for name in _MESSAGE_BACK])
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _built_messages(columns: list[list[Any]]) -> list[Message]:

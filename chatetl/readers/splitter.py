@@ -38,16 +38,15 @@ this one rely on (the standard json encoder of `extra` gives up near 1,000).
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 from collections import Counter
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager
 from typing import Any, BinaryIO, Self
 
 import orjson
 
+from chatetl.gc_pause import gc_paused
 from chatetl.readers import limits
 from chatetl.readers.depthguard import MAX_JSON_DEPTH, NestingTooDeep
 from chatetl.readers.jsonstrings import ValueTooLong, string_end
@@ -102,23 +101,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 BIG_VALUE = 1024 * 1024  # a record at least this long is decoded and handed out with the garbage collector paused
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused (unless it was already): while a long record is decoded, and while
-    the caller makes the rows of it (splitters pause it while such a record is handed out). Neither makes
-    cycles, and the collector's passes over the millions of objects a long record becomes cost more than
-    the work itself: one 233 MB ChatGPT conversation, `chatetl normalize` median of 2, 21.2 s with the
-    collector on, 13.2 s with it off; its decode alone 0.7-0.8 s off, 2.6-8.1 s on."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def loads(raw: bytes | memoryview) -> Any:
