@@ -38,7 +38,7 @@ def cores() -> int:
 def resolve_workers(workers: int | None, input_bytes: int | None) -> int:
     """Processes converting records: `workers` when given (1: the one-process path), else automatic:
     with AUTO on, both cores for an input of at least AUTO_MIN_BYTES, else 1 (an input of unknown
-    size, s3:// inputs on the command line, too: the pool's start would outweigh a small one)."""
+    size too: the pool's start would outweigh a small one)."""
     if workers is not None:
         return max(1, int(workers))
     if not AUTO or input_bytes is None or input_bytes < AUTO_MIN_BYTES:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -22,12 +24,18 @@ from chatetl.cli.options import (
 )
 
 
-def _local_bytes(inputs: tuple[str, ...]) -> int | None:
-    """The size of the local inputs (None when one is in S3: not known before listing)."""
+def _input_bytes(inputs: tuple[str, ...]) -> int | None:
+    """The size of the inputs: local ones from the disk, s3:// ones listed (None when one cannot be)."""
     total = 0
     for item in inputs:
         if item.startswith("s3://"):
-            return None
+            from chatetl.cli.inputs import s3_bytes
+
+            size = s3_bytes(item)
+            if size is None:
+                return None
+            total += size
+            continue
         p = Path(item)
         if p.is_dir():
             total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
@@ -41,7 +49,7 @@ def _local_bytes(inputs: tuple[str, ...]) -> int | None:
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
 @click.option(
     "--workers", type=click.IntRange(min=1), default=None,
-    help="Processes converting records: this one and N-1 workers (chatetl.readers.parallel); 1: this one alone. Default: both cores for local inputs of 32 MB and more, else one (an s3:// input, whose size is not known, too).",
+    help="Processes converting records: this one and N-1 workers (chatetl.readers.parallel); 1: this one alone. Default: both cores for inputs of 32 MB and more (s3:// ones listed first; a zip there of 32 MB or more is copied to a temporary folder first), else one.",
 )
 @quiet_and_progress
 def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bool, progress: bool | None) -> None:
@@ -49,11 +57,11 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     (part-00000.parquet, part-00001.parquet ...); print a one-line JSON summary."""
     from chatetl.workers import resolve_workers, start_forkserver
 
-    n = resolve_workers(workers, _local_bytes(inputs))
+    n = resolve_workers(workers, None if workers else _input_bytes(inputs))
     if n > 1:
         start_forkserver()
     import chatetl.readers.lean_pyarrow  # noqa: F401  (before pyarrow: see the module's docstring)
-    from chatetl.cli.inputs import input_meter, iter_leaves
+    from chatetl.cli.inputs import input_meter, leaf_groups
     from chatetl.readers import ReadReport
     from chatetl.readers.parallel import read_into
     from chatetl.tables import TableWriter
@@ -62,9 +70,11 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     (out / "conversations").mkdir(parents=True, exist_ok=True)
     (out / "messages").mkdir(parents=True, exist_ok=True)
     meter = input_meter(inputs, progress, quiet, "normalize")
-    with TableWriter.in_parts(out / "conversations", out / "messages") as writer, meter:
+    copies = tempfile.TemporaryDirectory(prefix="chatetl-s3-copies-") if n > 1 and any(i.startswith("s3://") for i in inputs) else None
+    with copies or nullcontext(), TableWriter.in_parts(out / "conversations", out / "messages") as writer, meter:
         meter.count_with(lambda: writer.conversations)
-        read_into(writer, meter.leaves(iter_leaves(inputs, report)), report, n)
+        for group in leaf_groups(inputs, report, Path(copies.name) if copies else None):
+            read_into(writer, meter.leaves(group), report, n)
     report_errors(report.errors, quiet)
     summary = {"files": report.files, "conversations": writer.conversations, "messages": writer.messages, "errors": len(report.errors)}
     if report.skipped:

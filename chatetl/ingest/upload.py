@@ -17,9 +17,14 @@ from typing import Any
 from chatetl.layout import TABLES, quarantine_prefix, table_key, upload_id
 from chatetl.model import state_order
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.archive import expand
+from chatetl.readers.archive import copied_if_zip, expand
 from chatetl.readers.parallel import read_into
-from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
+from chatetl.storage import (
+    ObjectInfo,
+    ObjectStore,
+    put_bytes_if_changed,
+    put_if_changed,
+)
 from chatetl.tables import TableWriter, iter_conversations, read_rows
 from chatetl.workers import resolve_workers
 
@@ -54,8 +59,10 @@ def normalize_upload(
 
     `workers`: processes converting records (chatetl.readers.parallel); None: the automatic choice
     (chatetl.workers.resolve_workers: with AUTO on, as it is, both cores for an upload of at least
-    AUTO_MIN_BYTES, else this process alone). On more than one, an upload in S3 is first copied to
-    `workdir` (streamed), so its array files and zip members are read in pieces (chatetl.readers.pieces).
+    AUTO_MIN_BYTES, else this process alone). On more than one, a zip in S3 is first copied to `workdir`
+    (streamed), so its members are read whole on every core as a local zip's are (chatetl.cli.inputs.COPY_MIN_BYTES
+    says what that and the alternative measured); an array file is read from the stream, its records cut here and
+    converted on every core.
     Each process stays within the step's memory; the tables and the report are the same either way.
 
     `previous`: the state rows (conversation_key, updated_at) of the tables this upload's earlier
@@ -73,8 +80,8 @@ def normalize_upload(
                 for conv in read_entry(entry, report):
                     writer.add(conv, upload_key=info.key)
             else:
-                if entry.path is None:  # from a server: a local copy, read in pieces on every core (a zip is copied anyway)
-                    entry = Entry.from_path(store.download(info.key, Path(tmp, "upload")), name=entry.name)
+                if entry.path is None and copied_if_zip(entry, Path(tmp, "upload.zip")):  # from a server: see above
+                    entry = Entry.from_path(Path(tmp, "upload.zip"), name=entry.name)
                 read_into(writer, expand(entry, report), report, n, upload_key=info.key)
         result.conversations, result.messages = writer.conversations, writer.messages
         if previous:

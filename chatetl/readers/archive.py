@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from chatetl.readers import claude_ai_manifest, limits
 from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
-from chatetl.readers.detect import Format, Layout, detect, resembles
+from chatetl.readers.detect import ZIP_MAGIC, Format, Layout, detect, resembles
 from chatetl.readers.encodings import INVALID_SEQUENCE, utf8_entry, wide_encoding
 from chatetl.readers.entry import Entry, ZipMember
 from chatetl.readers.limits import size_text
@@ -202,6 +202,20 @@ def _with_manifest_check(leaves: Iterable[Leaf], present: list[str], report: Rea
             for part in claude_ai_manifest.missing_parts(claude_ai_manifest.read_parts(entry) or [], present):
                 report.warn(entry.name, "", f"missing from this upload: {part.name}, named by the Claude.ai manifest")
         yield leaf
+
+
+def copied_if_zip(entry: Entry, path: Path) -> bool:
+    """Whether the entry is a zip (by its first bytes); if so, it is copied (streamed) to `path`, so that its
+    members can be read on every core (chatetl.readers.parallel reads the members of a zip on local disk whole,
+    each by whichever process is free). Only its first bytes are read when it is not a zip."""
+    with entry.open() as src:
+        head = src.read(len(ZIP_MAGIC))
+        if head != ZIP_MAGIC:
+            return False
+        with open(path, "wb") as out:
+            out.write(head)
+            shutil.copyfileobj(src, out, 1024 * 1024)
+    return True
 
 
 class _local_copy:

@@ -12,8 +12,8 @@ of what two independent one-process runs reach side by side; in alternating runs
 ChatGPT-shaped file one process / the stream below / pieces took 4.10 / 3.51 / 3.25 s (the one
 process already keeps the second core partly busy with its Parquet thread).
 
-What is not read in pieces (the one big member of a zip, a nested zip's members, an s3:// input
-of the command line, a re-encoded file) is cut here: for an array file of a format with a
+What is not read in pieces (the one big member of a zip, a nested zip's members, an array file
+in S3, a re-encoded file) is cut here: for an array file of a format with a
 per-record conversion, this process cuts the records (`ArraySplitter(prove=False)`: an object
 record ends at the next place that opens like the first record, not decoded here) into tasks of
 TASK_BYTES. A task goes to a worker process while

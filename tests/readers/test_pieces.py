@@ -270,12 +270,13 @@ def test_a_members_inflated_bytes_count_against_the_cap(tmp_path):
     assert limits.current().max_inflated_bytes > seen["inflated"].read
 
 
-def test_an_upload_from_s3_is_read_in_pieces_on_two_cores(s3_store, tmp_path, monkeypatch):
-    """The normalize step of an upload on the real S3 server: on two cores the upload is copied to the
-    step's folder and read in pieces (a file's byte ranges, a zip's members); the same tables and
+def test_an_upload_from_s3_on_two_cores_streams_an_array_and_copies_a_zip(s3_store, tmp_path, monkeypatch):
+    """The normalize step of an upload on the real S3 server: on two cores an array file is read from
+    the stream (its records cut here, converted on both), a zip is copied to the step's folder and its
+    members read whole on both (chatetl.cli.inputs.COPY_MIN_BYTES says why); the same tables and
     quarantine as one process."""
     used = []
-    for name in ("read_pieces", "read_whole"):
+    for name in ("read_leaf", "read_pieces", "read_whole"):
         original = getattr(parallel._Pool, name)
         monkeypatch.setattr(parallel._Pool, name, lambda self, *a, _o=original, _n=name: (used.append(_n), _o(self, *a))[1])
     records = _chats(20)
@@ -295,8 +296,47 @@ def test_an_upload_from_s3_is_read_in_pieces_on_two_cores(s3_store, tmp_path, mo
                 assert pq.read_table(pa.BufferReader(s3_store.get_bytes(k))).equals(pq.read_table(pa.BufferReader(data)))
             else:
                 assert s3_store.get_bytes(k) == data
-    assert used == ["read_pieces"] + ["read_whole"] * 3
-    assert list(tmp_path.iterdir()) == [tmp_path / "tmp"]  # (the copies went with the step's folder)
+    assert used == ["read_leaf"] + ["read_whole"] * 3
+    assert list(tmp_path.iterdir()) == [tmp_path / "tmp"]  # (the copy went with the step's folder)
+
+
+def test_the_command_line_reads_s3_inputs_on_two_cores_as_one_process_does(s3_store, tmp_path, monkeypatch):
+    """`chatetl normalize s3://...` on the real S3 server: by default on two cores once the listed objects reach
+    AUTO_MIN_BYTES; a zip of COPY_MIN_BYTES or more is copied first and its members read whole on both processes,
+    an array file is read from the stream, a small zip is read as it was; the tables, the summary and the errors are
+    the one process's, in the same order, and no copy is left behind."""
+    from click.testing import CliRunner
+
+    from chatetl import workers
+    from chatetl.cli import inputs, main
+
+    monkeypatch.setattr(workers, "AUTO_MIN_BYTES", 10_000)
+    monkeypatch.setattr(workers, "AUTO", True)
+    records = _chats(20)
+    records.insert(9, {"title": "no mapping", "id": "bad-1"})
+    s3_store.put_bytes("in/a/conversations.json", json.dumps(records).encode())
+    s3_store.put_bytes("in/b/export.zip", zip_bytes({f"conversations-{i:03d}.json": _shard(i) for i in range(3)}))
+    s3_store.put_bytes("in/c/small.zip", zip_bytes({"conversations.json": json.dumps(_chats(1)).encode()}))
+    monkeypatch.setattr(inputs, "COPY_MIN_BYTES", s3_store.head("in/c/small.zip").size + 1)
+    assert s3_store.head("in/b/export.zip").size >= inputs.COPY_MIN_BYTES
+    used = []
+    for name in ("read_leaf", "read_pieces", "read_whole"):
+        original = getattr(parallel._Pool, name)
+        monkeypatch.setattr(parallel._Pool, name, lambda self, leaf, *a, _o=original, _n=name: (used.append((_n, leaf.name)), _o(self, leaf, *a))[1])
+    uri = f"s3://{s3_store.bucket}/in/"
+    results = {}
+    for n in ("1", None):
+        args = ["normalize", uri, "--out", str(tmp_path / f"out-{n}")] + (["--workers", n] if n else [])
+        results[n] = CliRunner().invoke(main, args)
+        assert results[n].exit_code == 1, results[n].output  # (the record without a mapping)
+    assert results[None].output == results["1"].output and '"errors": 4' in results["1"].output  # (one per shard, one in the array)
+    for table in ("conversations", "messages"):
+        one, two = (pq.read_table(tmp_path / f"out-{n}" / table) for n in ("1", None))
+        assert two.num_rows and two.equals(one)
+    zipped = f"s3://{s3_store.bucket}/in/b/export.zip!conversations-"
+    assert [(how, name[:len(zipped)] if name.startswith(zipped) else name) for how, name in used] == [("read_leaf", f"s3://{s3_store.bucket}/in/a/conversations.json")] + [
+        ("read_whole", zipped)] * 3 + [("read_leaf", f"s3://{s3_store.bucket}/in/c/small.zip!conversations.json")]
+    assert list((tmp_path / "tmp").iterdir()) == []  # the copy and its folder are gone
 
 
 def test_a_folder_of_small_files_is_read_a_file_a_piece(tmp_path):
