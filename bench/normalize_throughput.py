@@ -26,9 +26,15 @@ it) and each ChatGPT file's one-process rate without it; and (--one-conversation
 a file holding one conversation that long costs: one record, held whole while it is read.
 --profile N: the top N functions of the one-process normalize of the largest ChatGPT file up to
 200 MB by cumulative share of samples (py-spy, from the venv; the Parquet thread's own samples apart).
+--s3: the 200 MB ChatGPT file and the sharded zip read from the S3 server of the environment (deploy/local.env's
+local SeaweedFS unless set; `make services` starts it), put under a prefix of their own and removed after:
+`chatetl normalize s3://...` in one process and by default (two cores: the array file from the stream, the zip
+copied first: chatetl.cli.inputs.COPY_MIN_BYTES), and the normalize asset's step (chatetl.ingest.upload, its
+tables written under that prefix) with one and two workers; runs alternate, medians of --runs; the tables of each
+pair compared.
 
     .venv/bin/python bench/normalize_throughput.py [--sizes 20,200] [--runs 3] [--keep DIR] [--no-compare] [--profile 5]
-        [--one-conversation 200]
+        [--one-conversation 200] [--s3]
 """
 
 from __future__ import annotations
@@ -192,7 +198,13 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the top N of a py-spy profile")
     ap.add_argument("--one-conversation", type=int, default=200, metavar="MB",
                     help="also time a file holding one conversation of this many MB (0: skip)")
+    ap.add_argument("--s3", action="store_true", help="also read the 200 MB files from the environment's S3 server")
     args = ap.parse_args()
+    if args.s3:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "deploy"))
+        from local_env import ensure_local_env
+
+        ensure_local_env()  # (the local services' settings, as every bench that talks to them)
     byte_compile_chatetl()
     tmp = Path(tempfile.mkdtemp(prefix="chatetl-bench-"))
     work = args.keep or tmp
@@ -231,6 +243,8 @@ def main() -> None:
         start_up(work, tmp, args.runs, files, one_proc_seconds)
         if args.one_conversation:
             one_conversation(work, tmp, args.runs, args.one_conversation)
+        if args.s3:
+            from_s3(files, tmp, args.runs)
         print("targets: normalize >= 50 MB/s in 1 process, >= 100 MB/s and >= 0.75 x bare ijson on 2 cores (and "
               "faster than 1 process), peak RSS <= 128 MB per process")
         if args.profile:
@@ -260,6 +274,76 @@ def start_up(work: Path, tmp: Path, runs: int, files: list[tuple[str, Path, floa
                     if label.startswith("chatgpt ") and one_proc_seconds[label] > seconds["normalize 1 proc"])
     print(f"start-up (one-conversation file): normalize 1 proc {seconds['normalize 1 proc']:.2f} s, bare ijson "
           f"{seconds['bare ijson']:.2f} s; normalize 1 proc without its start-up: {net}", flush=True)
+
+
+STEP = """
+import sys, tempfile, time
+from chatetl.ingest.upload import normalize_upload
+from chatetl.settings import Settings
+from chatetl.storage import S3ObjectStore, s3_client
+store = S3ObjectStore(s3_client(Settings.from_env().s3_endpoint_url), sys.argv[1], sys.argv[2])
+info = store.head(sys.argv[3])
+with tempfile.TemporaryDirectory() as workdir:
+    normalize_upload(store, info, "2000-01-0" + sys.argv[4], workdir, workers=int(sys.argv[4]))
+"""
+STEP_TABLES = """
+import io, sys
+import pyarrow.parquet as pq
+from chatetl.settings import Settings
+from chatetl.storage import S3ObjectStore, s3_client
+store = S3ObjectStore(s3_client(Settings.from_env().s3_endpoint_url), sys.argv[1], sys.argv[2])
+keys = sorted(i.key for i in store.list("normalized/"))
+by_day = {d: [k for k in keys if f"date=2000-01-0{d}/" in k] for d in ("1", "2")}
+same = len(by_day["1"]) == len(by_day["2"]) == 2 and all(
+    pq.read_table(io.BytesIO(store.get_bytes(a))).equals(pq.read_table(io.BytesIO(store.get_bytes(b))))
+    for a, b in zip(by_day["1"], by_day["2"]))
+print("EQUAL" if same else "DIFFERENT")
+"""
+
+
+def from_s3(files: list[tuple[str, Path, float]], tmp: Path, runs: int) -> None:
+    """The 200 MB ChatGPT file and the sharded zip from the environment's S3 server (see the module's docstring)."""
+    import uuid
+
+    from chatetl.settings import Settings
+    from chatetl.storage import S3ObjectStore, s3_client
+
+    bucket = Settings.from_env().s3_bucket or "chatetl"
+    prefix = f"bench-normalize-{uuid.uuid4().hex[:8]}"
+    store = S3ObjectStore(s3_client(Settings.from_env().s3_endpoint_url), bucket, prefix)
+    chosen = [f for f in files if f[0] in ("chatgpt 200MB", "sharded zip 200MB")]
+    try:
+        for label, path, mb in chosen:
+            key = f"uploads/{path.name}"
+            store.put_file(key, path)
+            uri = store.uri(key)
+            out1, out2 = tmp / "s3-out1", tmp / "s3-out2"
+            cases = {
+                "normalize 1 proc": [PY, "-m", "chatetl.cli", "normalize", uri, "--out", str(out1), "--workers", "1"],
+                "normalize (default: 2 cores)": [PY, "-m", "chatetl.cli", "normalize", uri, "--out", str(out2)],
+                "asset step, 1 worker": [PY, "-c", STEP, bucket, prefix, key, "1"],
+                "asset step, 2 workers": [PY, "-c", STEP, bucket, prefix, key, "2"],
+            }
+            times: dict[str, list[float]] = {case: [] for case in cases}
+            for _ in range(runs):  # alternating, so the host's drift falls on every case alike
+                for case, cmd in cases.items():
+                    for out in (out1, out2):
+                        if str(out) in cmd:
+                            shutil.rmtree(out, ignore_errors=True)
+                    times[case].append(timed(cmd)[0])
+            rates = {case: mb / statistics.median(t) for case, t in times.items()}
+            same_cli = subprocess.run([PY, "-c", SAME_TABLES, str(tmp / "s3-out1"), str(tmp / "s3-out2")],
+                                      capture_output=True, text=True, check=True).stdout.strip()
+            same_step = subprocess.run([PY, "-c", STEP_TABLES, bucket, prefix], capture_output=True, text=True, check=True).stdout.strip()
+            print(f"from S3, {label}: " + ", ".join(f"{case} {rate:.1f} MB/s" for case, rate in rates.items())
+                  + f"; 2 cores / 1 proc: command {rates['normalize (default: 2 cores)'] / rates['normalize 1 proc']:.2f}, "
+                  f"asset step {rates['asset step, 2 workers'] / rates['asset step, 1 worker']:.2f}; tables: command {same_cli}, "
+                  f"step {same_step}", flush=True)
+            for info in list(store.list("normalized/")) + list(store.list("quarantine/")):
+                store.delete(info.key)
+    finally:
+        for info in list(store.list("")):
+            store.delete(info.key)
 
 
 def one_conversation(work: Path, tmp: Path, runs: int, mb: int) -> None:
