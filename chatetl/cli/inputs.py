@@ -94,11 +94,9 @@ def leaf_groups(inputs: tuple[str, ...], report: ReadReport, copy_to: Path | Non
     from chatetl.readers.archive import copied_if_zip, expand
     from chatetl.readers.parallel import path_leaves
 
-    copied = 0
-
     def items() -> Iterator[tuple[int, Path | Entry | None, tuple | None]]:
         """(n, the n-th zip's copy, its entry) for each zip copied, else (0, None, leaf)."""
-        nonlocal copied
+        copied = 0
         for item in inputs:
             if not item.startswith("s3://"):
                 yield from ((0, None, leaf) for leaf in path_leaves(Path(item), report))
