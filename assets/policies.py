@@ -5,6 +5,7 @@ from typing import Any
 
 from dagster import Backoff, Jitter, RetryPolicy, asset
 
+from assets import pool_slots
 from assets.partitions import daily_partitions, range_backfill_policy
 
 # Steps that talk to S3 or Neo4j retry transient failures with backoff (2 s, 4 s, 8 s, jittered).
@@ -15,6 +16,9 @@ NETWORK_RETRY = RetryPolicy(max_retries=3, delay=2, backoff=Backoff.EXPONENTIAL,
 # instance: `concurrency: pools: default_limit` in dagster.yaml (deploy/dagster.yaml sets 1),
 # or `dagster instance concurrency set neo4j 2`.
 NEO4J_POOL = "neo4j"
+# ... and a pool of one slot admits one step at a time: Dagster's slot claim is made atomic
+# in every process that loads these definitions (run workers claim the slots).
+pool_slots.install()
 
 # Tag a run (or a backfill, from the launch dialog) with this to normalize every upload
 # again even when its ledger says it is unchanged (as the `reprocess` run config does).

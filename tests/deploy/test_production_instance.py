@@ -12,14 +12,11 @@ deploy/dagster.yaml are seen at work.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from datetime import date, timedelta
@@ -27,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from postgres_server import free_port
 
 from chatetl.ingest.index import partition_of
 from chatetl.layout import NORMALIZED_PREFIX
@@ -46,45 +44,6 @@ BIN = Path(sys.executable).parent
 START_TIMEOUT = 150.0  # code server, webserver: imports of dagster and the project on 2 cores
 RUN_TIMEOUT = 300.0  # queue -> daemon -> run worker -> five steps
 STOP_TIMEOUT = 20.0
-
-
-def _load_postgres_helper():
-    spec = importlib.util.spec_from_file_location("chatetl_deploy_postgres", DEPLOY / "postgres.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def postgres():
-    """A throwaway PostgreSQL on a free loopback port (CHATETL_TEST_PG_PORT to choose one)."""
-    helper = _load_postgres_helper()
-    if helper.find_bindir() is None:
-        ok, why = helper.install()
-        if not ok:
-            if os.environ.get("CI"):  # .ci/run installs it: in CI this test must run
-                pytest.fail(f"PostgreSQL is missing in CI: {why}")
-            pytest.skip(f"PostgreSQL is not installed and cannot be installed here: {why}")
-    # under /tmp: as root the server runs as the postgres user, who must reach the folder
-    root = Path(tempfile.mkdtemp(prefix="chatetl-pg-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    port = int(os.environ.get("CHATETL_TEST_PG_PORT") or free_port())
-    server = helper.ThrowawayPostgres(root, port)
-    try:
-        server.start()
-    except Exception:
-        server.stop()
-        server.remove()
-        raise
-    yield server
-    stopped = server.stop()
-    server.remove()
-    assert stopped, "PostgreSQL did not stop"
 
 
 class Process:
