@@ -4,9 +4,10 @@ or without the bucket's Parquet), and the index rebuilt when the model's size ch
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from export_inputs import chat, sample_conversations
@@ -193,3 +194,47 @@ def test_a_model_of_another_size_rebuilds_the_vector_index(no_vector_index, tmp_
     assert _q(driver, "MATCH (c:Chunk) RETURN collect(DISTINCT c.embedding_model) AS m")[0]["m"] == ["tests:vectors_of_64"]
     hits = chunk_matches(driver, vector=vectors_of_64(["legroom dining car"])[0], limit=3, database=DB)
     assert len(hits) == 3
+
+
+def test_chunks_written_beside_the_next_groups_embedding_make_the_graph_written_in_turn(clean_graph, monkeypatch):
+    """`process_documents` writes a group's chunks on a thread while the next group is chunked and embedded
+    (`overlap`, the default): the graph and the counts are those of writing each group in its turn, with many
+    groups (a small CHUNK_WINDOW), Documents of more chunks than a window (written alone) between them, several
+    batches, a conversation's older state among the newer ones, and a rerun that changes one chat."""
+    import chatetl.rag.partition as partition
+
+    monkeypatch.setattr(partition, "CHUNK_WINDOW", 12)
+    monkeypatch.setattr(partition, "BATCH", 7)
+    driver = clean_graph
+    model = Counting()
+
+    def convs(version: int = 0) -> list:
+        out = []
+        for i in range(30):
+            steps = 40 if i % 9 == 4 else 1 + i % 5  # every ninth from the fifth: more chunks than a window
+            text = "\n\n".join(f"Chat {i} step {s}: the ferry to island {s} leaves at dawn and returns by dusk." for s in range(steps))
+            turns = [("user", f"Plan crossing {i}"), ("assistant", text)]
+            if version and i % 10 == 3:
+                turns += [("user", "And if the sea is rough?"), ("assistant", f"Then take bridge {i}.")]
+            updated = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=i + (100 if version and i % 10 == 3 else 0))
+            out.append(chat(turns, title=f"Crossing {i}", conversation_id=f"conv-{i}", updated=updated))
+        return out
+
+    first, second = convs(), convs(1)
+    older = first[13]  # an older state of a chat the second run changes, read among the newer ones
+
+    def run(overlap: bool) -> tuple[dict, list]:
+        wipe(driver, DB)
+        counts = []
+        for items in (first, [*second[:5], older, *second[5:]]):
+            load_conversations(driver, items, database=DB)
+            result = DocumentsResult()
+            process_documents(driver, items, result, database=DB, chunking=SMALL, embedder=model, overlap=overlap)
+            counts.append((result.documents, result.chunks, result.documents_in_graph, dataclasses.asdict(result.chunks_in_graph)))
+        return graph_dump(driver, DB), counts
+
+    in_turn, overlapped = run(overlap=False), run(overlap=True)
+    assert overlapped[1] == in_turn[1]
+    assert overlapped[0] == in_turn[0]
+    chunks = in_turn[1][0][3]
+    assert chunks["chunks"] > 8 * 12 and in_turn[1][1][3]["unchanged"] > 20  # many groups; the rerun kept most
