@@ -320,7 +320,13 @@ def state_hash(conv: Conversation) -> str:
 def source_fields_json(value: dict[str, Any]) -> str | None:
     """A dict of source fields as the tables hold it (`meta`, `extra`): JSON with sorted keys, what JSON cannot hold
     as its text (str()); None for an empty dict. Reading it back and writing it again gives the same text."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str) if value else None
+    return _SOURCE_FIELDS_ENCODER.encode(value) if value else None
+
+
+# json.dumps(value, sort_keys=True, ensure_ascii=False, default=str) builds this encoder on every call: one built once
+# writes the same text (json.dumps is `JSONEncoder(...).encode(value)`) in about 60% of the time (2.2 -> 1.4 us a call
+# for a message's one-field extra; one call per message and conversation at normalize time)
+_SOURCE_FIELDS_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
 
 def computed_state_hash(conv: Conversation) -> str:
