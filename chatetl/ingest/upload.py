@@ -19,12 +19,7 @@ from chatetl.model import state_order
 from chatetl.readers import Entry, ReadReport, read_entry
 from chatetl.readers.archive import copied_if_zip, expand
 from chatetl.readers.parallel import read_into
-from chatetl.storage import (
-    ObjectInfo,
-    ObjectStore,
-    put_bytes_if_changed,
-    put_if_changed,
-)
+from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
 from chatetl.tables import TableWriter, iter_conversations, read_rows
 from chatetl.workers import resolve_workers
 
