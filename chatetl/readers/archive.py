@@ -36,7 +36,6 @@ import re
 import shutil
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -48,7 +47,7 @@ from chatetl.readers.detect import ZIP_MAGIC, Format, Layout, detect, resembles
 from chatetl.readers.encodings import INVALID_SEQUENCE, utf8_entry, wide_encoding
 from chatetl.readers.entry import Entry, ZipMember
 from chatetl.readers.limits import size_text
-from chatetl.readers.member_stream import open_member
+from chatetl.readers.member_stream import INFLATE_ERRORS, open_member
 from chatetl.readers.report import ReadReport
 
 if TYPE_CHECKING:
@@ -58,7 +57,7 @@ MAX_ZIP_DEPTH = 3
 MAX_MEMBER_BYTES = 8 * 1024**3  # 8 GiB unpacked: far past any real export file, far below a bomb
 _JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 # what reading a damaged zip member raises (bad CRC, corrupt deflate stream, cut short)
-DAMAGED_MEMBER = (zipfile.BadZipFile, zlib.error, EOFError)
+DAMAGED_MEMBER = (zipfile.BadZipFile, *INFLATE_ERRORS, EOFError)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
