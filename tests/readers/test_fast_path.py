@@ -351,3 +351,46 @@ def test_a_long_record_is_decoded_and_handed_out_with_the_garbage_collector_paus
         assert not gc.isenabled()  # (left as the caller had it)
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("first", [{"uuid": "u-1", "name": "x"}, {"title": "t", "create_time": 1.0}, {"mapping": {}}])
+def test_possessive_openings_find_what_backtracking_ones_find(first):
+    """The splitter's learned opening and its any-object opening match one way only (possessive quantifiers, for
+    speed): on byte soup of their own pieces (whitespace, escapes, unclosed strings, look-alikes) they find the same
+    places as the same patterns with backtracking quantifiers."""
+    import random
+    import re
+
+    from chatetl.readers import splitter
+
+    s = ArraySplitter(io.BytesIO(b"[]"))
+    s._learn(first)
+    pairs = [(s._cand, re.compile(s._cand.pattern.replace(b"*+", b"*"), re.DOTALL)),
+             (splitter._ANY_NEXT_OBJECT, re.compile(splitter._ANY_NEXT_OBJECT.pattern.replace(b"*+", b"*")))]
+    assert all(b"*+" in fast.pattern and b"*+" not in slow.pattern for fast, slow in pairs)
+    rng = random.Random(11)
+    ws = [b"", b" ", b"\n  ", b"\t", b" \r\n"]
+    text = [b"a", b"\\\"", b"\\\\", b"\\", b'"', b"\xc3\xa9", b" ", b"}", b","]
+    keys = [json.dumps(k).encode() for k in first] + [b'"text"', b'"id"']
+
+    def opening() -> list[bytes]:  # a record's opening, as the file holds it: `}`, `,`, `{`, a key, a string, a key
+        string = b'"' + b"".join(rng.choice(text) for _ in range(rng.randint(0, 6))) + b'"'
+        parts = [b"}", b",", b"{", rng.choice(keys), b":", string, b",", rng.choice(keys), b":"]
+        return [p + rng.choice(ws) for p in parts]
+
+    pieces = [b"}", b",", b"{", b'"', b"\\", b":", b" ", b"]", *keys]
+    found = [0, 0]
+    for _ in range(3000):
+        tokens = opening() + opening()
+        for _ in range(rng.randint(0, 3)):  # mutated: a token dropped, doubled or replaced
+            i = rng.randrange(len(tokens))
+            tokens[i:i + 1] = rng.choice([[], [tokens[i], tokens[i]], [rng.choice(pieces)]])
+        soup = b"".join(tokens)
+        for i, (fast, slow) in enumerate(pairs):
+            spans = [m.span() for m in fast.finditer(soup)]
+            assert spans == [m.span() for m in slow.finditer(soup)], soup
+            found[i] += len(spans)
+    assert min(found) >= 100, found  # (the soup does hold places that open like records)
+    key, value = next(iter(first.items()))
+    record = json.dumps(first).encode()
+    assert s._cand.search(b"}, " + record) is not None and s._cand.search(b"},\n  " + record.replace(b": ", b" :\t")) is not None
