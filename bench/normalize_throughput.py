@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chatgpt_shaped import write_chatgpt_file, write_claude_file, write_one_conversation, write_sharded_zip
 
 PY = sys.executable
+# `members(path)`: the file, or a zip's conversations-* members opened by `opener` (zipfile's own: its zlib)
 _MEMBERS = (
     "import sys,zipfile\n"
     "def members(p):\n"
@@ -61,19 +62,20 @@ _MEMBERS = (
     "        yield open(p,'rb'); return\n"
     "    zf=zipfile.ZipFile(p)\n"
     "    for i in zf.infolist():\n"
-    "        if i.filename.startswith('conversations-'): yield zf.open(i)\n"
+    "        if i.filename.startswith('conversations-'): yield {opener}(i)\n"
 )
+_BARE_IJSON = "import ijson\nprint(sum(sum(1 for _ in ijson.items(f,'item',use_float=True)) for f in members(sys.argv[1])))"
 CASES = {
-    "bare ijson": _MEMBERS + "import ijson\nprint(sum(sum(1 for _ in ijson.items(f,'item',use_float=True)) for f in members(sys.argv[1])))",
-    "split+orjson": _MEMBERS + "from chatetl.readers.splitter import ArraySplitter\nprint(sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1])))",
+    "bare ijson": _MEMBERS.format(opener="zf.open") + _BARE_IJSON,
+    "split+orjson": _MEMBERS.format(opener="zf.open") + "from chatetl.readers.splitter import ArraySplitter\nprint(sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1])))",
     "normalize 1 proc": None,
     "normalize 2 cores": None,
     "2 x 1 proc at once": None,
 }
 # bare ijson over the zip's members inflated as normalize inflates them (ISA-L: chatetl.readers.member_stream), beside
 # the row's bare ijson (zipfile's own zlib): the zip's ceiling with normalize's inflater
-ISAL_IJSON = CASES["bare ijson"].replace("yield zf.open(i)", "yield open_member(zf,i)").replace(
-    "import sys,zipfile\n", "import sys,zipfile\nfrom chatetl.readers.member_stream import open_member\n")
+ISAL_IJSON = ("from chatetl.readers.member_stream import open_member\n"
+              + _MEMBERS.format(opener="(lambda i: open_member(zf,i))") + _BARE_IJSON)
 COMPARE = """
 import sys
 import pyarrow.parquet as pq
