@@ -241,9 +241,7 @@ def process_documents(
         settle()
     finally:
         if writes is not None:
-            for future in in_flight:  # (after an error here) the write in flight ends before the caller goes on
-                future.exception()
-            writes.shutdown()
+            writes.shutdown()  # (waits: after an error here, the write in flight ends before the caller goes on)
     return result
 
 
