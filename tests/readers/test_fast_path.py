@@ -393,3 +393,116 @@ def test_possessive_openings_find_what_backtracking_ones_find(first):
     assert min(found) >= 100, found  # (the soup does hold places that open like records)
     record = json.dumps(first).encode()
     assert s._cand.search(b"}, " + record) is not None and s._cand.search(b"},\n  " + record.replace(b": ", b" :\t")) is not None
+
+
+class _TokenByTokenSplitter(ArraySplitter):
+    """The exact scanner as it was before the run-to-the-next-bracket regex (frozen from 82e018a): one
+    Python step per token, a string or a bracket. Every record goes to it (no candidates)."""
+
+    def _object_by_candidates(self):
+        return None
+
+    def _exact_end(self):
+        import re
+
+        from chatetl.readers.depthguard import NestingTooDeep
+        from chatetl.readers.jsonstrings import ValueTooLong
+
+        first = self._at(0)
+        if first != b"{" and first != b"[":
+            return super()._exact_end()  # (strings and scalars: unchanged)
+        token = re.compile(rb'"[^"\\]{0,256}+"|[\[\]{}"]', re.DOTALL)
+        depth = 0
+        too_deep = None
+        rel = 0
+        while True:
+            read = True
+            for m in token.finditer(self.buf, self.start + rel):
+                c = self.buf[m.start()]
+                if c == 34:
+                    quote = m.start() - self.start
+                    if m.end() - m.start() == 1:
+                        rel, closed = self._follow_string(quote, "file ends inside a record")
+                        if not closed:
+                            return self._skip_rest(rel, depth, True, ValueTooLong(self.max_value, self.offset + quote))
+                        read = False
+                        break
+                    if m.end() - m.start() - 2 > self.max_value:
+                        return self._skip_rest(m.end() - self.start, depth, False, ValueTooLong(self.max_value, self.offset + quote))
+                    continue
+                if c in (91, 123):
+                    depth += 1
+                    if depth >= MAX_JSON_DEPTH and too_deep is None:
+                        too_deep = NestingTooDeep(MAX_JSON_DEPTH, self.consumed + m.start())
+                else:
+                    depth -= 1
+                    if depth == 0:
+                        return m.end() - self.start, too_deep
+            else:
+                rel = len(self.buf) - self.start
+            if read and not self._more():
+                raise SplitError("file ends inside a record")
+
+
+class _ExactSplitter(ArraySplitter):
+    """Today's exact scanner for every record (no candidates)."""
+
+    def _object_by_candidates(self):
+        return None
+
+
+def _split_all(cls, data: bytes, chunk: int, max_value: int) -> list:
+    split = cls(io.BytesIO(data), chunk=chunk, max_value=max_value)
+    out: list = []
+    try:
+        for item in split:
+            if isinstance(item, BadRecord):
+                out.append(("bad", split.offset, item.reason, item.raw))
+            else:
+                out.append(("ok", split.offset, bytes(item[0]), item[1], dict(getattr(item, "found", {}))))
+    except SplitError as exc:
+        out.append(("error", str(exc)))
+    return out
+
+
+def test_exact_scanner_ends_records_where_the_token_by_token_scanner_did():
+    """The exact scanner runs to the next bracket or long string in one regex match (for speed): on generated
+    arrays (nesting past the depth limit, strings long, short, escaped, unicode, over a small cap, split across
+    reads of any size, files cut short or damaged) it hands out the same records, bad records, places and
+    errors as the scanner that stepped through every token."""
+    import random
+
+    rng = random.Random(5)
+    texts = ["", "a", "é€😀", 'say "hi"', "back\\slash", "]}[{", "\n\t"]
+    texts += ["z" * n for n in (4, 5, 6, 39, 40, 41, 254, 255, 256, 257, 299, 300, 301)]  # at each cap and past it
+
+    def value(depth: int):
+        roll = rng.random()
+        if depth > 4 or roll < 0.3:
+            return rng.choice([rng.choice(texts), rng.randint(-5, 10**6), 1.5, True, None])
+        if roll < 0.65:
+            return {rng.choice(["a", "text", "}", "k\"q"]) + str(i): value(depth + 1) for i in range(rng.randint(0, 4))}
+        return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+
+    def record() -> bytes:
+        roll = rng.random()
+        if roll < 0.05:  # past the depth limit
+            n = rng.choice([MAX_JSON_DEPTH - 2, MAX_JSON_DEPTH - 1, 600])
+            return b'{"d": ' + b"[" * n + b"]" * n + b"}"
+        return json.dumps(value(0) if roll < 0.2 else {"id": rng.random(), "v": value(1)}, ensure_ascii=rng.random() < 0.5).encode()
+
+    cases = 0
+    for _ in range(300):
+        data = b"[" + b", ".join(record() for _ in range(rng.randint(1, 6))) + b"]"
+        roll = rng.random()
+        if roll < 0.15:
+            data = data[:rng.randrange(1, len(data))]  # cut short
+        elif roll < 0.3:
+            i = rng.randrange(1, len(data))
+            data = data[:i] + rng.choice([b'"', b"\\", b"{", b"]", b"x"]) + data[i:]  # damaged
+        chunk = rng.choice([1, 3, 17, 256, 4096])
+        max_value = rng.choice([5, 40, 255, 256, 300, 1 << 20])
+        got = _split_all(_ExactSplitter, data, chunk, max_value)
+        assert got == _split_all(_TokenByTokenSplitter, data, chunk, max_value), (data, chunk, max_value)
+        cases += len(got)
+    assert cases > 500
