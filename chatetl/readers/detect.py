@@ -16,7 +16,7 @@ from typing import Any
 import ijson
 
 from chatetl.readers import claude_ai_manifest
-from chatetl.readers.depthguard import DepthGuard, NestingTooDeep
+from chatetl.readers.depthguard import MAX_JSON_DEPTH, DepthGuard, NestingTooDeep
 from chatetl.readers.entry import Entry
 from chatetl.readers.splitter import without_constants, without_lone_surrogates
 
@@ -323,7 +323,11 @@ def _first_record_head(head: bytes, array: bool) -> Head:
     depth = 0
     last_key = None
     try:
-        for prefix, event, value in ijson.parse(DepthGuard(io.BytesIO(_readable(head))), buf_size=4096):
+        readable = _readable(head)
+        source = io.BytesIO(readable)
+        if readable.count(b"{") + readable.count(b"[") >= MAX_JSON_DEPTH:  # (fewer brackets cannot nest that deep)
+            source = DepthGuard(source)
+        for prefix, event, value in ijson.parse(source, buf_size=4096):
             if event in ("start_map", "start_array"):
                 depth += 1
             elif event in ("end_map", "end_array"):

@@ -197,3 +197,19 @@ def test_normalize_on_a_good_file_still_succeeds(tmp_path):
     result = _normalize(tmp_path, path)
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1])["conversations"] == 1
+
+
+def test_a_head_nested_past_the_limit_is_cut_there_and_a_shallower_one_read_whole():
+    """The head's depth guard runs only where the head holds as many brackets as the limit (for speed): a head
+    nested past it still stops at the limit, with the keys seen before; one a level short reads whole."""
+    from chatetl.readers.depthguard import MAX_JSON_DEPTH
+    from chatetl.readers.detect import _first_record_head
+
+    def head(levels: int) -> bytes:
+        return b'[{"title": "t", "mapping": ' + b'{"a": ' * levels + b"1" + b"}" * levels + b', "create_time": 1}]'
+
+    short = _first_record_head(head(MAX_JSON_DEPTH - 3), array=True)  # the array, the record and these: 511 levels
+    assert short.keys == {"title", "mapping", "create_time"} and short.scalars == {"title": "t"}
+    deep = _first_record_head(head(MAX_JSON_DEPTH), array=True)
+    assert deep.keys == {"title", "mapping"} and deep.scalars == {"title": "t"}  # (stopped inside `mapping`)
+    assert short.inner == deep.inner == {"mapping": {"a"}, "mapping.a": {"a"}, "mapping.a.a": {"a"}, "mapping.*": {"a"}}
