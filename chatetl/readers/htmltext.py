@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from html import unescape
 
 _SPACE = re.compile(r"[ \t\n\r\f]+")  # what HTML collapses (not a no-break space)
+# the runs _SPACE.sub(" ", ...) changes (all but a lone space, which it writes back as it was): the same text,
+# without a replacement per word (1.6x faster on bench/platforms/gemini.py's answers)
+_SPACE_RUN = re.compile(r" [ \t\n\r\f]+|[\t\n\r\f][ \t\n\r\f]*")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _SKIPPED = frozenset({"script", "style", "template", "noscript", "head", "title", "iframe", "object", "svg"})
 _PARAGRAPHS = frozenset(
@@ -61,7 +64,7 @@ def _inline_marks(markup: str) -> str:
     around them reaches the writer in one piece."""
     pieces = _PRE_BLOCK.split(markup) if "<pre" in markup or "<PRE" in markup else [markup]
     for i in range(0, len(pieces), 2):  # (the odd pieces are the code blocks)
-        piece = _SPACE.sub(" ", pieces[i])  # whitespace collapsed, as HTML shows it outside code blocks
+        piece = _SPACE_RUN.sub(" ", pieces[i])  # whitespace collapsed, as HTML shows it outside code blocks
         for pattern, mark in _INLINE_SUBS:
             piece = pattern.sub(mark, piece)
         pieces[i] = piece
@@ -349,7 +352,7 @@ class _TextWriter:
                 data = data.removeprefix("\n")
             self._write_lines(data)
             return
-        text = _SPACE.sub(" ", data) if "\n" in data or "  " in data or "\t" in data or "\r" in data or "\f" in data else data
+        text = _SPACE_RUN.sub(" ", data) if "\n" in data or "  " in data or "\t" in data or "\r" in data or "\f" in data else data
         if text.startswith(" ") and (self.col0 or self.breaks or not self.parts or self.parts[-1].endswith(" ")):
             text = text[1:]
         if not text:

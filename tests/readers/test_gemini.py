@@ -556,3 +556,22 @@ def test_broken_markup_never_raises_and_shows_its_text():
     assert html_to_text("<p>a < b and <!-- note --> c &gt; d<p>unclosed <strong>bold").text == "a < b and c > d\n\nunclosed **bold"
     assert html_to_text('<ol start="3"><li>three<li>four</ol><pre>x = 1</pre>').text == "3. three\n4. four\n\n```\nx = 1\n```"
     assert html_to_text("<div><table><tr><td>only</td></tr></table></div>").text == "| only |\n| --- |"
+
+
+def test_whitespace_runs_collapse_as_every_whitespace_did():
+    """The answers' whitespace collapses by its runs only (a lone space is left as it is, for speed): on generated
+    text of spaces, tabs, line ends, form feeds, no-break spaces and other characters HTML does not collapse, the
+    same text as collapsing every whitespace character."""
+    import random
+
+    from chatetl.readers import htmltext
+
+    rng = random.Random(3)
+    alphabet = [" ", " ", "\t", "\n", "\r", "\f", "\xa0", "\x0b", "\u2003", "a", "é", "<", ">"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(20_000)]
+    changed = 0
+    for text in texts:
+        collapsed = htmltext._SPACE_RUN.sub(" ", text)
+        assert collapsed == htmltext._SPACE.sub(" ", text), repr(text)
+        changed += collapsed != text
+    assert changed > 5_000  # (most of them had runs to collapse)
