@@ -213,3 +213,41 @@ def test_a_head_nested_past_the_limit_is_cut_there_and_a_shallower_one_read_whol
     deep = _first_record_head(head(MAX_JSON_DEPTH), array=True)
     assert deep.keys == {"title", "mapping"} and deep.scalars == {"title": "t"}  # (stopped inside `mapping`)
     assert short.inner == deep.inner == {"mapping": {"a"}, "mapping.a": {"a"}, "mapping.a.a": {"a"}, "mapping.*": {"a"}}
+
+
+def test_a_head_decoded_whole_shows_what_its_events_show(monkeypatch):
+    """A head that orjson decodes is walked from its value (for speed): on generated records (objects and arrays,
+    keys repeated across levels, more keys than the cap, lists of objects, scalars of every kind under the keys
+    that are read as scalars, scalars before an array's first record) it gives the Head the streaming walk gives."""
+    import random
+
+    from chatetl.readers import detect
+
+    rng = random.Random(8)
+    names = ["mapping", "message", "title", "name", "type", "schema", "header", "id", "content", "parts", "chat_messages", "a"]
+
+    def value(level: int):
+        roll = rng.random()
+        if level > 5 or roll < 0.35:
+            return rng.choice(["chat-export/1", "Gemini Apps", "x", 7, -1, 2.5, True, False, None, ""])
+        if roll < 0.75:
+            width = 70 if rng.random() < 0.05 else rng.randint(0, 5)  # (past the 64 keys a path keeps)
+            return {(rng.choice(names) if i < 12 else f"k{i}"): value(level + 1) for i in range(width)}
+        return [value(level + 1) for _ in range(rng.randint(0, 4))]
+
+    fast_taken = 0
+    real = detect._decoded_head
+    for _ in range(1500):
+        array = rng.random() < 0.5
+        record = {rng.choice(names): value(1) for _ in range(rng.randint(1, 6))}
+        doc = [*(rng.choice([1, "s", None]) for _ in range(rng.randint(0, 2))), record, value(1)] if array else record
+        head = json.dumps(doc).encode()
+        fast = detect._first_record_head(head, array=array)
+        fast_taken += real(__import__("orjson").loads(head), array) is not None
+        monkeypatch.setattr(detect, "_decoded_head", lambda value, array: None)
+        slow = detect._first_record_head(head, array=array)
+        monkeypatch.setattr(detect, "_decoded_head", real)
+        assert (fast.keys, fast.scalars, fast.inner) == (slow.keys, slow.scalars, slow.inner), head
+    assert fast_taken > 1000
+    # a repeated key: the last value, as the readers read it
+    assert detect._first_record_head(b'{"title": "a", "title": {"x": 1}, "m": {}}', array=False).inner == {"title": {"x"}}
