@@ -221,6 +221,8 @@ def test_a_head_decoded_whole_shows_what_its_events_show(monkeypatch):
     that are read as scalars, scalars before an array's first record) it gives the Head the streaming walk gives."""
     import random
 
+    import orjson
+
     from chatetl.readers import detect
 
     rng = random.Random(8)
@@ -243,7 +245,7 @@ def test_a_head_decoded_whole_shows_what_its_events_show(monkeypatch):
         doc = [*(rng.choice([1, "s", None]) for _ in range(rng.randint(0, 2))), record, value(1)] if array else record
         head = json.dumps(doc).encode()
         fast = detect._first_record_head(head, array=array)
-        fast_taken += real(__import__("orjson").loads(head), array) is not None
+        fast_taken += real(orjson.loads(head), array) is not None
         monkeypatch.setattr(detect, "_decoded_head", lambda value, array: None)
         slow = detect._first_record_head(head, array=array)
         monkeypatch.setattr(detect, "_decoded_head", real)
