@@ -22,6 +22,8 @@ deployment sets them like every other setting.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -50,11 +52,28 @@ class Limits:
 _VARIABLES = ("CHATETL_MAX_VALUE_BYTES", "CHATETL_MAX_INFLATED_BYTES", "CHATETL_MAX_INFLATE_RATIO")
 
 
+_GIVEN: Limits | None = None  # the limits of the process that handed this one its work (given_by)
+
+
 def current() -> Limits:
     """The limits of the environment, read now (each reader asks, for each file: a zip of thousands of small files
     asked for all the settings thousands of times, 5% of its normalize; now only these three are read, and parsed
-    once for each value they take)."""
+    once for each value they take); in a worker reading another process's files, that process's (`given_by`)."""
+    if _GIVEN is not None:
+        return _GIVEN
     return _parsed(*map(os.environ.get, _VARIABLES))
+
+
+@contextmanager
+def given_by(limits: Limits) -> Iterator[None]:
+    """`current()` is `limits` inside (a worker reads a batch of files under the limits of the process that
+    queued it, whose environment it may not share: chatetl.readers.pieces.convert_leaves)."""
+    global _GIVEN
+    before, _GIVEN = _GIVEN, limits
+    try:
+        yield
+    finally:
+        _GIVEN = before
 
 
 @lru_cache(maxsize=16)

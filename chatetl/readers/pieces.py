@@ -51,6 +51,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 
 from chatetl.model import Conversation
+from chatetl.readers import limits
 from chatetl.readers.archive import until_damaged
 from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.detect import Format
@@ -169,6 +170,9 @@ class PieceResult:
     files: tuple[str, str] | None = None
     parquet: bool = False  # files: a part for TableWriter.adopt (else IPC streams of `batches`)
     batches: list[tuple[int, int]] = field(default_factory=list)
+    read_files: int = 0  # a batch of leaves: the files read (ReadReport.files), by format
+    formats: dict[str, int] = field(default_factory=dict)
+    inflated_each: list[int] = field(default_factory=list)  # a batch of zip members: each one's bytes inflated
 
 
 class IpcRows:
@@ -309,10 +313,7 @@ def convert_piece(
             result.batches = rows.batches
         else:
             result.parquet = True
-    result.conversations, result.messages = report.conversations, report.messages
-    result.errors = [(e.file, e.where, e.reason, e.raw) for e in report.errors]
-    result.warnings = [(e.file, e.where, e.reason, e.raw) for e in report.warnings]
-    result.skipped, result.drift = dict(report.skipped), dict(report.drift)
+    _reported(result, report)
     return result
 
 
@@ -348,6 +349,89 @@ def convert_piece_to_files(fmt: str, source: str | tuple[str, int], name: str, s
         raise
 
 
+# ---- a batch of leaves (zip members read whole by their readers), in a worker or in this process ----
+
+
+@dataclass(frozen=True)
+class LeafSpec:
+    """A leaf another process reads with its reader: a member of a zip on local disk (its header offset:
+    names may repeat), as `expand` found it, its format and layout."""
+
+    name: str
+    zip_path: str
+    header_offset: int
+    size: int | None
+    fmt: str
+    layout: str | None
+
+
+def convert_leaves(leaves: list[LeafSpec], given: limits.Limits, rows: IpcRows | ParquetRows | Callable[[Conversation], None],
+                   add: Callable[[Conversation], Any] | None = None) -> PieceResult:
+    """The leaves, members of one zip, read in order as one process reads them (`_read_leaves`: each by its
+    reader, a damaged one reported in its place) into `rows`, under the limits `given` (those of the process
+    that queued them); each member's inflated bytes counted."""
+    with limits.given_by(given):
+        return _convert_leaves(leaves, rows, add)
+
+
+def _convert_leaves(leaves: list[LeafSpec], rows: IpcRows | ParquetRows | Callable[[Conversation], None],
+                    add: Callable[[Conversation], Any] | None) -> PieceResult:
+    from chatetl.readers import _read_leaves  # (the readers' registry imports this module's neighbours)
+    from chatetl.readers.detect import Layout
+
+    report = PieceReport()
+    result = PieceResult(inflated_each=[0] * len(leaves))
+    if add is None:
+        add = rows.add if isinstance(rows, IpcRows | ParquetRows) else rows
+    with zipfile.ZipFile(leaves[0].zip_path) as zf:
+        infos = {info.header_offset: info for info in zf.infolist()}
+
+        def opener(i: int, spec: LeafSpec) -> Callable[[], BinaryIO]:
+            def took(pos: int) -> None:
+                result.inflated_each[i] = max(result.inflated_each[i], pos)  # (opened again: counted once)
+
+            return lambda: CountingStream(open_member(zf, infos[spec.header_offset]), took)  # type: ignore[return-value]
+
+        entries = [(Entry(name=spec.name, opener=opener(i, spec), size=spec.size), Format(spec.fmt),
+                    Layout(spec.layout) if spec.layout is not None else None) for i, spec in enumerate(leaves)]
+        for conv in _read_leaves(entries, report):
+            add(conv)
+    if isinstance(rows, IpcRows | ParquetRows):
+        rows.close()
+        result.files = rows.paths
+        if isinstance(rows, IpcRows):
+            result.batches = rows.batches
+        else:
+            result.parquet = True
+    _reported(result, report)
+    result.read_files, result.formats = report.files, dict(report.formats)
+    result.inflated = sum(result.inflated_each)
+    return result
+
+
+def convert_leaves_to_files(leaves: list[LeafSpec], given: limits.Limits, target: tuple[str, ...], upload_key: str | None,
+                            batch_bytes: int, batch_messages: int, tick: Callable[[], None] | None = None) -> PieceResult:
+    """`convert_leaves` with its rows written to files (what a worker runs), as `convert_piece_to_files`."""
+    if target[0] == "parquet":
+        rows: IpcRows | ParquetRows = ParquetRows(target[1], target[2], upload_key, batch_bytes, batch_messages)
+    else:
+        rows = IpcRows(target[1], upload_key, batch_bytes, batch_messages)
+    add = rows.add if tick is None else lambda conv: (rows.add(conv), tick())
+    try:
+        return convert_leaves(leaves, given, rows, add)
+    except BaseException:
+        discard(PieceResult(files=rows.paths))
+        raise
+
+
+def _reported(result: PieceResult, report: ReadReport) -> None:
+    """What a piece's (or a batch's) report found, into its result."""
+    result.conversations, result.messages = report.conversations, report.messages
+    result.errors = [(e.file, e.where, e.reason, e.raw) for e in report.errors]
+    result.warnings = [(e.file, e.where, e.reason, e.raw) for e in report.warnings]
+    result.skipped, result.drift = dict(report.skipped), dict(report.drift)
+
+
 def no_open() -> Any:
     raise RuntimeError("a piece or a task reads records, not files")
 
@@ -362,5 +446,6 @@ def shift_place(where: str, base: int) -> str:
     return _RECORD_PLACE.sub(lambda m: f"{m.group(1) or ''}record {int(m.group(2)) + base}", where, count=1)
 
 
-__all__ = ["PIECE_BYTES", "IpcRows", "ParquetRows", "PieceResult", "Plan", "convert_piece", "convert_piece_to_files", "discard", "no_open", "opening",
+__all__ = ["PIECE_BYTES", "IpcRows", "LeafSpec", "ParquetRows", "PieceResult", "Plan", "convert_leaves", "convert_leaves_to_files", "convert_piece",
+           "convert_piece_to_files", "discard", "no_open", "opening",
            "plan", "read_rows", "shift_place"]

@@ -6,18 +6,20 @@ nested too deep, a file cut short, sharded zips, a damaged zip member, other for
 from __future__ import annotations
 
 import copy
+import io
 import json
+import zipfile
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from reader_inputs import damaged_zip
+from reader_inputs import damaged_zip, zip_bytes
 
 from chatetl import workers
 from chatetl.ingest.upload import normalize_upload
 from chatetl.readers import ReadReport, parallel, pieces, read_path
 from chatetl.readers.depthguard import MAX_JSON_DEPTH
-from chatetl.samples import chatgpt_conversations, chatgpt_export, claude_export
+from chatetl.samples import ai_studio, chatgpt_conversations, chatgpt_export, claude_export, le_chat
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter
 
@@ -367,3 +369,70 @@ def test_pool_pipes_are_widened_and_carry_tasks_larger_than_them():
         assert pool.submit(str.upper, big).result() == big.upper()
     expected = parallel.PIPE_BYTES if allowed >= parallel.PIPE_BYTES else 64 * 1024
     assert sizes == [expected, expected]
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_zip_of_many_small_files_is_read_in_batches_as_one_process_reads_it(tmp_path, monkeypatch, compression):
+    """The members of a zip that are no array of records (AI Studio prompt files, Le Chat chats, their attachments)
+    are read by the workers in batches (parallel.add_leaf): the tables, the report (errors in their places, skips,
+    drift, files by format) and the quarantined bytes are one process's, with ChatGPT shards between them, a prompt
+    file damaged past its head and, when deflated, a member whose bytes are corrupt past its head."""
+    monkeypatch.setattr(parallel, "LEAF_BATCH_BYTES", 9000)
+    monkeypatch.setattr(parallel, "PIECES", True)
+    files: dict[str, bytes] = {}
+    for copy_ in range(6):
+        for module in (ai_studio, le_chat):
+            with zipfile.ZipFile(io.BytesIO(module.sample()[1])) as zf:
+                for info in zf.infolist():
+                    folder, _, name = info.filename.rpartition("/")
+                    files[f"{folder}/{copy_}-{name}" if folder else f"{copy_}-{name}"] = zf.read(info)
+        if copy_ == 2:
+            with zipfile.ZipFile(io.BytesIO(chatgpt_export(shards=2))) as zf:
+                files.update({info.filename: zf.read(info) for info in zf.infolist()})
+    prompt = json.loads(files["Takeout/Drive/Google AI Studio/0-Budget for a Lisbon trip"])
+    prompt["chunkedPrompt"]["chunks"][0]["text"] = "y" * 70_000  # (past the 64 KB head detection reads)
+    big = json.dumps(prompt).encode()
+    files["Takeout/Drive/Google AI Studio/4-Cut short"] = big[: len(big) - 40]
+    files["Takeout/Drive/Google AI Studio/5-Corrupt"] = big
+    data = bytearray(zip_bytes(files, compression))
+    if compression == zipfile.ZIP_DEFLATED:  # a byte of the corrupt member's deflated stream, past its head
+        with zipfile.ZipFile(io.BytesIO(bytes(data))) as zf:
+            info = zf.getinfo("Takeout/Drive/Google AI Studio/5-Corrupt")
+        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+        data[start + info.compress_size - 20] ^= 0xFF
+    path = tmp_path / "takeout.zip"
+    path.write_bytes(bytes(data))
+    batched: list[str] = []
+    add_leaf = parallel._Pool.add_leaf
+    monkeypatch.setattr(parallel._Pool, "add_leaf", lambda pool, leaf, *rest: (batched.append(leaf.name), add_leaf(pool, leaf, *rest)))
+    convs, _, errors, summary, _ = _same(path, tmp_path)
+    assert len(batched) >= 24  # (every chat file but the shards: attachments are skipped before)
+    assert set(convs.column("source").to_pylist()) == {"ai-studio", "le-chat", "chatgpt"}
+    assert summary["formats"]["ai-studio"] >= 12 and summary["formats"]["le-chat"] >= 12
+    assert any("4-Cut short" in file for file, _, _, _ in errors)
+    if compression == zipfile.ZIP_DEFLATED:
+        assert any("5-Corrupt" in file for file, _, _, _ in errors)
+
+
+def test_batches_are_read_under_the_limits_of_the_process_that_queued_them(tmp_path, monkeypatch):
+    """A worker reads a batch of members under this process's limits, not its own environment's (the forkserver
+    the workers come from was started before the cap was set here): a string past a small cap refuses its file in
+    both, in the same words and place."""
+    monkeypatch.setattr(parallel, "LEAF_BATCH_BYTES", 3000)  # (about a member a batch: the workers take many)
+    files = {}
+    for copy_ in range(30):
+        with zipfile.ZipFile(io.BytesIO(ai_studio.sample()[1])) as zf:
+            for info in zf.infolist():
+                folder, _, name = info.filename.rpartition("/")
+                files[f"{folder}/{copy_}-{name}"] = zf.read(info)
+        prompt = json.loads(files[f"Takeout/Drive/Google AI Studio/{copy_}-Budget for a Lisbon trip"])
+        prompt["chunkedPrompt"]["chunks"][0]["text"] = "y" * 3000
+        files[f"Takeout/Drive/Google AI Studio/{copy_}-Budget for a Lisbon trip"] = json.dumps(prompt).encode()
+    path = tmp_path / "takeout.zip"
+    path.write_bytes(zip_bytes(files))
+    (tmp_path / "a").mkdir()
+    assert not _same(path, tmp_path / "a")[2]  # (the workers are started)
+    monkeypatch.setenv("CHATETL_MAX_VALUE_BYTES", "2500")
+    (tmp_path / "b").mkdir()
+    errors = _same(path, tmp_path / "b")[2]
+    assert len(errors) == 30 and all("Budget" in file and "a string longer than 2500 bytes" in reason for file, _, reason, _ in errors)
