@@ -306,14 +306,7 @@ def convert_piece(
     convert = CONVERTERS[Format(fmt)](name, report)
     for conv in until_damaged(convert_records(Entry(name=name, opener=no_open), records(), report, convert), name, report):
         add(conv)
-    if isinstance(rows, IpcRows | ParquetRows):
-        rows.close()
-        result.files = rows.paths
-        if isinstance(rows, IpcRows):
-            result.batches = rows.batches
-        else:
-            result.parquet = True
-    _reported(result, report)
+    _finished(result, report, rows)
     return result
 
 
@@ -337,13 +330,20 @@ def convert_piece_to_files(fmt: str, source: str | tuple[str, int], name: str, s
     """`convert_piece` with its rows written to files (what a worker runs): `target` is ("parquet",
     conversations path, messages path), a part for TableWriter.adopt, or ("ipc", prefix); `tick`
     runs after each conversation (the pool, when this process reads a piece, hands out the next)."""
+    return _to_files(target, upload_key, batch_bytes, batch_messages, tick,
+                     lambda rows, add: convert_piece(fmt, source, name, start, stop, max_value, rows, opening, add))
+
+
+def _to_files(target: tuple[str, ...], upload_key: str | None, batch_bytes: int, batch_messages: int,
+              tick: Callable[[], None] | None, convert: Callable[[IpcRows | ParquetRows, Callable[[Conversation], Any]], PieceResult]) -> PieceResult:
+    """`convert(rows, add)` with its rows written to `target`'s files, `tick` run after each conversation."""
     if target[0] == "parquet":
         rows: IpcRows | ParquetRows = ParquetRows(target[1], target[2], upload_key, batch_bytes, batch_messages)
     else:
         rows = IpcRows(target[1], upload_key, batch_bytes, batch_messages)
     add = rows.add if tick is None else lambda conv: (rows.add(conv), tick())
     try:
-        return convert_piece(fmt, source, name, start, stop, max_value, rows, opening, add)
+        return convert(rows, add)
     except BaseException:  # (an unreadable file, an interrupt): what it wrote is not left behind
         discard(PieceResult(files=rows.paths))
         raise
@@ -396,14 +396,7 @@ def _convert_leaves(leaves: list[LeafSpec], rows: IpcRows | ParquetRows | Callab
                     Layout(spec.layout) if spec.layout is not None else None) for i, spec in enumerate(leaves)]
         for conv in _read_leaves(entries, report):
             add(conv)
-    if isinstance(rows, IpcRows | ParquetRows):
-        rows.close()
-        result.files = rows.paths
-        if isinstance(rows, IpcRows):
-            result.batches = rows.batches
-        else:
-            result.parquet = True
-    _reported(result, report)
+    _finished(result, report, rows)
     result.read_files, result.formats = report.files, dict(report.formats)
     result.inflated = sum(result.inflated_each)
     return result
@@ -412,20 +405,18 @@ def _convert_leaves(leaves: list[LeafSpec], rows: IpcRows | ParquetRows | Callab
 def convert_leaves_to_files(leaves: list[LeafSpec], given: limits.Limits, target: tuple[str, ...], upload_key: str | None,
                             batch_bytes: int, batch_messages: int, tick: Callable[[], None] | None = None) -> PieceResult:
     """`convert_leaves` with its rows written to files (what a worker runs), as `convert_piece_to_files`."""
-    if target[0] == "parquet":
-        rows: IpcRows | ParquetRows = ParquetRows(target[1], target[2], upload_key, batch_bytes, batch_messages)
-    else:
-        rows = IpcRows(target[1], upload_key, batch_bytes, batch_messages)
-    add = rows.add if tick is None else lambda conv: (rows.add(conv), tick())
-    try:
-        return convert_leaves(leaves, given, rows, add)
-    except BaseException:
-        discard(PieceResult(files=rows.paths))
-        raise
+    return _to_files(target, upload_key, batch_bytes, batch_messages, tick, lambda rows, add: convert_leaves(leaves, given, rows, add))
 
 
-def _reported(result: PieceResult, report: ReadReport) -> None:
-    """What a piece's (or a batch's) report found, into its result."""
+def _finished(result: PieceResult, report: ReadReport, rows: IpcRows | ParquetRows | Callable[[Conversation], None]) -> None:
+    """A piece's (or a batch's) files closed, and what its report found, into its result."""
+    if isinstance(rows, IpcRows | ParquetRows):
+        rows.close()
+        result.files = rows.paths
+        if isinstance(rows, IpcRows):
+            result.batches = rows.batches
+        else:
+            result.parquet = True
     result.conversations, result.messages = report.conversations, report.messages
     result.errors = [(e.file, e.where, e.reason, e.raw) for e in report.errors]
     result.warnings = [(e.file, e.where, e.reason, e.raw) for e in report.warnings]
