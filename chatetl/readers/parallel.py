@@ -376,6 +376,7 @@ class _Pool:
                     pieces.discard(job.state)
             if self._tmp is not None:
                 self._tmp.cleanup()
+            pieces.close_zip()  # (the zip this process kept open for the batches it read)
 
     def read_leaf(self, leaf: Entry, fmt: Format) -> None:
         """One array file: records cut here, converted here and by the workers; its damage reported
