@@ -17,7 +17,7 @@ DeepSeek's or Grok's one file ...: each read whole by its own reader) go to the 
 about LEAF_BATCH_BYTES of them (`add_leaf`; chatetl.readers.pieces.convert_leaves runs
 `_read_leaves` on them there, under this process's limits), each batch one part, merged in order
 like a piece. Measured (bench/platforms, alternating, one process against two): a Drive Takeout of
-7,031 AI Studio files 5.6 -> 4.5-4.7 s, a Le Chat zip of 8,030 files 5.3-6.1 -> 4.2-4.4 s (the
+7,031 AI Studio files 5.6 -> 4.05-4.24 s, a Le Chat zip of 8,030 files 5.5-5.6 -> 3.7-4.2 s (the
 detection of each member, before it is batched, stays in this process).
 
 What is not read in pieces (the one big member of a zip, a nested zip's members, an array file
