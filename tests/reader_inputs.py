@@ -35,6 +35,14 @@ def zip_bytes(files: dict[str, bytes], compression: int = zipfile.ZIP_STORED) ->
     return buf.getvalue()
 
 
+def member_data_start(data: bytes | bytearray, info: zipfile.ZipInfo) -> int:
+    """Where `info`'s stored or deflated bytes start in the zip `data`: past its local header (30 bytes)
+    and the name and extra field that header gives the lengths of (its extra field may differ from the
+    central directory's)."""
+    header = data[info.header_offset:info.header_offset + 30]
+    return info.header_offset + 30 + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
+
+
 def damaged_zip() -> bytes:
     """conversations-000.json with a flipped byte (bad CRC), conversations-001.json intact."""
     bad = json.dumps([chatgpt_record("c-bad", "x" * 5000)]).encode()

@@ -11,6 +11,7 @@ import zipfile
 import zlib
 
 import pytest
+from reader_inputs import member_data_start
 
 from chatetl.readers import member_stream
 from chatetl.readers.member_stream import BLOCK, open_member
@@ -146,8 +147,7 @@ def test_a_corrupt_deflate_stream_is_a_damaged_member_and_the_other_members_read
     data = bytearray(buf.getvalue())
     with zipfile.ZipFile(io.BytesIO(bytes(data))) as zf:
         info = zf.getinfo("conversations-000.json")
-    header = data[info.header_offset:info.header_offset + 30]  # the local header: its name and extra field follow it
-    start = info.header_offset + 30 + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
+    start = member_data_start(data, info)
     for at in range(start + info.compress_size * 3 // 4, start + info.compress_size, 97):  # the deflate stream itself
         broken = bytearray(data)
         broken[at:at + 64] = b"\xff" * 64

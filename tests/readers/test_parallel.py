@@ -13,7 +13,7 @@ import zipfile
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from reader_inputs import damaged_zip, zip_bytes
+from reader_inputs import damaged_zip, member_data_start, zip_bytes
 
 from chatetl import workers
 from chatetl.ingest.upload import normalize_upload
@@ -398,8 +398,7 @@ def test_a_zip_of_many_small_files_is_read_in_batches_as_one_process_reads_it(tm
     if compression == zipfile.ZIP_DEFLATED:  # a byte of the corrupt member's deflated stream, past its head
         with zipfile.ZipFile(io.BytesIO(bytes(data))) as zf:
             info = zf.getinfo("Takeout/Drive/Google AI Studio/5-Corrupt")
-        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
-        data[start + info.compress_size - 20] ^= 0xFF
+        data[member_data_start(data, info) + info.compress_size - 20] ^= 0xFF
     path = tmp_path / "takeout.zip"
     path.write_bytes(bytes(data))
     batched: list[str] = []
