@@ -371,6 +371,16 @@ def test_pool_pipes_are_widened_and_carry_tasks_larger_than_them():
     assert sizes == [expected, expected]
 
 
+def _sample_members(module, copy_: int) -> dict[str, bytes]:
+    """The members of a platform sample's zip (chatetl.samples), each name prefixed with `copy_` in its folder."""
+    with zipfile.ZipFile(io.BytesIO(module.sample()[1])) as zf:
+        out = {}
+        for info in zf.infolist():
+            folder, _, name = info.filename.rpartition("/")
+            out[f"{folder}/{copy_}-{name}" if folder else f"{copy_}-{name}"] = zf.read(info)
+        return out
+
+
 @pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
 def test_a_zip_of_many_small_files_is_read_in_batches_as_one_process_reads_it(tmp_path, monkeypatch, compression):
     """The members of a zip that are no array of records (AI Studio prompt files, Le Chat chats, their attachments)
@@ -382,10 +392,7 @@ def test_a_zip_of_many_small_files_is_read_in_batches_as_one_process_reads_it(tm
     files: dict[str, bytes] = {}
     for copy_ in range(6):
         for module in (ai_studio, le_chat):
-            with zipfile.ZipFile(io.BytesIO(module.sample()[1])) as zf:
-                for info in zf.infolist():
-                    folder, _, name = info.filename.rpartition("/")
-                    files[f"{folder}/{copy_}-{name}" if folder else f"{copy_}-{name}"] = zf.read(info)
+            files.update(_sample_members(module, copy_))
         if copy_ == 2:
             with zipfile.ZipFile(io.BytesIO(chatgpt_export(shards=2))) as zf:
                 files.update({info.filename: zf.read(info) for info in zf.infolist()})
@@ -420,10 +427,7 @@ def test_batches_are_read_under_the_limits_of_the_process_that_queued_them(tmp_p
     monkeypatch.setattr(parallel, "LEAF_BATCH_BYTES", 3000)  # (about a member a batch: the workers take many)
     files = {}
     for copy_ in range(30):
-        with zipfile.ZipFile(io.BytesIO(ai_studio.sample()[1])) as zf:
-            for info in zf.infolist():
-                folder, _, name = info.filename.rpartition("/")
-                files[f"{folder}/{copy_}-{name}"] = zf.read(info)
+        files.update(_sample_members(ai_studio, copy_))
         prompt = json.loads(files[f"Takeout/Drive/Google AI Studio/{copy_}-Budget for a Lisbon trip"])
         prompt["chunkedPrompt"]["chunks"][0]["text"] = "y" * 3000
         files[f"Takeout/Drive/Google AI Studio/{copy_}-Budget for a Lisbon trip"] = json.dumps(prompt).encode()
