@@ -24,7 +24,9 @@ input: whether the 2-core tables equal the one process's (Table.equals, row orde
 DepthGuard, Table.from_pylist).
 chatetl's modules are byte-compiled first, as an install does (byte_compile_chatetl).
 Under the table: the start-up every case pays (`chatetl normalize` of a one-conversation file, beside bare ijson on
-it) and each ChatGPT file's one-process rate without it; and (--one-conversation MB, default 200, 0 to skip) what
+it) and each ChatGPT file's one-process rate without it; the floor of this design on 2 cores (`floor`: what any
+reader that decodes each record with orjson and writes these Parquet tables costs with no logic of its own, as a
+rate and as a ratio to bare ijson: where it is under 0.75, no Python-level change reaches that target); and (--one-conversation MB, default 200, 0 to skip) what
 a file holding one conversation that long costs: one record, held whole while it is read.
 --profile N: the top N functions of the one-process normalize of the largest ChatGPT file up to
 200 MB by cumulative share of samples (py-spy, from the venv; the Parquet thread's own samples apart).
@@ -144,6 +146,34 @@ print("EQUAL" if ok else "DIFFERENT")
 """
 
 
+# The floor of this design: CPU seconds of what any reader that decodes each record with orjson and writes these
+# tables pays whatever its own logic costs: the split+orjson pass over the records, and the Parquet writing of the
+# tables normalize wrote (read back, written again row group by row group with TableWriter's settings)
+_CPU = "import resource\ndef cpu():\n    r = resource.getrusage(resource.RUSAGE_SELF)\n    return r.ru_utime + r.ru_stime\n"
+SPLIT_CPU = (_CPU + "from chatetl.readers.member_stream import open_member\n"
+             + _MEMBERS.format(opener="(lambda i: open_member(zf,i))")
+             + "from chatetl.readers.splitter import ArraySplitter\nc = cpu()\n"
+               "n = sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1]))\nprint(cpu() - c)\n")
+WRITE_CPU = _CPU + """
+import sys
+from pathlib import Path
+import pyarrow.parquet as pq
+from chatetl.tables import _REPEATING
+groups = {t: [f.read_row_group(i) for p in sorted(Path(sys.argv[1], t).glob("*.parquet")) for f in [pq.ParquetFile(p)]
+              for i in range(f.num_row_groups)] for t in ("conversations", "messages")}
+c = cpu()
+for t, tables in groups.items():
+    with pq.ParquetWriter(sys.argv[2] + "/" + t + ".parquet", tables[0].schema, compression="zstd", use_dictionary=_REPEATING) as w:
+        for table in tables:
+            w.write_table(table)
+print(cpu() - c)
+"""
+
+
+def cpu_seconds(script: str, *args: str) -> float:
+    return float(subprocess.run([PY, "-c", script, *args], capture_output=True, text=True, check=True).stdout.split()[-1])
+
+
 def timed(cmd: list[str]) -> tuple[float, float, float]:
     """(seconds, peak RSS in MB of its largest process, the largest anonymous memory in MB of one) of one command in a
     fresh process."""
@@ -223,6 +253,7 @@ def main() -> None:
     try:
         files = inputs(work, [int(s) for s in args.sizes.split(",")])
         one_proc_seconds = {}
+        floors: dict[str, tuple[float, float, float, float]] = {}
         for label, path, mb in files:
             row = {}
             for case in CASES:
@@ -241,6 +272,9 @@ def main() -> None:
             same = subprocess.run([PY, "-c", SAME_TABLES, str(tmp / "out"), str(tmp / "out2")],
                                   capture_output=True, text=True, check=True).stdout.strip()
             print(f"{'':<18} 2 cores vs 1 process tables: {same}", flush=True)
+            with tempfile.TemporaryDirectory(dir=tmp) as again:
+                floors[label] = (mb, ijson_rate, statistics.median(cpu_seconds(SPLIT_CPU, str(path)) for _ in range(args.runs)),
+                                 statistics.median(cpu_seconds(WRITE_CPU, str(tmp / "out"), again) for _ in range(args.runs)))
             if path.suffix == ".zip":
                 seconds = statistics.median(timed([PY, "-c", ISAL_IJSON, str(path)])[0] for _ in range(args.runs))
                 print(f"{'':<18} bare ijson over the members inflated by ISA-L, as normalize inflates them: {mb / seconds:.1f} MB/s; "
@@ -252,7 +286,8 @@ def main() -> None:
                                          capture_output=True, text=True, check=True).stdout.strip()
                 print(f"{'':<18} fast path vs reference path tables: {verdict}", flush=True)
                 shutil.rmtree(ref, ignore_errors=True)
-        start_up(work, tmp, args.runs, files, one_proc_seconds)
+        start = start_up(work, tmp, args.runs, files, one_proc_seconds)
+        floor(floors, start)
         if args.one_conversation:
             one_conversation(work, tmp, args.runs, args.one_conversation)
         if args.s3:
@@ -266,7 +301,7 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def start_up(work: Path, tmp: Path, runs: int, files: list[tuple[str, Path, float]], one_proc_seconds: dict[str, float]) -> None:
+def start_up(work: Path, tmp: Path, runs: int, files: list[tuple[str, Path, float]], one_proc_seconds: dict[str, float]) -> float:
     """What every run above pays before its first record: `chatetl normalize` (one process) of a one-conversation
     ChatGPT file, beside bare ijson on it (Python and ijson's start-up), median of `runs`; and each ChatGPT file's
     one-process rate without that start-up (the 20 MB target's 0.4 s is about what the start-up alone takes)."""
@@ -286,6 +321,20 @@ def start_up(work: Path, tmp: Path, runs: int, files: list[tuple[str, Path, floa
                     if label.startswith("chatgpt ") and one_proc_seconds[label] > seconds["normalize 1 proc"])
     print(f"start-up (one-conversation file): normalize 1 proc {seconds['normalize 1 proc']:.2f} s, bare ijson "
           f"{seconds['bare ijson']:.2f} s; normalize 1 proc without its start-up: {net}", flush=True)
+    return seconds["normalize 1 proc"]
+
+
+def floor(floors: dict[str, tuple[float, float, float, float]], start: float) -> None:
+    """The fastest this design can go on 2 cores, whatever its readers do: the CPU seconds every such run pays
+    (split+orjson over the records, and writing the tables normalize wrote: SPLIT_CPU, WRITE_CPU, medians) shared
+    perfectly by both cores, after the start-up, with no reader logic, no Arrow conversion and no hashing at all;
+    beside it, that rate's ratio to bare ijson (the target: 0.75)."""
+    print("floor on 2 cores (split+orjson CPU + Parquet writing CPU, shared perfectly by both cores, + the start-up; "
+          "no reader logic at all):", flush=True)
+    for label, (mb, ijson_rate, split, write) in floors.items():
+        seconds = start + (split + write) / 2
+        print(f"{'':<18} {label}: {split:.2f} + {write:.2f} CPU s -> {seconds:.2f} s, {mb / seconds:.1f} MB/s, "
+              f"{mb / seconds / ijson_rate:.2f} x bare ijson", flush=True)
 
 
 STEP = """
