@@ -26,8 +26,9 @@ chatetl's modules are byte-compiled first, as an install does (byte_compile_chat
 Under the table: the start-up every case pays (`chatetl normalize` of a one-conversation file, beside bare ijson on
 it) and each ChatGPT file's one-process rate without it; the floor of this design on 2 cores (`floor`: what any
 reader that decodes each record with orjson and writes these Parquet tables costs with no logic of its own, as a
-rate and as a ratio to bare ijson: where it is under 0.75, no Python-level change reaches that target); and (--one-conversation MB, default 200, 0 to skip) what
-a file holding one conversation that long costs: one record, held whole while it is read.
+rate and as a ratio to bare ijson: where it is under 0.75, no change to the readers' Python reaches that target);
+and (--one-conversation MB, default 200, 0 to skip) what a file holding one conversation that long costs: one
+record, held whole while it is read.
 --profile N: the top N functions of the one-process normalize of the largest ChatGPT file up to
 200 MB by cumulative share of samples (py-spy, from the venv; the Parquet thread's own samples apart).
 --s3: the 200 MB ChatGPT file and the sharded zip read from the S3 server of the environment (deploy/local.env's
