@@ -9,6 +9,9 @@ know the property keys the loader reads before it first writes them). The loader
 raise no other warnings (deprecations included: subqueries use the `CALL (x) { ... }` form),
 a test holds it so.
 
+Every session is a GraphSession: the driver's own, but a managed transaction the server fails never touches
+the connection the driver has given back by then (which another session, in another thread, may be reading).
+
 `run_counted` runs one statement and reports the updates the server counted (what every
 load's `graph_updates` adds up); `write_measured` runs one write transaction and reports the
 memory the server held for it, and raises TransactionTooBig at once where the server refuses
@@ -64,13 +67,66 @@ def open_driver(uri: str | None = None, user: str | None = None, password: str |
     )
 
 
-def write_session(driver: Any, database: str | None = None) -> Any:
+def write_session(driver: Any, database: str | None = None) -> GraphSession:
     """A session for graph writes (any driver, however it was configured)."""
-    return driver.session(
+    return GraphSession(driver.session(
         database=database,
         notifications_min_severity=NOTIFICATIONS_MIN_SEVERITY,
         notifications_disabled_classifications=NOTIFICATIONS_DISABLED_CLASSIFICATIONS,
-    )
+    ))
+
+
+class GraphSession:
+    """A driver session whose managed transactions never touch a connection the driver has already given back.
+
+    The neo4j driver (6.4.1) gives a managed transaction's connection back to the pool as soon as the server fails
+    one of its statements (the session's transaction error handler; the server's transaction has ended: the driver
+    sends RESET). The transaction function's exception then closes the transaction, and its rollback still looks at
+    that connection (`defunct()`, a one-byte `recv` on its socket) although another session of the same driver, in
+    another thread, may be using it by then: the byte it takes is the first of that session's response, whose reader
+    then waits for a chunk that never comes until the socket's 120 s timeout (a load's reader thread and its second
+    session share the pool; tests/graph/test_resync.py's four concurrent loads stalled so, about one run in ten, and
+    a stalled load's writes outlived the test). So a transaction whose failure the driver has recorded is marked
+    closed before the exception leaves the function: its rollback is skipped, nothing else changes (the same
+    exception, the driver's retries of transient errors). Everything but `execute_read`/`execute_write` is the
+    driver's session itself."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def __enter__(self) -> GraphSession:
+        self._session.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._session.__exit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def execute_read(self, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return self._session.execute_read(_released_on_failure(work), *args, **kwargs)
+
+    def execute_write(self, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return self._session.execute_write(_released_on_failure(work), *args, **kwargs)
+
+
+def _released_on_failure(work: Callable[..., Any]) -> Callable[..., Any]:
+    """`work` as a transaction function that marks its transaction closed when it raises after the server failed it
+    (GraphSession); the unit of work's `metadata` and `timeout` (what the driver reads from the function) kept."""
+
+    def guarded(tx: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return work(tx, *args, **kwargs)
+        except BaseException:
+            if getattr(tx, "_last_error", None) is not None:  # the driver gave its connection back
+                tx._closed_flag = True
+            raise
+
+    for name in ("metadata", "timeout"):
+        if hasattr(work, name):
+            setattr(guarded, name, getattr(work, name))
+    return guarded
 
 
 class QuietList(list):  # type: ignore[type-arg]

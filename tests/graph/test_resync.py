@@ -377,6 +377,10 @@ def test_two_loads_writing_the_same_conversations_at_once_keep_the_newest(clean_
         t.start()
     for t in threads:
         t.join(120)
+    # every load ended (one still running would write on into the tests after this one: a failed transaction's
+    # rollback once probed a connection another load was reading, which then waited for its socket's 120 s timeout;
+    # chatetl.graph.connection.GraphSession, tests/graph/test_released_connection.py)
+    assert not any(t.is_alive() for t in threads)
     assert not errors
     both = graph_dump(clean_graph, DB)
     wipe(clean_graph, DB)
