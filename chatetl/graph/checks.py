@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chatetl.graph.connection import run_read
 from chatetl.ingest.checks import CheckReport
 from chatetl.storage import ObjectStore
 from chatetl.tables import partition_states
@@ -34,7 +35,7 @@ def check_graph_partition(store: ObjectStore, driver: Any, day: str, database: s
     report.counts["conversations"] = len(keys)
     report.counts["messages"] = sum(s.messages for s in states.values())
     for i in range(0, len(keys), batch):
-        records, _, _ = driver.execute_query(_GRAPH_STATES, {"keys": keys[i : i + batch]}, database_=database)
+        records = run_read(driver, database, _GRAPH_STATES, keys=keys[i : i + batch])
         for rec in records:
             mine = states[rec["key"]]
             if not rec["present"]:
