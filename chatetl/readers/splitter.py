@@ -59,13 +59,21 @@ _WS_RUN = re.compile(rb"[ \t\r\n]*")
 # the exact scanner's tokens: a short string without escapes, a bracket, or a quote opening any other
 # string, whose end string_end finds at memchr speed (a 64 MB string: 9 ms, where a regex took 1.2 s)
 _TOKEN = re.compile(rb'"[^"\\]{0,256}+"|[\[\]{}"]', re.DOTALL)
+
+
+def _run_to_token(max_value: int) -> re.Pattern[bytes]:
+    """The run with its short strings at most `max_value` bytes (_RUN: 256; a smaller cap: a string longer than
+    the cap stops the run at its quote, to be followed and refused; re caches the pattern)."""
+    return re.compile(rb'[^"\[\]{}]*+(?:"[^"\\]{0,%d}+"[^"\[\]{}]*+)*+' % max_value, re.DOTALL)
+
+
 # the exact scanner's run up to its next bracket, or to a quote opening any other string: everything
 # but brackets and quotes, and the short strings without escapes, in one C call (possessive: never
 # given back; unrolled, `other (string other)*`, which ran 7-10% faster than `(other|string)*`). The
 # brackets are what the scanner counts, one Python step each; a loop over every token (_TOKEN), one
 # step per string as well, took 1.4-1.9x the time (the single 200 MB conversation normalized in
 # 8.1 s, now 6.9 s). `{0,256}` as in _TOKEN, shorter under a smaller cap (_run_to_token).
-_RUN = re.compile(rb'[^"\[\]{}]*+(?:"[^"\\]{0,256}+"[^"\[\]{}]*+)*+', re.DOTALL)
+_RUN = _run_to_token(256)
 _SCALAR = re.compile(rb"[^,\]\s]+")
 
 
@@ -616,12 +624,6 @@ def nests_too_deep(value: Any, limit: int = MAX_JSON_DEPTH - 1) -> bool:
             if type(c) is dict or type(c) is list:
                 stack.append((c, d + 1))
     return False
-
-
-def _run_to_token(max_value: int) -> re.Pattern[bytes]:
-    """_RUN under a cap shorter than its short strings: a string longer than the cap stops the run
-    at its quote, to be followed and refused (re caches the pattern)."""
-    return re.compile(rb'[^"\[\]{}]*+(?:"[^"\\]{0,%d}+"[^"\[\]{}]*+)*+' % max_value, re.DOTALL)
 
 
 # before the first record is decoded: `}` then `,` then any object
