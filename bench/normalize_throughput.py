@@ -77,8 +77,8 @@ CASES = {
 }
 # bare ijson over the zip's members inflated as normalize inflates them (ISA-L: chatetl.readers.member_stream), beside
 # the row's bare ijson (zipfile's own zlib): the zip's ceiling with normalize's inflater
-ISAL_IJSON = ("from chatetl.readers.member_stream import open_member\n"
-              + _MEMBERS.format(opener="(lambda i: open_member(zf,i))") + _BARE_IJSON)
+_ISAL_MEMBERS = "from chatetl.readers.member_stream import open_member\n" + _MEMBERS.format(opener="(lambda i: open_member(zf,i))")
+ISAL_IJSON = _ISAL_MEMBERS + _BARE_IJSON
 COMPARE = """
 import sys
 import pyarrow.parquet as pq
@@ -149,24 +149,25 @@ print("EQUAL" if ok else "DIFFERENT")
 
 # The floor of this design: CPU seconds of what any reader that decodes each record with orjson and writes these
 # tables pays whatever its own logic costs: the split+orjson pass over the records, and the Parquet writing of the
-# tables normalize wrote (read back, written again row group by row group with TableWriter's settings)
+# tables normalize wrote (read back, written again by a TableWriter, a batch's row groups at a time)
 _CPU = "import resource\ndef cpu():\n    r = resource.getrusage(resource.RUSAGE_SELF)\n    return r.ru_utime + r.ru_stime\n"
-SPLIT_CPU = (_CPU + "from chatetl.readers.member_stream import open_member\n"
-             + _MEMBERS.format(opener="(lambda i: open_member(zf,i))")
+SPLIT_CPU = (_CPU + _ISAL_MEMBERS
              + "from chatetl.readers.splitter import ArraySplitter\nc = cpu()\n"
                "n = sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1]))\nprint(cpu() - c)\n")
 WRITE_CPU = _CPU + """
 import sys
 from pathlib import Path
 import pyarrow.parquet as pq
-from chatetl.tables import _REPEATING
-groups = {t: [f.read_row_group(i) for p in sorted(Path(sys.argv[1], t).glob("*.parquet")) for f in [pq.ParquetFile(p)]
-              for i in range(f.num_row_groups)] for t in ("conversations", "messages")}
+from chatetl.tables import TableWriter
+def groups(table):
+    return [f.read_row_group(i) for p in sorted(Path(sys.argv[1], table).glob("*.parquet")) for f in [pq.ParquetFile(p)]
+            for i in range(f.num_row_groups)]
+convs, msgs = groups("conversations"), groups("messages")
+assert len(convs) == len(msgs)  # (a batch: one row group of each)
 c = cpu()
-for t, tables in groups.items():
-    with pq.ParquetWriter(sys.argv[2] + "/" + t + ".parquet", tables[0].schema, compression="zstd", use_dictionary=_REPEATING) as w:
-        for table in tables:
-            w.write_table(table)
+with TableWriter(sys.argv[2] + "/c.parquet", sys.argv[2] + "/m.parquet") as w:
+    for pair in zip(convs, msgs):
+        w.write_tables(*pair)
 print(cpu() - c)
 """
 
