@@ -3,7 +3,7 @@
 Each class carries chatetl's built-in defaults; `for_settings(settings)` gives the subclass whose
 defaults are the deployment's environment (CHATETL_GRAPH_DEEP, CHATETL_RAG_INCLUDE_* /
 CHATETL_EXPORT_INCLUDE_* / CHATETL_INCLUDE_*, CHATETL_CHUNK_*, CHATETL_EXPORT_FORMATS,
-CHATETL_EXPORT_ZIP_FORMATS, read by chatetl.settings), and chatetl.definitions builds the assets
+CHATETL_EXPORT_ZIP_FORMATS, read by chatetl.settings), and assets.definitions builds the assets
 with those. The values convert to the library's own types (ContentOptions, ChunkOptions,
 ExportPlan), which the CLI uses too. Export formats are an enum: the launchpad offers the
 names and refuses an unknown one before the run starts.

@@ -11,7 +11,7 @@ Two kinds of settings:
   outside production an unset one falls back to `LOCAL_DEFAULTS`, the local services' values;
   in production (`CHATETL_ENV=production`, as deploy/ sets it) there are no laptop defaults:
   an unset one is None and `require` fails loudly instead of pointing at a laptop's services.
-  The Dagster resources take them as `EnvVar`s (chatetl.definitions).
+  The Dagster resources take them as `EnvVar`s (assets.definitions).
 - run defaults (deep mode, which internals go out, chunk sizes, export formats): the defaults
   of the assets' run config (assets/config.py) and of the CLI; a run may choose otherwise.
 

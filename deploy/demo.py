@@ -37,7 +37,7 @@ def main() -> int:
     # imported here, in the demo's environment: the definitions read their settings when they load
     from dagster import DagsterInstance
 
-    from chatetl.definitions import defs
+    from assets.definitions import defs
     from chatetl.samples import sample_uploads
 
     ensure_dagster_home(os.environ["DAGSTER_HOME"])  # dagster.yaml with the run and neo4j pool limits

@@ -96,9 +96,9 @@ def s3_definitions(s3_bucket, services, monkeypatch):
         monkeypatch.setenv("CHATETL_S3_PREFIX", "")
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        import chatetl.definitions
+        import assets.definitions
 
-        return chatetl.definitions.build_definitions()
+        return assets.definitions.build_definitions()
 
     return build
 

@@ -33,9 +33,9 @@ def at(day: str, hour: int = 10) -> float:
 def definitions(tmp_path, monkeypatch, services):
     monkeypatch.setenv("CHATETL_STORE", "local")
     monkeypatch.setenv("CHATETL_LOCAL_STORE_ROOT", str(tmp_path / "bucket"))
-    import chatetl.definitions
+    import assets.definitions
 
-    return chatetl.definitions.build_definitions()
+    return assets.definitions.build_definitions()
 
 
 def put(store, key: str, data: bytes, day: str):

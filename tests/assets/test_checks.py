@@ -153,10 +153,10 @@ def test_the_graph_check_follows_newest_wins(store, clean_graph):
 def test_a_failing_blocking_check_stops_the_graph(tmp_path, monkeypatch, services, clean_graph):
     monkeypatch.setenv("CHATETL_STORE", "local")
     monkeypatch.setenv("CHATETL_LOCAL_STORE_ROOT", str(tmp_path / "bucket"))
-    import chatetl.definitions
+    import assets.definitions
     from assets.ingest import normalized, raw_uploads
 
-    defs = chatetl.definitions.build_definitions()
+    defs = assets.definitions.build_definitions()
     graph = defs.resolve_assets_def("graph")
     store = defs.resources["object_store"].store
     info = store.put_bytes("raw/a.json", json.dumps(chatgpt_conversations()).encode())

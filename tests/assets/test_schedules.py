@@ -14,7 +14,7 @@ from resources.object_store import LocalObjectStoreResource
 
 
 def evaluate(resource, when: datetime):
-    from chatetl.definitions import defs
+    from assets.definitions import defs
 
     context = build_schedule_context(scheduled_execution_time=when, resources={"object_store": resource}, repository_def=defs.get_repository_def())
     return daily_schedule.evaluate_tick(context)

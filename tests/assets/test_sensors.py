@@ -30,9 +30,9 @@ def resource(definitions):
 
 def tick(resource, cursor: str | None, instance=None):
     """One evaluation of the sensor as the daemon runs it: (run requests, new cursor, skip message)."""
-    import chatetl.definitions
+    import assets.definitions
 
-    defs = chatetl.definitions.build_definitions()
+    defs = assets.definitions.build_definitions()
     # a context manager, as the daemon opens it: the S3 resource initializes its nested S3Resource
     with build_sensor_context(
         cursor=cursor, definitions=defs, resources={"object_store": resource}, sensor_name="upload_sensor", instance=instance

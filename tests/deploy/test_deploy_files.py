@@ -265,6 +265,22 @@ def test_code_location_command_names_the_real_definitions(compose):
     assert dockerfile_cmd() == command
 
 
+def test_installing_chatetl_installs_the_library_alone():
+    """site-packages gets `chatetl` and nothing else (no `assets`, no `resources`): the Dagster
+    layer is loaded from the source tree, where the image puts it on PYTHONPATH."""
+    from setuptools import find_namespace_packages  # what [tool.setuptools.packages.find] runs
+
+    find = pyproject()["tool"]["setuptools"]["packages"]["find"]
+    packages = find_namespace_packages(where=str(REPO), include=find["include"], exclude=find.get("exclude", ()))
+    assert "chatetl" in packages and "chatetl.readers" in packages
+    assert {name.split(".")[0] for name in packages} == {"chatetl"}
+    env = next(line for line in dockerfile_lines() if line.startswith("ENV "))
+    workdir = next(line.split()[1] for line in dockerfile_lines() if line.startswith("WORKDIR "))
+    assert f"PYTHONPATH={workdir}" in env.split()
+    for layer in ("assets", "resources"):
+        assert f"COPY {layer} ./{layer}" in dockerfile_lines()
+
+
 def test_dagster_processes_share_the_instance_and_workspace(compose, instance_yaml):
     services = compose["services"]
     home = services[CODE_LOCATION]["environment"]["DAGSTER_HOME"]
@@ -420,7 +436,7 @@ def test_instance_yaml_validates_against_dagsters_schema(tmp_path, monkeypatch, 
 
 
 def test_the_graph_assets_are_in_the_neo4j_pool():
-    from chatetl.definitions import defs
+    from assets.definitions import defs
 
     graph = defs.resolve_asset_graph()
     pools = {key.to_user_string(): graph.get(key).pools for key in graph.get_all_asset_keys()}
@@ -620,7 +636,7 @@ def compose_code_env(compose: dict) -> dict[str, str]:
 def test_the_same_definitions_choose_production_resources_from_the_environment(where, compose, helm, monkeypatch):
     from dagster import EnvVar
 
-    import chatetl.definitions as definitions
+    import assets.definitions as definitions
     from resources import Neo4jResource, S3ObjectStoreResource
 
     if where == "compose":

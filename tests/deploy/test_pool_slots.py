@@ -45,14 +45,14 @@ def event_log(postgres):
 def test_the_definitions_install_the_atomic_claim():
     from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 
-    import chatetl.definitions  # noqa: F401  (the code location's import, as a run worker does)
+    import assets.definitions  # noqa: F401  (the code location's import, as a run worker does)
     from assets.pool_slots import claim_free_slot
 
     assert SqlEventLogStorage._claim_concurrency_slot is claim_free_slot
 
 
 def test_claimers_racing_for_one_slot_never_hold_it_together(event_log):
-    import chatetl.definitions  # noqa: F401
+    import assets.definitions  # noqa: F401
 
     pool = "race"
     event_log[0].set_concurrency_slots(pool, 1)

@@ -182,7 +182,7 @@ def deployment(postgres, services, s3_bucket, tmp_path, monkeypatch):
     (home / "dagster.yaml").write_bytes((DEPLOY / "dagster.yaml").read_bytes())
     logs = tmp_path / "logs"
     logs.mkdir()
-    workdir = tmp_path / "app"  # like the image's WORKDIR: the project is imported as installed
+    workdir = tmp_path / "app"  # like the image's WORKDIR: nothing is imported from the current folder
     workdir.mkdir()
 
     settings = {
@@ -195,7 +195,8 @@ def deployment(postgres, services, s3_bucket, tmp_path, monkeypatch):
     }
     for key, value in settings.items():
         monkeypatch.setenv(key, value)  # for the DagsterInstance this test reads runs from
-    env = {**os.environ, **settings, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # the image's PYTHONPATH: the library is installed, the Dagster layer imported from the source tree
+    env = {**os.environ, **settings, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": str(REPO)}
 
     # dagster-init: the storage schema and the neo4j pool limit, as in compose
     init = compose_command(compose["services"]["dagster-init"])
@@ -263,7 +264,7 @@ def event_time(records, kind) -> float:
 
 def neo4j_pool_steps() -> set[str]:
     """Step keys of the assets in the neo4j pool (one asset per step in this project)."""
-    from chatetl.definitions import defs
+    from assets.definitions import defs
 
     graph = defs.resolve_asset_graph()
     return {"__".join(key.path) for key in graph.get_all_asset_keys() if "neo4j" in (graph.get(key).pools or set())}

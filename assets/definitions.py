@@ -1,6 +1,6 @@
 """The one Dagster `Definitions` object: every asset, sensor, schedule and resource.
 
-The only module of chatetl that imports Dagster. Everything is built from one read-only
+The code location (`-m assets.definitions -a defs`). Everything is built from one read-only
 `Settings` (chatetl.settings), so the same code runs on a laptop (local folder or SeaweedFS,
 local Neo4j) and in production (S3, a Neo4j server or cluster) without changes:
 
