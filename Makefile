@@ -8,7 +8,7 @@ TEST_NEO4J_URI ?= bolt://127.0.0.1:17687
 TEST_S3_ENDPOINT ?= http://127.0.0.1:18333
 TEST_ENV := NEO4J_URI=$(TEST_NEO4J_URI) CHATETL_S3_ENDPOINT_URL=$(TEST_S3_ENDPOINT)
 
-.PHONY: setup demo test services down status ui bench clean
+.PHONY: setup demo test unit lint services down status ui bench clean
 
 setup: $(VENV)/.installed
 
@@ -27,6 +27,19 @@ demo: services
 test: setup
 	$(TEST_ENV) $(SERVICES) up
 	$(TEST_ENV) $(PY) -m pytest
+
+# the tests that need no service (no Neo4j, no S3 server): see tests/conftest.py
+unit: setup
+	$(PY) -m pytest -m "not integration"
+
+# the gate CI runs before the tests: style and bugs (ruff), types (mypy), the layers
+# (import-linter); each reports, and it fails if any of them fails
+lint: setup
+	@status=0; \
+	echo "ruff check"; $(VENV)/bin/ruff check . || status=1; \
+	echo "mypy"; $(VENV)/bin/mypy || status=1; \
+	echo "lint-imports"; $(VENV)/bin/lint-imports || status=1; \
+	exit $$status
 
 status: setup
 	$(SERVICES) status; $(TEST_ENV) $(SERVICES) status

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping, NoReturn
+from typing import NoReturn
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from chatetl.settings import local_environment  # noqa: E402  (the repo on the path first: run as a script)
+from chatetl.settings import local_environment
 
 
 def exec_with_local_env(command: list[str], defaults: Mapping[str, str] | None = None) -> NoReturn:

@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: chatetl from the checkout (it needs nothing installed)
     sys.path.insert(0, str(REPO))
 
-from chatetl.settings import read_env_file  # noqa: E402  (standard library only)
+from chatetl.settings import read_env_file
 
 DEPLOY = REPO / "deploy"
 ENV_FILE = DEPLOY / "local.env"
@@ -208,7 +208,7 @@ def java_binary() -> str | None:
 
 def java_major(java: str) -> int | None:
     try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
@@ -354,16 +354,15 @@ class Neo4j(Service):
             with GraphDatabase.driver(
                     self.uri, auth=(s["NEO4J_USER"], s["NEO4J_PASSWORD"]),
                     connection_timeout=3.0, connection_acquisition_timeout=5.0,
-                    max_transaction_retry_time=0) as driver:
-                with driver.session(database=s["NEO4J_DATABASE"]) as session:
-                    one = session.run("RETURN 1 AS one").single()["one"]
-                    if one != 1:
-                        return False, f"RETURN 1 gave {one!r}"
-                    if not self.version:
-                        rec = session.run(
-                            "CALL dbms.components() YIELD versions, edition "
-                            "RETURN versions[0] AS v, edition AS e").single()
-                        self.version = f"Neo4j {rec['v']} {rec['e']}"
+                    max_transaction_retry_time=0) as driver, driver.session(database=s["NEO4J_DATABASE"]) as session:
+                one = session.run("RETURN 1 AS one").single()["one"]
+                if one != 1:
+                    return False, f"RETURN 1 gave {one!r}"
+                if not self.version:
+                    rec = session.run(
+                        "CALL dbms.components() YIELD versions, edition "
+                        "RETURN versions[0] AS v, edition AS e").single()
+                    self.version = f"Neo4j {rec['v']} {rec['e']}"
             return True, ""
         except AuthError as e:
             return False, f"authentication as {s['NEO4J_USER']} failed ({e.message})"

@@ -70,7 +70,7 @@ def install() -> tuple[bool, str]:
     for step in ([cmd], [["apt-get", "update"], cmd]):
         try:
             for c in step:
-                done = subprocess.run(c, env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+                done = subprocess.run(c, env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False)
                 out = (done.stdout + done.stderr)[-2000:]
                 if done.returncode != 0:
                     break
@@ -202,14 +202,11 @@ class ThrowawayPostgres:
             raise RuntimeError(f"port {self.port} on 127.0.0.1 is already taken")
         if not self.initialized():
             self.init()
-        log = open(self.log_file, "ab")
-        try:
+        with open(self.log_file, "ab") as log:  # the server writes to its own copy of the descriptor
             self.proc = subprocess.Popen(
                 self.command(), cwd=self.root, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True, **self._drop(),
             )
-        finally:
-            log.close()
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:

@@ -34,6 +34,15 @@ os.environ.update(
 Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that reaches the services (the `services` fixture, itself or through
+    neo4j_driver, clean_graph, s3_bucket, the Definitions ...) is `integration`: `make unit`
+    runs the others, which need no service."""
+    for item in items:
+        if "services" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(scope="session")
 def services() -> dict[str, str]:
     """Make sure the test services answer (starting them if needed); their settings."""
