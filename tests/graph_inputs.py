@@ -5,15 +5,23 @@ resync scenarios and a canonical dump of the graph. Never real people's data."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from chatetl.model import Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.model import (
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
 from chatetl.readers import ReadReport, read_path
 from chatetl.readers.tree import resolve_branches
-from chatetl.samples import _id as sample_id
 from chatetl.samples import chatgpt_export
+from chatetl.samples.common import sample_id
 
 LONG_PASTE = "Summarize this, please: " + " ".join(f"word{i}" for i in range(600))  # > 2,000 characters
 
@@ -129,7 +137,7 @@ def _rex_when(minute: int) -> str:
 
 
 def _rex_turn(tid: str, speaker: str, minute: int, text: str, parent: str, children: list[str]) -> dict[str, Any]:
-    epoch = datetime(2026, 4, 15, 14, minute, tzinfo=timezone.utc).timestamp()
+    epoch = datetime(2026, 4, 15, 14, minute, tzinfo=UTC).timestamp()
     meta = {"parent_id": parent} if parent != "client-created-root" else {}
     if speaker == "assistant":
         meta["model_slug"] = "gpt-4o"
@@ -296,7 +304,7 @@ def read(path: Path) -> list[Conversation]:
 # ----------------------------------------------------------------------------- model builders
 
 
-T0 = datetime(2026, 2, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 2, 1, 12, 0, tzinfo=UTC)
 
 
 def conversation(

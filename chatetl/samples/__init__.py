@@ -9,29 +9,11 @@ with its output, reasoning, a browsing citation and an image upload.
 from __future__ import annotations
 
 import copy
-import io
 import json
-import uuid
-import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-BASE_TIME = 1767225600.0  # 2026-01-01T00:00:00Z
-
-
-def _zip(files: dict[str, bytes | str]) -> bytes:
-    """A zip whose bytes depend only on its files (fixed member times), so re-uploading it is a no-op."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files.items():
-            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, data)
-    return buf.getvalue()
-
-
-def _id(*parts: Any) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, "chatetl-sample:" + "/".join(map(str, parts))))
+from chatetl.samples.common import BASE_TIME, sample_id, zip_files
 
 
 class ChatGPTBuilder:
@@ -39,7 +21,7 @@ class ChatGPTBuilder:
 
     def __init__(self, name: str, title: str | None, start: float) -> None:
         self.name = name
-        self.conv_id = _id(name)
+        self.conv_id = sample_id(name)
         self.title = title
         self.t = start
         self.start = start
@@ -60,7 +42,7 @@ class ChatGPTBuilder:
         timed: bool = True,
     ) -> str:
         parent = parent or self.current
-        mid = _id(self.name, len(self.mapping))
+        mid = sample_id(self.name, len(self.mapping))
         self.t += 7.0
         self.mapping[mid] = {
             "id": mid,
@@ -194,20 +176,20 @@ def chatgpt_export(shards: int = 2) -> bytes:
     manifest = {"version": 1, "export_files": shard_files, "logical_files": {"conversations.json": {"files": list(members), "sharded": True}}}
     members["export_manifest.json"] = json.dumps(manifest)
     members["user.json"] = json.dumps({"id": "user-sample", "email": "sample@example.org"})
-    return _zip(members)
+    return zip_files(members)
 
 
 def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def claude_export() -> bytes:
     """A Claude.ai account export zip: conversations.json (an array) with a retried answer,
     thinking, a web search tool call with its result, an attachment; plus the sidecar files."""
-    conv_id = _id("claude", "sourdough")
+    conv_id = sample_id("claude", "sourdough")
     t = BASE_TIME + 86400
     root = "00000000-0000-4000-8000-000000000000"
-    q, a1, a2, q2, a3 = (_id("claude", "msg", i) for i in range(5))
+    q, a1, a2, q2, a3 = (sample_id("claude", "msg", i) for i in range(5))
 
     def msg(uuid_: str, parent: str, sender: str, content: list, offset: float, **extra: Any) -> dict:
         text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
@@ -219,7 +201,7 @@ def claude_export() -> bytes:
 
     conversation = {
         "uuid": conv_id, "name": "Sourdough starter troubleshooting", "summary": "",
-        "created_at": _iso(t), "updated_at": _iso(t + 400), "account": {"uuid": _id("claude", "account")},
+        "created_at": _iso(t), "updated_at": _iso(t + 400), "account": {"uuid": sample_id("claude", "account")},
         "chat_messages": [
             msg(q, root, "human", [{"type": "text", "text": "My starter smells like acetone. Is it dead?"}], 0,
                 attachments=[{"file_name": "feeding-log.txt", "file_size": 120, "file_type": "text/plain",
@@ -237,10 +219,10 @@ def claude_export() -> bytes:
             msg(a3, q2, "assistant", [{"type": "text", "text": "Try 1:1:1 starter, flour and water by weight."}], 260),
         ],
     }
-    return _zip({
+    return zip_files({
         "conversations.json": json.dumps([conversation], indent=1),
-        "users.json": json.dumps([{"uuid": _id("claude", "account"), "full_name": "Sample User", "email_address": "sample@example.org"}]),
-        "projects.json": json.dumps([{"uuid": _id("claude", "project"), "name": "Baking", "is_private": True, "docs": []}]),
+        "users.json": json.dumps([{"uuid": sample_id("claude", "account"), "full_name": "Sample User", "email_address": "sample@example.org"}]),
+        "projects.json": json.dumps([{"uuid": sample_id("claude", "project"), "name": "Baking", "is_private": True, "docs": []}]),
         "memories.json": json.dumps({"conversations_memory": "", "project_memories": {}}),
     })
 
@@ -287,8 +269,8 @@ def chat_export_yaml() -> bytes:
 def rex_records() -> bytes:
     """REX records as JSONL: a ChatGPT conversation synced twice (the newer state wins) and a
     record of another kind that is skipped and counted."""
-    ident = _id("rex", "conversation")
-    u1, a1, u2, a2 = (_id("rex", "turn", i) for i in range(4))
+    ident = sample_id("rex", "conversation")
+    u1, a1, u2, a2 = (sample_id("rex", "turn", i) for i in range(4))
     t = BASE_TIME + 3 * 86400
 
     def turn(speaker: str, ident_: str, parent: str, text: str, offset: float, model: str | None = None) -> dict:
@@ -329,9 +311,9 @@ def sharegpt_dataset() -> bytes:
 
 def claude_code_session() -> bytes:
     """A Claude Code session log: a prompt, thinking, a tool call and its result, an answer."""
-    session = _id("claude-code", "session")
+    session = sample_id("claude-code", "session")
     t = BASE_TIME + 4 * 86400
-    ids = [_id("claude-code", i) for i in range(6)]
+    ids = [sample_id("claude-code", i) for i in range(6)]
     base = {"isSidechain": False, "userType": "external", "cwd": "/home/user/project", "sessionId": session, "version": "2.1.42", "gitBranch": "main"}
     lines = [
         {"type": "file-history-snapshot", "messageId": ids[0], "snapshot": {"messageId": ids[0], "trackedFileBackups": {}, "timestamp": _iso(t)}, "isSnapshotUpdate": False},
@@ -360,6 +342,6 @@ def sample_uploads() -> dict[str, bytes]:
 
 
 # the newer platforms' samples, one module each (they build on the helpers above)
-from chatetl.samples import ai_studio, deepseek, gemini, grok, le_chat, open_webui  # noqa: E402
+from chatetl.samples import ai_studio, deepseek, gemini, grok, le_chat, open_webui
 
 PLATFORM_SAMPLES = (gemini, ai_studio, deepseek, grok, open_webui, le_chat)

@@ -5,10 +5,10 @@ search grounding and code execution, and a prompt branched off it ("Branch from 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from chatetl.samples import BASE_TIME, _zip
+from chatetl.samples.common import BASE_TIME, zip_files
 
 START = BASE_TIME + 6 * 86400  # 2026-01-07
 FOLDER = "Takeout/Drive/Google AI Studio"
@@ -16,7 +16,7 @@ TITLE = "Budget for a Lisbon trip"
 
 
 def _time(offset: float) -> str:
-    return datetime.fromtimestamp(START + offset, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(START + offset, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def _settings() -> dict[str, Any]:
@@ -81,4 +81,4 @@ def sample() -> tuple[str, bytes]:
         f"{FOLDER}/{TITLE}": json.dumps(_budget_prompt(), indent=2, ensure_ascii=False),
         f"{FOLDER}/Branch of {TITLE}": json.dumps(_branch_prompt(), indent=2, ensure_ascii=False),
     }
-    return "raw/samples/ai-studio-prompts.zip", _zip(files)
+    return "raw/samples/ai-studio-prompts.zip", zip_files(files)

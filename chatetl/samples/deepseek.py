@@ -9,7 +9,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from chatetl.samples import BASE_TIME, _id, _zip
+from chatetl.samples.common import BASE_TIME, sample_id, zip_files
 
 START = BASE_TIME + 9 * 86400  # 2026-01-10
 BEIJING = timezone(timedelta(hours=8))  # the export's times carry DeepSeek's +08:00
@@ -49,7 +49,7 @@ def _search_chat() -> dict[str, Any]:
     ]
     q1 = tree.add("root", 0, [{"type": "REQUEST", "content": "Why are some tides much higher than others? My notes are attached."}],
                   model="deepseek-reasoner",
-                  files=[{"id": _id("deepseek-file", "tides"), "file_name": "tide-notes.pdf", "file_size": 48213, "status": "SUCCESS"}])
+                  files=[{"id": sample_id("deepseek-file", "tides"), "file_name": "tide-notes.pdf", "file_size": 48213, "status": "SUCCESS"}])
     a1 = tree.add(q1, 14, [
         {"type": "THINK", "content": "The user asks about tide heights. Spring and neap tides come from the Sun-Moon alignment; "
                                      "I should search to cite a clear explanation."},
@@ -64,7 +64,7 @@ def _search_chat() -> dict[str, Any]:
         {"type": "RESPONSE", "content": "About twice a month: a day or two after each new moon and each full moon, "
                                         "so roughly every two weeks."},
     ], model="deepseek-reasoner")
-    return {"id": _id("deepseek", "tides"), "title": "Why tides differ in height", "inserted_at": _iso(0),
+    return {"id": sample_id("deepseek", "tides"), "title": "Why tides differ in height", "inserted_at": _iso(0),
             "updated_at": _iso(71), "mapping": tree.mapping}
 
 
@@ -81,14 +81,14 @@ def _branch_chat() -> dict[str, Any]:
     ])
     q2 = tree.add(a2, base + 90, [{"type": "REQUEST", "content": "Great, and a slogan to go with it?"}])
     tree.add(q2, base + 97, [{"type": "RESPONSE", "content": "\"Slow bread, wild yeast, baked this morning.\""}])
-    return {"id": _id("deepseek", "bakery"), "title": "Naming a sourdough bakery", "inserted_at": _iso(base),
+    return {"id": sample_id("deepseek", "bakery"), "title": "Naming a sourdough bakery", "inserted_at": _iso(base),
             "updated_at": _iso(base + 97), "mapping": tree.mapping}
 
 
 def sample() -> tuple[str, bytes]:
-    user = {"id": _id("deepseek-user", "sample"), "email": "sample.user@example.com", "mobile": None}
+    user = {"id": sample_id("deepseek-user", "sample"), "email": "sample.user@example.com", "mobile": None}
     files = {
         "conversations.json": json.dumps([_search_chat(), _branch_chat()], ensure_ascii=False, indent=2),
         "user.json": json.dumps(user, indent=2),
     }
-    return "raw/samples/deepseek-export.zip", _zip(files)
+    return "raw/samples/deepseek-export.zip", zip_files(files)

@@ -14,7 +14,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from chatetl.samples import _zip
+from chatetl.samples.common import zip_files
 
 START = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
 FOLDER = "Takeout/My Activity/Gemini Apps"
@@ -96,4 +96,4 @@ def sample() -> tuple[str, bytes]:
         f"{FOLDER}/image_4f2a9c-7d1e0b3a5c6f8e91.png": PNG,
         "Takeout/My Activity/Search/MyActivity.json": json.dumps(search, indent=2),
     }
-    return "raw/samples/gemini-takeout.zip", _zip(files)
+    return "raw/samples/gemini-takeout.zip", zip_files(files)

@@ -10,10 +10,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from chatetl.samples import BASE_TIME, _id, _zip
+from chatetl.samples.common import BASE_TIME, sample_id, zip_files
 
 START = BASE_TIME + 11 * 86400  # 2026-01-12
-USER = _id("grok-user", "sample")
+USER = sample_id("grok-user", "sample")
 FOLDER = f"ttl/30d/export_data/{USER}"
 PHOTO = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89"
 
@@ -28,11 +28,11 @@ def _mongo(offset: float) -> dict[str, Any]:
 
 def _response(chat: str, n: int, sender: str, message: str, offset: float, parent: int | None, **fields: Any) -> dict[str, Any]:
     response = {
-        "_id": _id("grok-response", chat, n), "conversation_id": _id("grok", chat), "message": message, "sender": sender,
+        "_id": sample_id("grok-response", chat, n), "conversation_id": sample_id("grok", chat), "message": message, "sender": sender,
         "create_time": _mongo(offset), "xai_user_id": USER, "metadata": {}, "model": fields.pop("model", ""), **fields,
     }
     if parent is not None:
-        response["parent_response_id"] = _id("grok-response", chat, parent)
+        response["parent_response_id"] = sample_id("grok-response", chat, parent)
     return {"response": response, "share_link": None}
 
 
@@ -40,9 +40,9 @@ def _conversation(chat: str, title: str, responses: list[dict[str, Any]], leaf: 
     times = [r["response"]["create_time"]["$date"]["$numberLong"] for r in responses]
     return {
         "conversation": {
-            "id": _id("grok", chat), "user_id": USER, "anon_user_id": None, "create_time": _iso(int(times[0]) / 1000 - START),
+            "id": sample_id("grok", chat), "user_id": USER, "anon_user_id": None, "create_time": _iso(int(times[0]) / 1000 - START),
             "modify_time": _iso(int(times[-1]) / 1000 - START), "system_prompt_id": None, "temporary": False,
-            "leaf_response_id": _id("grok-response", chat, leaf) if leaf is not None else None, "title": title, "summary": "",
+            "leaf_response_id": sample_id("grok-response", chat, leaf) if leaf is not None else None, "title": title, "summary": "",
             "asset_ids": [], "root_asset_id": None, "x_user_id": None, "starred": False, "system_prompt_name": "",
             "media_types": [], "controller": None, "task_result_id": None, "team_id": None, "shared_with_team": None,
             "shared_with_user_ids": [],
@@ -53,7 +53,7 @@ def _conversation(chat: str, title: str, responses: list[dict[str, Any]], leaf: 
 
 def _search_chat() -> dict[str, Any]:
     chat = "volcano"
-    card = ("<xai:tool_usage_card><xai:tool_usage_card_id>" + _id("grok-card", chat, 1) + "</xai:tool_usage_card_id>"
+    card = ("<xai:tool_usage_card><xai:tool_usage_card_id>" + sample_id("grok-card", chat, 1) + "</xai:tool_usage_card_id>"
             "<xai:tool_name>web_search</xai:tool_name><xai:tool_args><![CDATA[{\"query\": \"tallest volcano solar system\"}]]>"
             "</xai:tool_args></xai:tool_usage_card>")
     results = [
@@ -67,7 +67,7 @@ def _search_chat() -> dict[str, Any]:
                   model="grok-4", thinking_trace="The user wants the tallest volcano. I'll check the current figure." + card,
                   thinking_start_time=_mongo(2), thinking_end_time=_mongo(7),
                   steps=[{"tag_order": ["header", "summary"], "tagged_text": {"header": "Searching the web", "summary": "Found Olympus Mons"},
-                          "tool_usage_results": [{"tool_usage_card_id": _id("grok-card", chat, 1), "web_results": results}]}],
+                          "tool_usage_results": [{"tool_usage_card_id": sample_id("grok-card", chat, 1), "web_results": results}]}],
                   web_search_results=results, cited_web_search_results=results[:1]),
         _response(chat, 2, "Human", "Is it still active?", 40, 1),
         _response(chat, 3, "assistant", "Probably not: its youngest lava flows are tens of millions of years old, so it is considered dormant.", 47, 2,
@@ -79,7 +79,7 @@ def _branch_chat() -> dict[str, Any]:
     chat = "cat"
     base = 5400.0
     return _conversation(chat, "A name for a grey cat", [
-        _response(chat, 0, "human", "Here is my new cat. What should I call her?", base, None, file_attachments=[_id("grok-asset", "cat")]),
+        _response(chat, 0, "human", "Here is my new cat. What should I call her?", base, None, file_attachments=[sample_id("grok-asset", "cat")]),
         _response(chat, 1, "assistant", "She looks like a \"Misty\".", base + 5, 0, model="grok-3"),
         # regenerated: the user kept this second answer and went on from it
         _response(chat, 2, "assistant", "With that grey coat: \"Ash\" or \"Pebble\".", base + 30, 0, model="grok-3"),
@@ -95,6 +95,6 @@ def sample() -> tuple[str, bytes]:
         f"{FOLDER}/prod-grok-backend.json": json.dumps(backend, ensure_ascii=False, indent=2),
         f"{FOLDER}/prod-mc-auth-mgmt-api.json": json.dumps({"user": {"userId": USER, "givenName": "Sample"}, "sessions": []}, indent=2),
         f"{FOLDER}/prod-mc-billing.json": json.dumps({"balance": {"credits": 0}}, indent=2),
-        f"{FOLDER}/prod-mc-asset-server/{_id('grok-asset', 'cat')}/content": PHOTO,
+        f"{FOLDER}/prod-mc-asset-server/{sample_id('grok-asset', 'cat')}/content": PHOTO,
     }
-    return "raw/samples/grok-export.zip", _zip(files)
+    return "raw/samples/grok-export.zip", zip_files(files)

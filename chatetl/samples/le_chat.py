@@ -5,10 +5,10 @@ with references, the other an answer the user preferred over a second one. Never
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from chatetl.samples import BASE_TIME, _id, _zip
+from chatetl.samples.common import BASE_TIME, sample_id, zip_files
 
 START = BASE_TIME + 7 * 86400  # 2026-01-08
 PDF = b"%PDF-1.4\n% a generated one-page sample\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
@@ -16,13 +16,13 @@ PDF = b"%PDF-1.4\n% a generated one-page sample\n1 0 obj << /Type /Catalog >> en
 
 def _message(chat: str, n: int, role: str, content: str, offset: float, **fields: Any) -> dict[str, Any]:
     message = {
-        "id": _id("le-chat", chat, n),
+        "id": sample_id("le-chat", chat, n),
         "version": 0,
-        "chatId": _id("le-chat-chat", chat),
+        "chatId": sample_id("le-chat-chat", chat),
         "content": content,
         "contentChunks": None,
         "role": role,
-        "createdAt": datetime.fromtimestamp(START + offset, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "createdAt": datetime.fromtimestamp(START + offset, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "reaction": "neutral",
         "reactionDetail": None,
         "reactionComment": None,
@@ -41,7 +41,7 @@ def _recipe_chat() -> list[dict[str, Any]]:
     chat = "recipe"
     answer = "Yes: the recipe works with oat milk. Use the same amount and add a teaspoon of lemon juice so it curdles like buttermilk."
     search = {
-        "type": "tool_call", "id": _id("le-chat-tool", chat, 1), "name": "web_search", "turn": 0, "isDone": True, "success": True,
+        "type": "tool_call", "id": sample_id("le-chat-tool", chat, 1), "name": "web_search", "turn": 0, "isDone": True, "success": True,
         "toolType": "rag", "publicArguments": "oat milk instead of buttermilk pancakes", "isInterrupted": False,
         "publicResult": {"results": 2}, "requiresConfirmation": False,
     }
@@ -63,7 +63,7 @@ def _recipe_chat() -> list[dict[str, Any]]:
 
 def _naming_chat() -> list[dict[str, Any]]:
     chat = "naming"
-    passed_over = _id("le-chat", chat, 2)
+    passed_over = sample_id("le-chat", chat, 2)
     return [
         _message(chat, 0, "user", "Suggest a name for a bakery that only sells rye bread.", 0),
         _message(chat, 1, "assistant", "How about \"Rye & Shine\"?", 5, preference="preferred", preferenceOver=passed_over),
@@ -74,10 +74,10 @@ def _naming_chat() -> list[dict[str, Any]]:
 
 
 def sample() -> tuple[str, bytes]:
-    recipe, naming = _id("le-chat-chat", "recipe"), _id("le-chat-chat", "naming")
+    recipe, naming = sample_id("le-chat-chat", "recipe"), sample_id("le-chat-chat", "naming")
     files = {
         f"chat-{recipe}.json": json.dumps(_recipe_chat(), indent=2, ensure_ascii=False),
         f"chat-{recipe}-files/pancakes.pdf": PDF,
         f"chat-{naming}.json": json.dumps(_naming_chat(), indent=2, ensure_ascii=False),
     }
-    return "raw/samples/le-chat-export.zip", _zip(files)
+    return "raw/samples/le-chat-export.zip", zip_files(files)

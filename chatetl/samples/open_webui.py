@@ -8,7 +8,7 @@ import html
 import json
 from typing import Any
 
-from chatetl.samples import BASE_TIME, _id
+from chatetl.samples.common import BASE_TIME, sample_id
 
 START = int(BASE_TIME) + 5 * 86400  # 2026-01-06
 
@@ -36,7 +36,7 @@ class _Chat:
         self.messages: dict[str, dict[str, Any]] = {}
 
     def add(self, role: str, content: str, parent: str | None, **fields: Any) -> str:
-        mid = _id("open-webui", self.name, len(self.messages))
+        mid = sample_id("open-webui", self.name, len(self.messages))
         self.t += 9
         message: dict[str, Any] = {"id": mid, "parentId": parent, "childrenIds": [], "role": role, "content": content, "timestamp": self.t}
         if role == "user":
@@ -50,14 +50,14 @@ class _Chat:
         return mid
 
     def row(self, current: str, params: dict[str, Any] | None = None, tags: list[str] | None = None) -> dict[str, Any]:
-        chat_id = _id("open-webui-chat", self.name)
+        chat_id = sample_id("open-webui-chat", self.name)
         branch, node = [], current
         while node is not None:
             branch.append(self.messages[node])
             node = self.messages[node]["parentId"]
         return {
             "id": chat_id,
-            "user_id": _id("open-webui-user", "sample"),
+            "user_id": sample_id("open-webui-user", "sample"),
             "title": self.title,
             "chat": {
                 "id": chat_id,
