@@ -8,7 +8,7 @@ a failure stops the documents.
 """
 
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from dagster import (
     AssetCheckExecutionContext,

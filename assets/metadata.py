@@ -1,7 +1,8 @@
 """Markdown metadata for the UI: text from uploads (keys, titles, errors) made inert, lists and tables."""
 
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from dagster import MetadataValue
 

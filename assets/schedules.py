@@ -6,9 +6,15 @@ there is nothing to catch and the tick says so instead of starting an empty run.
 """
 
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-from dagster import DefaultScheduleStatus, RunRequest, ScheduleEvaluationContext, SkipReason, schedule
+from dagster import (
+    DefaultScheduleStatus,
+    RunRequest,
+    ScheduleEvaluationContext,
+    SkipReason,
+    schedule,
+)
 
 from assets.jobs import ingest_job
 from assets.partitions import daily_partitions
@@ -17,7 +23,7 @@ from resources.object_store import ObjectStoreResource
 
 
 def previous_day(when: datetime | None) -> str:
-    when = (when or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    when = (when or datetime.now(UTC)).astimezone(UTC)
     return (when - timedelta(days=1)).date().isoformat()
 
 

@@ -34,25 +34,29 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from chatgpt_shaped import conversation as chatgpt_conversation  # noqa: E402
+from chatgpt_shaped import conversation as chatgpt_conversation
 
-from chatetl.exports.files import conversation_files, temporary_collector, training_lines  # noqa: E402
-from chatetl.exports.formats import PER_CONVERSATION  # noqa: E402
-from chatetl.exports.markdown import _render, markdown_equivalent  # noqa: E402
-from chatetl.exports.meta import export_views  # noqa: E402
-from chatetl.graph.chunks import load_chunks  # noqa: E402
-from chatetl.graph.documents import load_documents  # noqa: E402
-from chatetl.rag.chunking import ChunkOptions, chunk_document  # noqa: E402
-from chatetl.rag.documents import build_document  # noqa: E402
-from chatetl.readers import ReadReport, read_path  # noqa: E402
+from chatetl.exports.files import (
+    conversation_files,
+    temporary_collector,
+    training_lines,
+)
+from chatetl.exports.formats import PER_CONVERSATION
+from chatetl.exports.markdown import _render, markdown_equivalent
+from chatetl.exports.meta import export_views
+from chatetl.graph.chunks import load_chunks
+from chatetl.graph.documents import load_documents
+from chatetl.rag.chunking import ChunkOptions, chunk_document
+from chatetl.rag.documents import build_document
+from chatetl.readers import ReadReport, read_path
 
 TARGETS = {"chat-export-json": 50.0, "md": 50.0}  # MB/s of output (issue 11)
 RUNS = 3

@@ -92,7 +92,7 @@ def run_line(driver: Any, database: str | None, cols: dict[str, list[Any]], turn
             with driver.session(database=database) as session:
                 for lo in part:
                     session.execute_write(lambda tx, p: tx.run(query, p).consume(), parameters(lo, min(total, lo + per)))
-        except BaseException as exc:  # a session that failed makes the line fail, never a rate too good
+        except BaseException as exc:  # noqa: BLE001 - a session that failed makes the line fail, never a rate too good
             failures.append(exc)
 
     def parameters(lo: int, hi: int) -> dict[str, Any]:

@@ -34,7 +34,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO))
-from normalize_throughput import SAME_TABLES, byte_compile_chatetl, timed  # noqa: E402
+from normalize_throughput import SAME_TABLES, byte_compile_chatetl, timed
 
 PY = sys.executable
 # (platform, its generator's module in bench/platforms, the file name its reader knows)

@@ -24,7 +24,12 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from chatetl.ingest.index import UploadBatch, current_state, indexed_uploads, record_batches
+from chatetl.ingest.index import (
+    UploadBatch,
+    current_state,
+    indexed_uploads,
+    record_batches,
+)
 from chatetl.ingest.scan import ScanCursor, discover
 from chatetl.layout import RAW_PREFIX
 
@@ -32,10 +37,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "deploy"))
 
-from local_env import ensure_local_env  # noqa: E402
+from local_env import ensure_local_env
 
-from chatetl.settings import Settings  # noqa: E402
-from chatetl.storage import S3ObjectStore, s3_client  # noqa: E402
+from chatetl.settings import Settings
+from chatetl.storage import S3ObjectStore, s3_client
 
 
 def timed(fn):

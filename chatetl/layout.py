@@ -57,7 +57,7 @@ def is_upload(key: str) -> bool:
 
 def upload_id(key: str) -> str:
     """A file-name-safe, unique, stable id for an upload key."""
-    stem = key[len(RAW_PREFIX):] if key.startswith(RAW_PREFIX) else key
+    stem = key.removeprefix(RAW_PREFIX)
     return f"{slug(stem.replace('/', '-'), 60)}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
 
 

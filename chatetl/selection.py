@@ -9,9 +9,10 @@ abandoned branches (regenerations, edited prompts).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import ClassVar, Mapping, NamedTuple
+from typing import ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,12 +33,12 @@ class ContentOptions(BaseModel):
     FIELDS: ClassVar[tuple[str, ...]] = INCLUDE_FIELDS
 
     @classmethod
-    def from_settings(cls, settings: Settings, scope: str | None = None) -> "ContentOptions":
+    def from_settings(cls, settings: Settings, scope: str | None = None) -> ContentOptions:
         """`CHATETL_{SCOPE}_INCLUDE_REASONING` (scope RAG or EXPORT) wins over `CHATETL_INCLUDE_REASONING`, and so on."""
         return cls(**settings.content_flags(scope))
 
     @classmethod
-    def from_env(cls, scope: str | None = None, environ: Mapping[str, str] | None = None) -> "ContentOptions":
+    def from_env(cls, scope: str | None = None, environ: Mapping[str, str] | None = None) -> ContentOptions:
         return cls.from_settings(Settings.from_env(environ), scope)
 
     @property

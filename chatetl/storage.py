@@ -12,10 +12,11 @@ import io
 import os
 import tempfile
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from chatetl.settings import Settings
 
@@ -149,7 +150,7 @@ class LocalObjectStore(ObjectStore):
 
     def _info(self, key: str, path: Path) -> ObjectInfo:
         st = path.stat()
-        return ObjectInfo(key=key, etag=file_md5(path), size=st.st_size, last_modified=datetime.fromtimestamp(st.st_mtime, tz=timezone.utc))
+        return ObjectInfo(key=key, etag=file_md5(path), size=st.st_size, last_modified=datetime.fromtimestamp(st.st_mtime, tz=UTC))
 
     def list(self, prefix: str = "", start_after: str | None = None, limit: int | None = None) -> Iterator[ObjectInfo]:
         keys = []
@@ -314,7 +315,12 @@ _REFUSED_CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDe
 def s3_failure(exc: BaseException) -> str | None:
     """One line saying why S3 refused or could not be reached (no credential in it), for an error
     boto3 raises; None for anything else (a bug: its traceback is the useful thing)."""
-    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+    )
 
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})

@@ -23,7 +23,8 @@ import copy
 import dataclasses
 import types
 import typing
-from typing import Any, Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 Rule = Callable[[Any, Any], Any]
 T = TypeVar("T", bound="Tally")
@@ -84,7 +85,7 @@ def _combine(mine: Any, theirs: Any, name: str) -> Any:
 class Tally:
     """Mixin for dataclasses whose results add up (see the module doc for the rules)."""
 
-    def add(self: T, other: T) -> T:
+    def add(self, other: typing.Self) -> typing.Self:
         """Fold `other` into this one (in place); returns self."""
         hints = _hints(type(self))
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
@@ -100,7 +101,7 @@ class Tally:
         return self
 
     @classmethod
-    def total(cls: type[T], parts: Iterable[T], *args: Any, **kwargs: Any) -> T:
+    def total(cls, parts: Iterable[typing.Self], *args: Any, **kwargs: Any) -> typing.Self:
         """A fresh tally (`cls(*args, **kwargs)`) with every part added to it."""
         out = cls(*args, **kwargs)
         for part in parts:

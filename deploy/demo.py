@@ -13,22 +13,28 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "deploy"))
 
-from dagster_home import ensure as ensure_dagster_home  # noqa: E402
-from local_env import ensure_local_env  # noqa: E402
+from dagster_home import ensure as ensure_dagster_home
+from local_env import ensure_local_env
 
-from chatetl.graph.connection import neo4j_settings, open_driver  # noqa: E402
-from chatetl.ingest.index import partition_of  # noqa: E402
-from chatetl.layout import EXPORTS_PREFIX, NORMALIZED_PREFIX, QUARANTINE_PREFIX, RAG_DOCUMENTS_PREFIX, RAW_PREFIX  # noqa: E402
-from chatetl.search import search  # noqa: E402
-from chatetl.settings import Settings  # noqa: E402
-from chatetl.storage import put_bytes_if_changed  # noqa: E402
+from chatetl.graph.connection import neo4j_settings, open_driver
+from chatetl.ingest.index import partition_of
+from chatetl.layout import (
+    EXPORTS_PREFIX,
+    NORMALIZED_PREFIX,
+    QUARANTINE_PREFIX,
+    RAG_DOCUMENTS_PREFIX,
+    RAW_PREFIX,
+)
+from chatetl.search import search
+from chatetl.settings import Settings
+from chatetl.storage import put_bytes_if_changed
 
 DEMO_DEFAULTS = {"CHATETL_STORE": "s3", "DAGSTER_HOME": str(REPO / ".dagster_home")}
 
@@ -83,7 +89,7 @@ def main() -> int:
         print(f"  {prefix:<14} {store.uri(prefix)}  ({n} objects)")
     print(f"  S3 endpoint:        {settings.s3_endpoint_url} (keys in deploy/local.env)")
     print("  Dagster UI:         make ui   (then open http://127.0.0.1:3000)")
-    print(f"  Run at:             {datetime.now(timezone.utc).isoformat(timespec='seconds')}")
+    print(f"  Run at:             {datetime.now(UTC).isoformat(timespec='seconds')}")
     print()
     print(f'Search (hybrid: full text and embeddings) for "{DEMO_QUERY}", top {len(hits)}:')
     for hit in hits:

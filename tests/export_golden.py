@@ -29,12 +29,22 @@ TESTS = Path(__file__).resolve().parent
 GOLDEN = TESTS / "exports" / "golden"
 sys.path[:0] = [str(TESTS.parent), str(TESTS)]
 
-from export_inputs import MD_AMBIGUOUS, T0, TRICKY, chat  # noqa: E402
+from export_inputs import MD_AMBIGUOUS, T0, TRICKY, chat
 
-from chatetl.exports.files import conversation_files, training_lines  # noqa: E402
-from chatetl.exports.formats import PER_CONVERSATION  # noqa: E402
-from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult  # noqa: E402
-from chatetl.selection import ContentOptions  # noqa: E402
+from chatetl.exports.files import conversation_files, training_lines
+from chatetl.exports.formats import PER_CONVERSATION
+from chatetl.model import (
+    Attachment,
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
+from chatetl.selection import ContentOptions
 
 OPTION_SETS: dict[str, ContentOptions] = {
     "visible": ContentOptions(),

@@ -9,16 +9,25 @@ reader; `TRICKY` holds bodies that break naive writers.
 from __future__ import annotations
 
 import io
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from chatetl.model import Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.model import (
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
 from chatetl.readers import ReadReport, read_entry
 from chatetl.readers.entry import Entry
 from chatetl.readers.tree import resolve_branches
 from chatetl.samples import chatgpt_export
 
-T0 = datetime(2026, 3, 14, 9, 26, 53, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 14, 9, 26, 53, tzinfo=UTC)
 
 TRICKY = [
     "plain answer",

@@ -24,4 +24,4 @@ def test_every_guarantee_names_tests_that_exist():
         for path, name in refs:
             source = (ROOT / path).read_text()
             if name:
-                assert re.search(rf"^def {name}\(", source, re.M), f"{path}::{name} is not defined"
+                assert re.search(rf"^def {name}\(", source, re.MULTILINE), f"{path}::{name} is not defined"

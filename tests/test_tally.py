@@ -30,7 +30,7 @@ class Outer(Tally):
     by_source: dict[str, Inner] = field(default_factory=dict)
     first: dict | None = None
     ok: bool = summed_by(all_passed, default=True)
-    shown: list[int] = summed_by(capped(3), default_factory=list)
+    shown: list[int] = summed_by(capped(3), default_factory=list)  # noqa: RUF009 - a field() with its rule
 
 
 def test_every_kind_of_field_adds_up():

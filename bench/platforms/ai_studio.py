@@ -11,10 +11,10 @@ import json
 import random
 import sys
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-WORDS = "the of and to in is that for it as with was on be by this are from at or an have not which but can more".split()
+WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "this", "are", "from", "at", "or", "an", "have", "not", "which", "but", "can", "more"]
 T0 = 1_767_225_600
 
 
@@ -28,7 +28,7 @@ def _text(rng: random.Random, low: int = 500, high: int = 3000) -> str:
 
 
 def _time(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(t, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def prompt(rng: random.Random, index: int, turns: int) -> dict:

@@ -12,10 +12,10 @@ import random
 import sys
 import uuid
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-WORDS = "the of and to in is that for it as with was on be by this are from at or an have not which but can more".split()
+WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "this", "are", "from", "at", "or", "an", "have", "not", "which", "but", "can", "more"]
 T0 = 1_767_225_600
 
 
@@ -30,7 +30,7 @@ def _text(rng: random.Random, low: int = 500, high: int = 3000) -> str:
 
 def _message(rng: random.Random, chat_id: str, role: str, t: float, **fields) -> dict:
     m = {"id": str(uuid.UUID(int=rng.getrandbits(128))), "version": 0, "chatId": chat_id, "content": "", "contentChunks": None,
-         "role": role, "createdAt": datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+         "role": role, "createdAt": datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
          "reaction": "neutral", "reactionDetail": None, "reactionComment": None, "preference": None, "preferenceOver": None,
          "context": None, "canvas": [], "quotes": [], "files": []}
     m.update(fields)

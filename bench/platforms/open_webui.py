@@ -14,7 +14,7 @@ import sys
 import uuid
 from pathlib import Path
 
-WORDS = "the of and to in is that for it as with was on be by this are from at or an have not which but can more".split()
+WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "this", "are", "from", "at", "or", "an", "have", "not", "which", "but", "can", "more"]
 T0 = 1_767_225_600
 
 

@@ -15,10 +15,10 @@ import hashlib
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from chatetl.exports.formats import PER_CONVERSATION
 from chatetl.exports.meta import ExportView, export_views

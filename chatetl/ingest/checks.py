@@ -18,7 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from chatetl.storage import ObjectStore
-from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, download_table, partition_table_pairs, read_rows
+from chatetl.tables import (
+    CONVERSATIONS_SCHEMA,
+    MESSAGES_SCHEMA,
+    download_table,
+    partition_table_pairs,
+    read_rows,
+)
 from chatetl.tally import Tally, all_passed, capped, summed_by
 
 MAX_PROBLEMS = 50
@@ -31,7 +37,7 @@ class CheckReport(Tally):
     """A check's outcome; reports add up (`add`): passed only if every part passed, at most MAX_PROBLEMS examples."""
 
     passed: bool = summed_by(all_passed, default=True)
-    problems: list[str] = summed_by(capped(MAX_PROBLEMS), default_factory=list)
+    problems: list[str] = summed_by(capped(MAX_PROBLEMS), default_factory=list)  # noqa: RUF009 - a field() with its rule
     problem_count: int = 0
     counts: Counter = field(default_factory=Counter)
 

@@ -15,10 +15,10 @@ import hashlib
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Callable, Iterable
+from datetime import UTC, datetime
 
 from chatetl.layout import COVERAGE_KEY, RAW_PREFIX, index_prefix, is_upload
 from chatetl.storage import ObjectInfo, ObjectStore
@@ -31,7 +31,7 @@ LIVE_SCAN_SECONDS = 3600.0
 
 def partition_of(info: ObjectInfo) -> str:
     """Uploads belong to the day (UTC) their current version arrived in the bucket."""
-    return info.last_modified.astimezone(timezone.utc).date().isoformat()
+    return info.last_modified.astimezone(UTC).date().isoformat()
 
 
 def info_to_dict(info: ObjectInfo) -> dict:
@@ -96,7 +96,7 @@ def publish_coverage(store: ObjectStore, complete_before: float) -> None:
     old = read_coverage(store)
     if old is not None and old >= complete_before:
         return
-    body = {"complete_before": datetime.fromtimestamp(complete_before, tz=timezone.utc).isoformat()}
+    body = {"complete_before": datetime.fromtimestamp(complete_before, tz=UTC).isoformat()}
     store.put_bytes(COVERAGE_KEY, json.dumps(body).encode(), "application/json")
 
 
@@ -110,7 +110,7 @@ def read_coverage(store: ObjectStore) -> float | None:
 
 
 def day_start(day: str) -> float:
-    return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
 
 
 def day_end(day: str) -> float:
@@ -195,7 +195,7 @@ def find_uploads(store: ObjectStore, days: list[str], now: float | None = None) 
         for d in uncovered:
             result[d] = DayUploads(d, per_day[d], "listing")
         when = (
-            f"is complete only for uploads before {datetime.fromtimestamp(coverage, tz=timezone.utc).isoformat(timespec='seconds')}"
+            f"is complete only for uploads before {datetime.fromtimestamp(coverage, tz=UTC).isoformat(timespec='seconds')}"
             if coverage
             else "has not completed a scan yet"
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,7 @@ class LedgerEntry:
     processed_at: str = ""
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LedgerEntry":
+    def from_dict(cls, d: dict[str, Any]) -> LedgerEntry:
         fields = cls.__dataclass_fields__
         return cls(**{k: v for k, v in d.items() if k in fields})
 
@@ -65,7 +65,7 @@ class Ledger:
     dirty: bool = False
 
     @classmethod
-    def load(cls, store: ObjectStore, day: str) -> "Ledger":
+    def load(cls, store: ObjectStore, day: str) -> Ledger:
         key = ledger_key(day)
         if store.head(key) is None:
             return cls(day)
@@ -84,7 +84,7 @@ class Ledger:
         )
 
     def record(self, entry: LedgerEntry) -> None:
-        entry.processed_at = entry.processed_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
+        entry.processed_at = entry.processed_at or datetime.now(UTC).isoformat(timespec="seconds")
         self.entries[entry.key] = entry
         self.dirty = True
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from chatetl.ingest.index import partition_of, read_coverage
 from chatetl.layout import RAW_PREFIX, is_upload
@@ -58,7 +58,7 @@ class ScanCursor:
         )
 
     @classmethod
-    def from_json(cls, text: str | None) -> "ScanCursor":
+    def from_json(cls, text: str | None) -> ScanCursor:
         if not text:
             return cls()
         try:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from chatetl.labels import platform_label, turn_label
 from chatetl.model import Conversation, state_hash, state_version

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow.dataset as ds
 import pytest
@@ -26,7 +26,7 @@ RANGE_END = "dagster/asset_partition_range_end"
 
 
 def at(day: str, hour: int = 10) -> float:
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=timezone.utc).timestamp()
+    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC).timestamp()
 
 
 @pytest.fixture
@@ -152,7 +152,7 @@ def test_one_run_covers_a_range_of_days(definitions):
 
 def test_an_unreadable_day_does_not_hold_back_the_rest_of_a_backfill_range(definitions, clean_graph):
     store = definitions.resources["object_store"].store
-    trip, stats, tram = chatgpt_conversations()
+    trip, _stats, tram = chatgpt_conversations()
     put(store, "raw/r/first.json", json.dumps([trip]).encode(), DAYS[0])
     put(store, "raw/r/garbage.bin", bytes(range(256)) * 8, DAYS[1])
     put(store, "raw/r/third.json", json.dumps([tram]).encode(), DAYS[2])

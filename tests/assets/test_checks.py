@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,8 +23,8 @@ from chatetl.samples import chatgpt_conversations, continued
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import MESSAGES_SCHEMA
 
-DAY1 = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc).timestamp()
-DAY2 = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc).timestamp()
+DAY1 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC).timestamp()
+DAY2 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC).timestamp()
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def failures(reports):
 
 
 def test_good_tables_pass(store):
-    info, day = upload(store, "raw/a.json", chatgpt_conversations(), DAY1)
+    _info, day = upload(store, "raw/a.json", chatgpt_conversations(), DAY1)
     reports = check_normalized_partition(store, day)
     assert failures(reports) == {}
     assert reports["columns"].counts["files"] == 2

@@ -28,7 +28,7 @@ def env_value(field):
 def test_resources_follow_the_environment(monkeypatch, tmp_path):
     from dagster import EnvVar
 
-    import assets.definitions as definitions
+    from assets import definitions
     from resources import LocalObjectStoreResource, S3ObjectStoreResource
 
     monkeypatch.setenv("CHATETL_STORE", "local")
@@ -45,7 +45,7 @@ def test_resources_follow_the_environment(monkeypatch, tmp_path):
 
 
 def test_unset_deployment_settings_are_local_defaults_and_no_password_is_in_the_config(monkeypatch):
-    import assets.definitions as definitions
+    from assets import definitions
     from chatetl.settings import LOCAL_DEFAULTS, Settings
 
     env = {"CHATETL_STORE": "s3"}  # nothing else set: the local services
@@ -58,7 +58,7 @@ def test_unset_deployment_settings_are_local_defaults_and_no_password_is_in_the_
 
 
 def test_run_config_defaults_come_from_the_environment():
-    import assets.definitions as definitions
+    from assets import definitions
     from chatetl.settings import Settings
 
     def defaults(env, asset):
@@ -86,7 +86,7 @@ def test_a_bad_export_format_in_the_run_config_is_refused_before_the_run(tmp_pat
     import pytest
     from dagster import DagsterInstance, DagsterInvalidConfigError
 
-    import assets.definitions as definitions
+    from assets import definitions
     from chatetl.settings import Settings
 
     defs = definitions.build_definitions(Settings.from_env({"CHATETL_LOCAL_STORE_ROOT": str(tmp_path)}))
@@ -122,7 +122,7 @@ def test_production_gets_no_laptop_defaults():
     import pytest
     from dagster import EnvVar
 
-    import assets.definitions as definitions
+    from assets import definitions
     from chatetl.settings import LOCAL_DEFAULTS, SettingError, Settings
 
     production = Settings.from_env({"CHATETL_ENV": "production"})

@@ -4,7 +4,7 @@ exists early because of end_offset=1), and skips a day the upload index shows wa
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from dagster import build_schedule_context
 
@@ -23,24 +23,24 @@ def evaluate(resource, when: datetime):
 def test_the_schedule_runs_the_previous_day(tmp_path):
     assert daily_schedule.cron_schedule == "0 1 * * *" and daily_schedule.execution_timezone == "UTC"
     resource = LocalObjectStoreResource(root=str(tmp_path))
-    data = evaluate(resource, datetime(2026, 3, 2, 1, 0, tzinfo=timezone.utc))
+    data = evaluate(resource, datetime(2026, 3, 2, 1, 0, tzinfo=UTC))
     assert [(r.partition_key, r.run_key) for r in data.run_requests] == [("2026-03-01", "daily:2026-03-01")]
     assert data.run_requests[0].tags["chatetl/trigger"] == "daily_ingest_schedule"
     # the first of a month and of a year roll back correctly
-    assert evaluate(resource, datetime(2026, 1, 1, 1, 0, tzinfo=timezone.utc)).run_requests[0].partition_key == "2025-12-31"
+    assert evaluate(resource, datetime(2026, 1, 1, 1, 0, tzinfo=UTC)).run_requests[0].partition_key == "2025-12-31"
 
 
 def test_a_day_the_index_shows_empty_is_skipped_a_day_with_uploads_runs(tmp_path):
     resource = LocalObjectStoreResource(root=str(tmp_path))
     store = resource.store
-    when = datetime(2026, 3, 2, 1, 0, tzinfo=timezone.utc)
+    when = datetime(2026, 3, 2, 1, 0, tzinfo=UTC)
     # the index covers 2026-03-01 entirely and holds nothing for it
-    publish_coverage(store, datetime(2026, 3, 2, 0, 30, tzinfo=timezone.utc).timestamp())
+    publish_coverage(store, datetime(2026, 3, 2, 0, 30, tzinfo=UTC).timestamp())
     data = evaluate(resource, when)
     assert data.run_requests == [] and "no uploads on 2026-03-01" in data.skip_message
 
     info = store.put_bytes("raw/x.json", b"[]")
-    t = datetime(2026, 3, 1, 15, 0, tzinfo=timezone.utc).timestamp()
+    t = datetime(2026, 3, 1, 15, 0, tzinfo=UTC).timestamp()
     os.utime(store.root / "raw/x.json", (t, t))
     record_batches(store, batches_by_day([store.head(info.key)]))
     assert [r.partition_key for r in evaluate(resource, when).run_requests] == ["2026-03-01"]
@@ -48,5 +48,5 @@ def test_a_day_the_index_shows_empty_is_skipped_a_day_with_uploads_runs(tmp_path
 
 def test_before_the_first_partition_nothing_runs(tmp_path):
     resource = LocalObjectStoreResource(root=str(tmp_path))
-    data = evaluate(resource, datetime(2020, 1, 2, 1, 0, tzinfo=timezone.utc))
+    data = evaluate(resource, datetime(2020, 1, 2, 1, 0, tzinfo=UTC))
     assert data.run_requests == [] and "before the first partition" in data.skip_message

@@ -6,7 +6,7 @@ the per-tick cap drains over several ticks with a correct cursor."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from dagster import build_sensor_context
@@ -46,7 +46,7 @@ def test_new_same_and_replaced_upload(resource):
     data = chatgpt_export()
     info = store.put_bytes("raw/alice/chatgpt-export.zip", data)
     today = partition_of(info)
-    assert today == datetime.now(timezone.utc).date().isoformat()
+    assert today == datetime.now(UTC).date().isoformat()
 
     requests, cursor, _ = tick(resource, None)
     assert len(requests) == 1

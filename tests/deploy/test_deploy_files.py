@@ -202,7 +202,7 @@ def test_external_images_are_pinned_and_match_the_development_services(compose):
         image = svc["image"]
         if image == "${CHATETL_IMAGE}":
             continue
-        repo, sep, tag = image.rpartition(":")
+        _repo, sep, tag = image.rpartition(":")
         assert sep and tag and tag != "latest" and "${" not in image, f"{name}: pin the image tag ({image})"
     images = {name: svc["image"] for name, svc in compose["services"].items()}
     assert images["postgres"].startswith("postgres:")
@@ -268,7 +268,9 @@ def test_code_location_command_names_the_real_definitions(compose):
 def test_installing_chatetl_installs_the_library_alone():
     """site-packages gets `chatetl` and nothing else (no `assets`, no `resources`): the Dagster
     layer is loaded from the source tree, where the image puts it on PYTHONPATH."""
-    from setuptools import find_namespace_packages  # what [tool.setuptools.packages.find] runs
+    from setuptools import (
+        find_namespace_packages,  # what [tool.setuptools.packages.find] runs
+    )
 
     find = pyproject()["tool"]["setuptools"]["packages"]["find"]
     packages = find_namespace_packages(where=str(REPO), include=find["include"], exclude=find.get("exclude", ()))
@@ -382,7 +384,7 @@ def test_dagster_packages_are_one_release():
     project = pyproject()["project"]
     pins = dict(r.split("==") for r in project["dependencies"] + project["optional-dependencies"]["k8s"])
     core = pins["dagster"]
-    major, minor, patch = core.split(".")
+    _major, minor, patch = core.split(".")
     library = f"0.{int(minor) + 16}.{patch}"  # dagster 1.13.27 goes with its libraries 0.29.27
     assert pins["dagster-webserver"] == core
     for lib in ("dagster-aws", "dagster-postgres", "dagster-k8s"):
@@ -577,7 +579,7 @@ def helm_instance_settings(helm: dict) -> dict:
     """What the chart renders into dagster.yaml from our values (the keys we set)."""
     daemon = helm["dagsterDaemon"]
     qrc = daemon["runCoordinator"]["config"]["queuedRunCoordinator"]
-    snake = lambda key: re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()  # noqa: E731
+    snake = lambda key: re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
     pg = helm["postgresql"]
     return {
         "storage": {"postgres": {"postgres_db": {
@@ -636,7 +638,7 @@ def compose_code_env(compose: dict) -> dict[str, str]:
 def test_the_same_definitions_choose_production_resources_from_the_environment(where, compose, helm, monkeypatch):
     from dagster import EnvVar
 
-    import assets.definitions as definitions
+    from assets import definitions
     from resources import Neo4jResource, S3ObjectStoreResource
 
     if where == "compose":

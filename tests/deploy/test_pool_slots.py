@@ -79,7 +79,7 @@ def test_claimers_racing_for_one_slot_never_hold_it_together(event_log):
                 with lock:
                     holders.remove(step)
                 storage.free_concurrency_slot_for_step(run_id, step)
-        except BaseException as e:  # reported by the test, not lost in the thread
+        except BaseException as e:  # noqa: BLE001 - reported by the test, not lost in the thread
             errors.append(e)
 
     threads = [threading.Thread(target=claimer, args=(storage, i)) for i, storage in enumerate(event_log)]

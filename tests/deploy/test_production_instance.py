@@ -12,6 +12,7 @@ deploy/dagster.yaml are seen at work.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -91,7 +92,7 @@ def wait_for(what: str, check, processes: list[Process], timeout: float):
             result = check()
             if result:
                 return result
-        except Exception as e:  # not ready yet
+        except Exception as e:  # noqa: BLE001 - not ready yet
             last = e
         time.sleep(0.5)
     logs = "\n".join(p.tail() for p in processes)
@@ -347,7 +348,7 @@ def test_queued_runs_succeed_on_postgres_storage(deployment, clean_graph, servic
         for name, steps in per_run.items():
             assert {"graph", "documents"} <= set(steps), f"{name}: {steps}"
         windows = sorted(w for steps in per_run.values() for w in steps.values())
-        for (_, end), (start, _) in zip(windows, windows[1:]):
+        for (_, end), (start, _) in itertools.pairwise(windows):
             assert end <= start, f"neo4j pool steps overlapped: {windows}"
         pool = instance.event_log_storage.get_concurrency_info("neo4j")
         assert pool.slot_count == 1 and pool.claimed_slots == [] and pool.pending_steps == []

@@ -105,7 +105,7 @@ def test_note_front_matter_fast_emitter_writes_what_the_python_emitter_writes():
 
     from chatetl.exports.yaml_export import _Dumper, _FastDumper, _needs_python_emitter
 
-    kw = dict(sort_keys=False, allow_unicode=True, default_flow_style=None, width=1_000_000)
+    kw = {"sort_keys": False, "allow_unicode": True, "default_flow_style": None, "width": 1_000_000}
     checked = 0
     for text in _random_texts(5, 20000, 8):
         front = {"title": text, "platform": text[:2] or "chatgpt", "model": "gpt-4o", "created": "2026-01-01T00:00:00Z",

@@ -164,7 +164,7 @@ def test_yaml_fast_emitter_writes_what_the_python_emitter_writes():
 
     bmp = [t for t in TRICKY if not any(ord(ch) > 0xFFFF for ch in t)] + ["crlf\r\nx", "nel\x85x", "tab\tx", "ends\n\n"]
     record = yaml_record(export_views(chat(_turns(bmp), title="yes: no"))[0])
-    kw = dict(sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000)
+    kw = {"sort_keys": False, "allow_unicode": True, "default_flow_style": False, "width": 1_000_000}
     assert yaml.dump(record, Dumper=_FastDumper, **kw) == yaml.dump(record, Dumper=_Dumper, **kw)
 
 

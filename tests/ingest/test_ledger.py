@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -21,8 +21,8 @@ from chatetl.layout import table_key, upload_id
 from chatetl.samples import ChatGPTBuilder, chatgpt_conversations
 from chatetl.storage import LocalObjectStore
 
-DAY1 = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc).timestamp()
-DAY2 = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc).timestamp()
+DAY1 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC).timestamp()
+DAY2 = datetime(2026, 3, 2, 10, 0, tzinfo=UTC).timestamp()
 
 
 @pytest.fixture

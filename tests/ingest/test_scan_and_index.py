@@ -6,7 +6,7 @@ the middle are found, coverage is published only when a full cycle vouches for i
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -28,7 +28,7 @@ from chatetl.ingest.scan import CLOCK_SKEW_SECONDS, ScanCursor, check_cursor, di
 from chatetl.layout import INDEX_PREFIX, index_prefix, is_upload
 from chatetl.storage import LocalObjectStore
 
-NOW = datetime(2026, 3, 10, 12, 0, tzinfo=timezone.utc).timestamp()
+NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC).timestamp()
 
 
 @pytest.fixture
@@ -249,7 +249,7 @@ def test_unusable_keys_are_reported_not_requested(store):
     real_list = store.list
 
     def listing_with_a_windows_key(prefix="", start_after=None, limit=None):
-        weird = ObjectInfo(key="raw/goo\\d.json", etag="e", size=1, last_modified=datetime.fromtimestamp(NOW - 5, tz=timezone.utc))
+        weird = ObjectInfo(key="raw/goo\\d.json", etag="e", size=1, last_modified=datetime.fromtimestamp(NOW - 5, tz=UTC))
         items = sorted([*real_list(prefix), weird] if prefix == "raw/" else list(real_list(prefix)), key=lambda i: i.key)
         items = [i for i in items if start_after is None or i.key > start_after]
         return iter(items[:limit] if limit is not None else items)

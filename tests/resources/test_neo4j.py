@@ -25,8 +25,8 @@ def test_neo4j_resource_checks_the_server_on_first_use_and_closes_the_driver_aft
     resource.setup_for_execution(None)  # type: ignore[arg-type]  # no server: the start still succeeds
     assert len(opened) == 1
     with pytest.raises(neo4j.exceptions.ServiceUnavailable):
-        resource.driver
+        _ = resource.driver
     with pytest.raises(neo4j.exceptions.ServiceUnavailable):
-        resource.driver  # checked again on the next use, not taken as good
+        _ = resource.driver  # checked again on the next use, not taken as good
     resource.teardown_after_execution(None)  # type: ignore[arg-type]
     assert opened[0]._closed and resource._driver is None
