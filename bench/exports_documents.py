@@ -15,7 +15,7 @@ baselines measured in the same run (the machine is shared: compare ratios, not a
   the ceiling, orjson writing plain dicts of the same turns made beforehand (serializing alone); then each
   format through `conversation_files` (the turns chosen, the file name, the bytes), every format in one
   call (the views computed once and shared), the fenced Markdown's render without the read-back check,
-  and the targets of issue 11 (chat-export JSON and Markdown >= 50 MB/s);
+  and the targets (chat-export JSON and Markdown >= 50 MB/s);
 - the zip of three formats and the training file through the collector (on disk);
 - with --profile N, the top N chatetl functions by cumulative and by own share of samples of the
   chat-export JSON and the Markdown exports (py-spy from the venv: `.venv/bin/pip install py-spy`);
@@ -58,7 +58,7 @@ from chatetl.rag.chunking import ChunkOptions, chunk_document
 from chatetl.rag.documents import build_document
 from chatetl.readers import ReadReport, read_path
 
-TARGETS = {"chat-export-json": 50.0, "md": 50.0}  # MB/s of output (issue 11)
+TARGETS = {"chat-export-json": 50.0, "md": 50.0}  # MB/s of output
 RUNS = 3
 
 
@@ -199,7 +199,7 @@ def bench_exports(convs: list) -> None:
             return os.path.getsize(zpath) + os.path.getsize(tpath)
 
     timed("chatetl: zip (3 formats) + training file", n, bundle, *bases)
-    print("targets (issue 11): " + "; ".join(
+    print("targets: " + "; ".join(
         f"{fmt} {rates[fmt]:.1f} MB/s >= {want:.0f}: {'met' if rates[fmt] >= want else 'MISSED'} ({rates[fmt] / ceiling:.2f}x ceiling)"
         for fmt, want in TARGETS.items()))
 

@@ -46,8 +46,8 @@ def version() -> str:
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    # Looked up only when asked: importlib.metadata (and the email package it imports) cost every other
-    # command ~40 ms of start-up, a tenth of `chatetl normalize`'s imports.
+    # Looked up only when asked: importlib.metadata (and the email package it imports) would add to every
+    # other command's start-up (bench/RESULTS.md).
     if value and not ctx.resilient_parsing:
         click.echo(f"chatetl {version()}")
         ctx.exit()

@@ -179,7 +179,7 @@ class MarkdownResult:
 
 # the lines that can open or close a code fence (CommonMark: up to 3 spaces, then ``` or ~~~), each after
 # its line break: a pattern that opens with a literal character is searched for that character first,
-# where `^` in multi-line mode is tried at every character (three times slower on a body with a fence)
+# where `^` in multi-line mode is tried at every character (several times slower on a body with a fence)
 _FENCE_LINES = re.compile(r"\n( {0,3}(?:```|~~~)[^\n]*)")
 
 

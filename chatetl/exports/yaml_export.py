@@ -31,8 +31,8 @@ class _Dumper(yaml.SafeDumper):
 _FastBase: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _FastDumper(_FastBase):  # type: ignore[misc, valid-type]
-    """LibYAML's emitter (about 9x faster): the same output, except that it escapes characters beyond
+class _FastDumper(_FastBase):  # type: ignore[misc]
+    """LibYAML's emitter (several times faster, bench/RESULTS.md): the same output, except that it escapes characters beyond
     U+FFFF (emoji) into double-quoted scalars and cannot write a lone surrogate (a damaged source's; the
     Python emitter escapes it), so records holding either go through the Python emitter."""
 
