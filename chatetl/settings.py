@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from types import MappingProxyType
+from typing import overload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ENV_FILE = PROJECT_ROOT / "deploy" / "local.env"
@@ -107,7 +108,14 @@ def parse_flag(name: str, raw: str | None, default: bool = False) -> bool:
     raise SettingError(f"{name}={raw!r}: expected one of true/false, yes/no, 1/0, on/off")
 
 
-def parse_number(name: str, raw: str | None, default: float | None, *, kind: type = int, minimum: float | None = None):
+@overload
+def parse_number(name: str, raw: str | None, default: int, *, minimum: float | None = None) -> int: ...
+@overload
+def parse_number(name: str, raw: str | None, default: None, *, minimum: float | None = None) -> int | None: ...
+@overload
+def parse_number(name: str, raw: str | None, default: float, *, kind: type[float], minimum: float | None = None) -> float: ...
+def parse_number(name: str, raw: str | None, default: float | None, *, kind: type[int | float] = int,
+                 minimum: float | None = None) -> float | None:
     """An integer (`kind=int`) or a finite number (`kind=float`) setting, at least `minimum`; unset or blank: `default`."""
     if raw is None or not raw.strip():
         return default

@@ -255,7 +255,7 @@ class S3ObjectStore(ObjectStore):
 
     def open(self, key: str) -> BinaryIO:
         body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
-        return io.BufferedReader(_StreamingBody(body), buffer_size=1024 * 1024)  # type: ignore[return-value]
+        return io.BufferedReader(_StreamingBody(body), buffer_size=1024 * 1024)
 
     def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo:
         extra = {"ContentType": content_type} if content_type else None

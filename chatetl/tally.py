@@ -45,7 +45,7 @@ def all_passed(mine: bool, theirs: bool) -> bool:
 def capped(limit: int) -> Rule:
     """Lists extended up to `limit` items (examples shown to a person, not a complete record)."""
 
-    def rule(mine: list, theirs: list) -> list:
+    def rule(mine: list[Any], theirs: list[Any]) -> list[Any]:
         mine.extend(theirs[: max(0, limit - len(mine))])
         return mine
 

@@ -69,7 +69,7 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
     finally:
         driver.close()
     report_errors(report.errors, quiet)
-    out = {
+    out: dict[str, object] = {
         "files": report.files,
         "conversations_read": report.conversations,
         **summary.to_dict(),

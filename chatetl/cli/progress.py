@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any, Self, TextIO
+from typing import Any, BinaryIO, Self, TextIO, cast
 
 from chatetl.readers.counting_stream import CountingStream
 from chatetl.readers.detect import SIDECARS
@@ -56,6 +56,12 @@ class _LeafCount:
     def advanced(self, pos: int) -> None:
         if pos > self.seen:
             self.seen = min(pos, self.size) if self.size else pos
+
+
+
+def _counting(opener: Callable[[], BinaryIO], count: _LeafCount) -> Callable[[], BinaryIO]:
+    """`opener`, its stream's bytes told to `count` as they are read."""
+    return lambda: cast(BinaryIO, CountingStream(opener(), count.advanced))
 
 
 class InputMeter:
@@ -106,8 +112,7 @@ class InputMeter:
                     continue
                 count = _LeafCount(entry.size or 0)
                 self._current = count
-                opener = entry.opener
-                yield replace(entry, opener=lambda opener=opener, count=count: CountingStream(opener(), count.advanced)), fmt, layout
+                yield replace(entry, opener=_counting(entry.opener, count)), fmt, layout
         finally:
             self._finish_current()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import click
@@ -39,7 +39,7 @@ def settings_store(settings: Settings) -> Any | None:
     return None
 
 
-def _date(value: str | None, name: str):
+def _date(value: str | None, name: str) -> date | None:
     if not value:
         return None
     try:

@@ -39,7 +39,7 @@ class CheckReport(Tally):
     passed: bool = summed_by(all_passed, default=True)
     problems: list[str] = summed_by(capped(MAX_PROBLEMS), default_factory=list)  # noqa: RUF009 - a field() with its rule
     problem_count: int = 0
-    counts: Counter = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=Counter)
 
     def fail(self, problem: str) -> None:
         self.passed = False

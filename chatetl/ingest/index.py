@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from chatetl.layout import COVERAGE_KEY, RAW_PREFIX, index_prefix, is_upload
 from chatetl.storage import ObjectInfo, ObjectStore
@@ -34,11 +35,11 @@ def partition_of(info: ObjectInfo) -> str:
     return info.last_modified.astimezone(UTC).date().isoformat()
 
 
-def info_to_dict(info: ObjectInfo) -> dict:
+def info_to_dict(info: ObjectInfo) -> dict[str, Any]:
     return {"key": info.key, "etag": info.etag, "size": info.size, "last_modified": info.last_modified.isoformat()}
 
 
-def info_from_dict(d: dict) -> ObjectInfo:
+def info_from_dict(d: dict[str, Any]) -> ObjectInfo:
     return ObjectInfo(key=d["key"], etag=d["etag"], size=int(d["size"]), last_modified=datetime.fromisoformat(d["last_modified"]))
 
 
@@ -79,7 +80,11 @@ def batches_by_day(changes: Iterable[ObjectInfo]) -> list[UploadBatch]:
     return [UploadBatch(day, tuple(sorted(v, key=lambda u: u.key))) for day, v in sorted(days.items())]
 
 
-def _parallel(fn: Callable, items: list, threads: int = 8) -> list:
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _parallel(fn: Callable[[T], R], items: list[T], threads: int = 8) -> list[R]:
     if len(items) <= 1:
         return [fn(i) for i in items]
     with ThreadPoolExecutor(max_workers=min(threads, len(items))) as pool:
@@ -203,13 +208,13 @@ def find_uploads(store: ObjectStore, days: list[str], now: float | None = None) 
     for d in covered:
         indexed = [u.key for u in indexed_uploads(store, d)]
         day = DayUploads(d, [], "index")
-        for key, info in sorted(current_state(store, indexed).items()):
-            if info is None:
+        for key, current in sorted(current_state(store, indexed).items()):
+            if current is None:
                 day.gone.append(key)
-            elif partition_of(info) == d:
-                day.uploads.append(info)
+            elif partition_of(current) == d:
+                day.uploads.append(current)
             else:
-                day.moved[key] = partition_of(info)
+                day.moved[key] = partition_of(current)
         result[d] = day
     if covered:
         note.append(f"read the upload index for {', '.join(covered)}")

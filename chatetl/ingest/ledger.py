@@ -107,7 +107,8 @@ def read_location(store: ObjectStore, upload_id: str) -> dict[str, str] | None:
     if store.head(key) is None:
         return None
     try:
-        return json.loads(store.get_bytes(key))
+        location: dict[str, str] = json.loads(store.get_bytes(key))
+        return location
     except ValueError:
         return None
 

@@ -48,11 +48,13 @@ class Document:
 
     @property
     def key(self) -> str:
-        return self.props["key"]
+        key: str = self.props["key"]
+        return key
 
     @property
     def content(self) -> str:
-        return self.props["content"]
+        content: str = self.props["content"]
+        return content
 
 
 def _content(conv: Conversation, options: ContentOptions) -> tuple[str, list[Span]]:

@@ -191,7 +191,7 @@ def claude_export() -> bytes:
     root = "00000000-0000-4000-8000-000000000000"
     q, a1, a2, q2, a3 = (sample_id("claude", "msg", i) for i in range(5))
 
-    def msg(uuid_: str, parent: str, sender: str, content: list, offset: float, **extra: Any) -> dict:
+    def msg(uuid_: str, parent: str, sender: str, content: list[dict[str, Any]], offset: float, **extra: Any) -> dict[str, Any]:
         text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
         return {
             "uuid": uuid_, "text": text, "content": content, "sender": sender, "index": 0,
@@ -273,7 +273,7 @@ def rex_records() -> bytes:
     u1, a1, u2, a2 = (sample_id("rex", "turn", i) for i in range(4))
     t = BASE_TIME + 3 * 86400
 
-    def turn(speaker: str, ident_: str, parent: str, text: str, offset: float, model: str | None = None) -> dict:
+    def turn(speaker: str, ident_: str, parent: str, text: str, offset: float, model: str | None = None) -> dict[str, Any]:
         return {"speaker": speaker, "when": _iso(t + offset), "identifier": ident_, "content*": text, "parent": parent,
                 "metadata*": {"id": ident_, "message": {"id": ident_, "author": {"role": speaker, "name": None, "metadata": {}},
                                "create_time": t + offset, "content": {"content_type": "text", "parts": [text]},

@@ -6,12 +6,13 @@ from __future__ import annotations
 import io
 import uuid
 import zipfile
+from collections.abc import Mapping
 from typing import Any
 
 BASE_TIME = 1767225600.0  # 2026-01-01T00:00:00Z
 
 
-def zip_files(files: dict[str, bytes | str]) -> bytes:
+def zip_files(files: Mapping[str, bytes | str]) -> bytes:
     """A zip whose bytes depend only on its files (fixed member times), so re-uploading it is a no-op."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:

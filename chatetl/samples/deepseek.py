@@ -25,7 +25,7 @@ class _Tree:
     def __init__(self) -> None:
         self.mapping: dict[str, dict[str, Any]] = {"root": {"id": "root", "parent": None, "children": [], "message": None}}
 
-    def add(self, parent: str, offset: float, fragments: list[dict[str, Any]], model: str = "deepseek-chat", files: list | None = None) -> str:
+    def add(self, parent: str, offset: float, fragments: list[dict[str, Any]], model: str = "deepseek-chat", files: list[dict[str, Any]] | None = None) -> str:
         node_id = str(len(self.mapping))
         for n, fragment in enumerate(fragments, 1):
             fragment.setdefault("id", n)

@@ -90,7 +90,7 @@ def sample() -> tuple[str, bytes]:
         "time": (START + timedelta(minutes=4)).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "products": ["Search"], "activityControls": ["Web & App Activity"],
     }]
-    files = {
+    files: dict[str, bytes | str] = {
         "Takeout/archive_browser.html": "<html><head><title>Archive</title></head><body><h1>Your archive</h1></body></html>",
         f"{FOLDER}/MyActivity.json": json.dumps(activity_rows(), ensure_ascii=False, indent=2),
         f"{FOLDER}/image_4f2a9c-7d1e0b3a5c6f8e91.png": PNG,

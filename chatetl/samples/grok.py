@@ -91,7 +91,7 @@ def _branch_chat() -> dict[str, Any]:
 
 def sample() -> tuple[str, bytes]:
     backend = {"conversations": [_search_chat(), _branch_chat()], "projects": [], "tasks": [], "media_posts": []}
-    files = {
+    files: dict[str, bytes | str] = {
         f"{FOLDER}/prod-grok-backend.json": json.dumps(backend, ensure_ascii=False, indent=2),
         f"{FOLDER}/prod-mc-auth-mgmt-api.json": json.dumps({"user": {"userId": USER, "givenName": "Sample"}, "sessions": []}, indent=2),
         f"{FOLDER}/prod-mc-billing.json": json.dumps({"balance": {"credits": 0}}, indent=2),

@@ -75,7 +75,7 @@ def _naming_chat() -> list[dict[str, Any]]:
 
 def sample() -> tuple[str, bytes]:
     recipe, naming = sample_id("le-chat-chat", "recipe"), sample_id("le-chat-chat", "naming")
-    files = {
+    files: dict[str, bytes | str] = {
         f"chat-{recipe}.json": json.dumps(_recipe_chat(), indent=2, ensure_ascii=False),
         f"chat-{recipe}-files/pancakes.pdf": PDF,
         f"chat-{naming}.json": json.dumps(_naming_chat(), indent=2, ensure_ascii=False),

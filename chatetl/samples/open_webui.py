@@ -51,7 +51,8 @@ class _Chat:
 
     def row(self, current: str, params: dict[str, Any] | None = None, tags: list[str] | None = None) -> dict[str, Any]:
         chat_id = sample_id("open-webui-chat", self.name)
-        branch, node = [], current
+        branch: list[dict[str, Any]] = []
+        node: str | None = current
         while node is not None:
             branch.append(self.messages[node])
             node = self.messages[node]["parentId"]
