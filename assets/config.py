@@ -10,7 +10,7 @@ names and refuses an unknown one before the run starts.
 """
 
 import enum
-from typing import Any
+from typing import Any, TypeVar
 
 from dagster import Config
 from pydantic import Field, create_model
@@ -22,7 +22,7 @@ from chatetl.selection import ContentOptions
 from chatetl.settings import Settings
 
 # The export formats as config values (their own names, e.g. chat-export-json).
-ExportFormat = enum.Enum("ExportFormat", [(name, name) for name in ALL_FORMATS], type=str)
+ExportFormat = enum.Enum("ExportFormat", [(name, name) for name in ALL_FORMATS], type=str)  # type: ignore[misc]  # the registry's names
 
 _CHUNK_DEFAULTS = ChunkOptions()
 
@@ -32,9 +32,12 @@ def _names(values: list[Any]) -> list[str]:
     return [getattr(v, "value", v) for v in values]
 
 
-def _with_defaults(cls: type, values: dict[str, Any]) -> type:
+C = TypeVar("C", bound=Config)
+
+
+def _with_defaults(cls: type[C], values: dict[str, Any]) -> type[C]:
     """A subclass of `cls` (same name, same fields, same descriptions) with other defaults."""
-    fields = {
+    fields: dict[str, Any] = {
         name: (cls.model_fields[name].annotation, Field(default=value, description=cls.model_fields[name].description))
         for name, value in values.items()
     }
@@ -90,11 +93,11 @@ class DocumentsConfig(ContentConfig):
 
 
 class ExportsConfig(ContentConfig):
-    formats: list[ExportFormat] = Field(  # type: ignore[valid-type]
-        default=list(ALL_FORMATS), description="The formats written to exports/ (empty: every one; default: CHATETL_EXPORT_FORMATS, else every one)."
+    formats: list[ExportFormat] = Field(
+        default=list(ALL_FORMATS), description="The formats written to exports/ (empty: every one; default: CHATETL_EXPORT_FORMATS, else every one)."  # type: ignore[arg-type]  # names: Dagster takes an enum value by its name
     )
-    zip_formats: list[ExportFormat] = Field(  # type: ignore[valid-type]
-        default=list(ExportPlan().bundle_formats),
+    zip_formats: list[ExportFormat] = Field(
+        default=list(ExportPlan().bundle_formats),  # type: ignore[arg-type]  # names, as above
         description="The formats in the partition's zip, exports/zip/; empty: no zip (default: CHATETL_EXPORT_ZIP_FORMATS).",
     )
 

@@ -14,6 +14,8 @@ local Neo4j) and in production (S3, a Neo4j server or cluster) without changes:
 
 from __future__ import annotations
 
+from typing import overload
+
 from dagster import Definitions, EnvVar, load_asset_checks_from_modules
 from dagster_aws.s3 import S3Resource
 
@@ -35,6 +37,10 @@ from resources import (
 )
 
 
+@overload
+def setting(settings: Settings, name: str, default: str) -> str | EnvVar: ...
+@overload
+def setting(settings: Settings, name: str, default: str | None) -> str | EnvVar | None: ...
 def setting(settings: Settings, name: str, default: str | None) -> str | EnvVar | None:
     """A resource field for deployment variable `name`: an EnvVar of it when it is set (and, in
     production, when it is required: it fails loudly when the resource starts), else `default`."""
@@ -43,27 +49,33 @@ def setting(settings: Settings, name: str, default: str | None) -> str | EnvVar 
     return default
 
 
+def required_setting(settings: Settings, name: str, default: str | None) -> str | EnvVar:
+    """`setting` for a field that cannot be empty: without a value, the error of `Settings.require`."""
+    value = setting(settings, name, default)
+    return settings.require(name) if value is None else value
+
+
 def object_store_resource(settings: Settings | None = None) -> ObjectStoreResource:
     s = settings or Settings.from_env()
     if s.require("CHATETL_STORE") == "s3":
         return S3ObjectStoreResource(
-            bucket=setting(s, "CHATETL_S3_BUCKET", s.s3_bucket),
+            bucket=required_setting(s, "CHATETL_S3_BUCKET", s.s3_bucket),
             prefix=setting(s, "CHATETL_S3_PREFIX", s.s3_prefix),
             s3=S3Resource(
                 endpoint_url=setting(s, "CHATETL_S3_ENDPOINT_URL", s.s3_endpoint_url),
                 region_name=setting(s, "AWS_REGION", s.aws_region or "us-east-1"),
             ),
         )
-    return LocalObjectStoreResource(root=setting(s, "CHATETL_LOCAL_STORE_ROOT", s.local_store_root))
+    return LocalObjectStoreResource(root=required_setting(s, "CHATETL_LOCAL_STORE_ROOT", s.local_store_root))
 
 
 def neo4j_resource(settings: Settings | None = None) -> Neo4jResource:
     s = settings or Settings.from_env()
     return Neo4jResource(
-        uri=setting(s, "NEO4J_URI", s.neo4j_uri),
-        user=setting(s, "NEO4J_USER", s.neo4j_user),
+        uri=required_setting(s, "NEO4J_URI", s.neo4j_uri),
+        user=required_setting(s, "NEO4J_USER", s.neo4j_user),
         password=setting(s, "NEO4J_PASSWORD", None),  # unset: the local password, taken when it connects
-        database=setting(s, "NEO4J_DATABASE", s.neo4j_database),
+        database=required_setting(s, "NEO4J_DATABASE", s.neo4j_database),
     )
 
 

@@ -72,7 +72,7 @@ def documents_asset(config_class: type[DocumentsConfig] = DocumentsConfig) -> As
     """The documents asset, its run config defaults those of `config_class` (DocumentsConfig.for_settings)."""
 
     @daily_asset(group_name="rag", deps=["graph"], pool=NEO4J_POOL, kinds={"neo4j", "s3"})
-    def documents(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
+    def documents(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:  # type: ignore[valid-type]
         """One Document per conversation (the full visible text of the active branch, with role labels) and its
         overlapping chunks (turn and paragraph boundaries, message ids, char offsets): rag/documents/, rag/chunks/,
         Document and Chunk nodes (HAS_DOCUMENT, HAS_CHUNK, NEXT) and the `chunk_text` full-text index.

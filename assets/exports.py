@@ -1,6 +1,8 @@
 """Exported files per conversation, the partition's training file and zip, in the bucket's exports/ prefix."""
 
 
+from typing import Any
+
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
@@ -30,7 +32,7 @@ def write_exports(context: AssetExecutionContext, config: ExportsConfig, object_
         (total.written if archive.written else total.unchanged).append(archive.key)
     # the exported Markdown is upload text: shown as its source, never rendered (links, images, HTML)
     preview = md_fenced(store.get_bytes(total.preview_key).decode("utf-8", "replace"), 3000) if total.preview_key else "_no conversations_"
-    metadata = {
+    metadata: dict[str, Any] = {
         "conversations": total.conversations,
         "conversations_without_turns": total.empty,
         "newer_state_already_exported": total.skipped_older,
@@ -63,7 +65,7 @@ def exports_asset(config_class: type[ExportsConfig] = ExportsConfig) -> AssetsDe
     """The exports asset, its run config defaults those of `config_class` (ExportsConfig.for_settings)."""
 
     @daily_asset(group_name="exports", deps=["normalized"], kinds={"s3"})
-    def exports(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource) -> MaterializeResult:
+    def exports(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource) -> MaterializeResult:  # type: ignore[valid-type]
         """Every conversation as chat-export/1 JSON, sharegpt/1 JSON, fenced Markdown, note Markdown (front matter),
         YAML and HTML (exports/<format>/<platform>-<title>-<date>-<id>.<ext>, newest state wins), the partition's
         ShareGPT JSONL training file, a zip of the chosen formats and the archive page of the whole bucket

@@ -48,7 +48,7 @@ def graph_asset(config_class: type[GraphConfig] = GraphConfig) -> AssetsDefiniti
 
     # graph writers queue on one pool, so two runs never write the same conversation at once
     @daily_asset(group_name="graph", deps=["normalized"], pool=NEO4J_POOL, kinds={"neo4j"})
-    def graph(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
+    def graph(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:  # type: ignore[valid-type]
         """Conversation, Message, HAS_MESSAGE, NEXT (active branch), REPLIES_TO (every branch); newest state wins.
         Deep mode (run config `deep`, default CHATETL_GRAPH_DEEP) adds a DecisionTrace with its TraceSteps per
         conversation with tool use."""

@@ -7,6 +7,7 @@ processed on its own: its uploads from the upload index (chatetl.ingest.index), 
 
 
 import json
+from typing import Any
 
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue
 
@@ -23,7 +24,7 @@ from chatetl.layout import (
     index_prefix,
     ledger_key,
 )
-from chatetl.storage import put_bytes_if_changed
+from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed
 from resources.object_store import ObjectStoreResource
 
 MANIFEST_PREFIX = "manifests/raw_uploads/"
@@ -72,7 +73,7 @@ def raw_uploads(context: AssetExecutionContext, object_store: ObjectStoreResourc
     )
 
 
-def _manifest_uploads(store, day: str) -> list:
+def _manifest_uploads(store: ObjectStore, day: str) -> list[ObjectInfo]:
     if store.head(manifest_key(day)) is None:  # normalized run alone: find them now
         return find_uploads(store, [day])[0][day].uploads
     return [info_from_dict(d) for d in json.loads(store.get_bytes(manifest_key(day)))["uploads"]]
@@ -98,7 +99,7 @@ def wants_reprocess(context: AssetExecutionContext, config: NormalizedConfig) ->
     return config.reprocess or str(context.run.tags.get(REPROCESS_TAG, "")).lower() in ("1", "true", "yes")
 
 
-def normalized_metadata(store, r: PartitionIngest, days: list[str], per_day: list[PartitionIngest]) -> dict:
+def normalized_metadata(store: ObjectStore, r: PartitionIngest, days: list[str], per_day: list[PartitionIngest]) -> dict[str, Any]:
     sources = sorted(r.sources.items())
     return {
         "summary": MetadataValue.text(_summary(r, days)),

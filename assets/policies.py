@@ -1,9 +1,10 @@
 """How the steps run: the retry policy, the Neo4j pool, the reprocess run tag, and `daily_asset`."""
 
 
+from collections.abc import Callable
 from typing import Any
 
-from dagster import Backoff, Jitter, RetryPolicy, asset
+from dagster import AssetsDefinition, Backoff, Jitter, RetryPolicy, asset
 
 from assets import pool_slots
 from assets.partitions import daily_partitions, range_backfill_policy
@@ -25,7 +26,10 @@ pool_slots.install()
 REPROCESS_TAG = "chatetl/reprocess"
 
 
-def daily_asset(**kwargs: Any) -> Any:
+def daily_asset(**kwargs: Any) -> Callable[[Callable[..., Any]], AssetsDefinition]:
     """`@asset` for every asset of the pipeline: daily partitions, several days per backfill run
     (each asset loops over its run's days), transient failures retried."""
-    return asset(partitions_def=daily_partitions, backfill_policy=range_backfill_policy, retry_policy=NETWORK_RETRY, **kwargs)
+    decorator: Callable[[Callable[..., Any]], AssetsDefinition] = asset(
+        partitions_def=daily_partitions, backfill_policy=range_backfill_policy, retry_policy=NETWORK_RETRY, **kwargs
+    )
+    return decorator

@@ -44,4 +44,4 @@ def claim_free_slot(storage: SqlEventLogStorage, concurrency_key: str, run_id: s
 
 def install() -> None:
     """Make every SQL event log storage (PostgreSQL, MySQL, SQLite) claim slots atomically."""
-    SqlEventLogStorage._claim_concurrency_slot = claim_free_slot  # type: ignore[method-assign]
+    SqlEventLogStorage._claim_concurrency_slot = claim_free_slot  # type: ignore[method-assign, assignment]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dagster import ConfigurableResource, EnvVar
 
 from chatetl.settings import SettingError
 
-R = TypeVar("R", bound=ConfigurableResource)
+R = TypeVar("R", bound="ConfigurableResource[Any]")
 
 
 def resolved(resource: R) -> R:

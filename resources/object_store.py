@@ -21,7 +21,7 @@ from chatetl.storage import LocalObjectStore, ObjectStore, S3ObjectStore
 from resources.env import resolved
 
 
-class ObjectStoreResource(ConfigurableResource):
+class ObjectStoreResource(ConfigurableResource):  # type: ignore[type-arg]  # Dagster's resources subclass it as it is
     """Where uploads arrive and where every stage writes. Assets only see `store`."""
 
     _store: ObjectStore | None = PrivateAttr(default=None)
