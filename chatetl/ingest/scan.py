@@ -109,52 +109,76 @@ def discover(
         # First step: the fast path from "" sees every existing key; the first re-scan cycle
         # only needs to look at what changes from now on (minus the clock skew allowance).
         c.cycle_start, c.since = now, now - CLOCK_SKEW_SECONDS
-    deadline = clock() + max_seconds
-    found = Discovery(changes=[], cursor=c)
-    changes: dict[str, ObjectInfo] = {}
-
-    def consider(info: ObjectInfo) -> None:
-        fp = fingerprint(info)
-        if fp in c.seen:
-            return
-        if info.last_modified.timestamp() >= c.since:  # type: ignore[operator]
-            c.seen[fp] = info.last_modified.timestamp()
-        changes[info.key] = info
-
-    # 1. the fast path: keys after the greatest one seen
-    n = 0
-    for info in store.list(RAW_PREFIX, start_after=c.high or None, limit=max_keys):
-        n += 1
-        c.high = info.key
-        if is_upload(info.key):
-            consider(info)
-        elif not info.key.endswith("/"):
-            found.ignored.append(info.key)
-        if clock() > deadline:
-            found.stopped_by = "seconds"
-            break
-    found.listed = n
-    if not found.stopped_by:
-        if n < max_keys:
-            found.fast_path_drained = True
-        else:
-            found.stopped_by = "keys"
-
-    # 2. the rolling re-scan of keys <= high, with what is left of the budget
+    step = _Step(store, c, c.since, clock, deadline=clock() + max_seconds)
+    found = step.found
+    step.fast_path(max_keys)
     budget = max_keys - found.listed
     if found.fast_path_drained and budget > 0:
+        if step.rescan(budget):
+            _next_cycle(c, found, c.cycle_start, now)
+    elif not found.stopped_by:
+        found.stopped_by = "keys"
+    found.changes = sorted(step.changes.values(), key=lambda i: i.key)
+    return found
+
+
+class _Step:
+    """One bounded step of the scan: the cursor it moves, what it finds, until when it may list."""
+
+    def __init__(self, store: ObjectStore, cursor: ScanCursor, since: float, clock: Callable[[], float], deadline: float) -> None:
+        self.store, self.cursor, self.since, self.clock, self.deadline = store, cursor, since, clock, deadline
+        self.found = Discovery(changes=[], cursor=cursor)
+        self.changes: dict[str, ObjectInfo] = {}
+
+    def consider(self, info: ObjectInfo) -> None:
+        fp = fingerprint(info)
+        if fp in self.cursor.seen:
+            return
+        if info.last_modified.timestamp() >= self.since:
+            self.cursor.seen[fp] = info.last_modified.timestamp()
+        self.changes[info.key] = info
+
+    def out_of_time(self) -> bool:
+        if self.clock() > self.deadline:
+            self.found.stopped_by = "seconds"
+            return True
+        return False
+
+    def fast_path(self, max_keys: int) -> None:
+        """Keys after the greatest one seen."""
+        c, found = self.cursor, self.found
+        n = 0
+        for info in self.store.list(RAW_PREFIX, start_after=c.high or None, limit=max_keys):
+            n += 1
+            c.high = info.key
+            if is_upload(info.key):
+                self.consider(info)
+            elif not info.key.endswith("/"):
+                found.ignored.append(info.key)
+            if self.out_of_time():
+                break
+        found.listed = n
+        if not found.stopped_by:
+            if n < max_keys:
+                found.fast_path_drained = True
+            else:
+                found.stopped_by = "keys"
+
+    def rescan(self, budget: int) -> bool:
+        """The rolling re-scan of keys <= high, `budget` keys at most; True when it reached
+        the end of them (the cycle is complete)."""
+        c, found = self.cursor, self.found
         m = 0
         reached_end = False
-        for info in store.list(RAW_PREFIX, start_after=c.pos or None, limit=budget):
+        for info in self.store.list(RAW_PREFIX, start_after=c.pos or None, limit=budget):
             m += 1
             if info.key > c.high:  # arrived after this step's fast path: the next step's
                 reached_end = True
                 break
             c.pos = info.key
-            if is_upload(info.key) and info.last_modified.timestamp() >= c.since:  # type: ignore[operator]
-                consider(info)
-            if clock() > deadline:
-                found.stopped_by = "seconds"
+            if is_upload(info.key) and info.last_modified.timestamp() >= self.since:
+                self.consider(info)
+            if self.out_of_time():
                 break
         else:
             if m < budget:
@@ -162,20 +186,18 @@ def discover(
             else:
                 found.stopped_by = "keys"
         found.listed += m
-        if reached_end:
-            # Every version modified before this cycle began has now been found.
-            found.cycle_completed = True
-            found.coverage = c.cycle_start - CLOCK_SKEW_SECONDS  # type: ignore[operator]
-            c.since = c.cycle_start - CLOCK_SKEW_SECONDS  # type: ignore[operator]
-            c.cycle_start = now
-            c.pos = ""
-            c.cycles += 1
-            c.seen = {fp: lm for fp, lm in c.seen.items() if lm >= c.since}
-    elif not found.stopped_by:
-        found.stopped_by = "keys"
+        return reached_end
 
-    found.changes = sorted(changes.values(), key=lambda i: i.key)
-    return found
+
+def _next_cycle(c: ScanCursor, found: Discovery, cycle_start: float, now: float) -> None:
+    """Every version modified before this cycle began has now been found: the next one starts now."""
+    found.cycle_completed = True
+    found.coverage = cycle_start - CLOCK_SKEW_SECONDS
+    c.since = cycle_start - CLOCK_SKEW_SECONDS
+    c.cycle_start = now
+    c.pos = ""
+    c.cycles += 1
+    c.seen = {fp: lm for fp, lm in c.seen.items() if lm >= c.since}
 
 
 def check_cursor(store: ObjectStore, cursor: ScanCursor) -> tuple[ScanCursor, bool]:
