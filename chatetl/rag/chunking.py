@@ -194,7 +194,7 @@ def chunk_spans(content: str, spans: Sequence[Span], options: ChunkOptions) -> l
 def iter_chunk_spans(content: str, spans: Sequence[Span], options: ChunkOptions) -> Iterator[tuple[int, int]]:
     """`chunk_spans` one chunk at a time, in memory that does not grow with the content: the pieces are made as
     they are needed and let go once a chunk has moved past them, so what is held is about one chunk's pieces (a
-    100 MB message on one line is millions of words; before, all were held at once, ~70 bytes each)."""
+    huge message on one line is millions of words)."""
     source = _pieces(content, spans, options.max_chars)
     held: list[_Piece] = []  # the pieces from the first that ends after `start` on
     done = False
@@ -225,45 +225,53 @@ def iter_chunk_spans(content: str, spans: Sequence[Span], options: ChunkOptions)
         best_j = last
         reach(start + max_chars, last + 1)
         if last + 1 < len(held):  # not the end of the document: choose the strongest boundary that keeps the chunk full enough
-            floor = start + options.min_fill * max_chars
-            best_strength = -1
-            for k in range(last, -1, -1):
-                if (held[k].end < floor and k != last) or held[k].end <= prev_end:
-                    break
-                strength = held[k + 1].strength
-                if strength > best_strength:
-                    best_strength, best_j = strength, k
+            best_j = _strongest_boundary(held, last, start + options.min_fill * max_chars, prev_end)
         end = held[best_j].end
         yield start, end
         prev_end = end
         reach(start + max_chars, best_j + 1)
         if best_j + 1 >= len(held):
             break
-        # overlap: the next chunk starts inside this one, as far back as overlap_chars allows
-        # and no further than lets it still take the next piece whole
-        following = held[best_j + 1]
-        nxt = following.start
-        lower = max(start + 1, end - options.overlap_chars, following.end - max_chars)
-        if options.overlap_chars and lower < end:
-            whole = next((p.start for p in held[:best_j + 1] if p.start >= lower), None)
-            if whole is not None:
-                nxt = whole
-            else:  # no whole piece fits: the last lines that do, else the last words
-                line = content.find("\n", lower - 1, end)
-                while line != -1 and line + 1 < end and content[line + 1] == "\n":
-                    line += 1
-                if line != -1 and line + 1 < end and content[line + 1:end].strip():
-                    nxt = line + 1
-                else:
-                    for w in _WORD.finditer(content, lower, end):
-                        if content[w.start() - 1].isspace():
-                            nxt = w.start()
-                            break
-        start = nxt
+        start = _next_start(content, held, best_j, start, end, options)
         i = 0
         while held[i].end <= start:
             i += 1
         del held[:i]
+
+
+def _strongest_boundary(held: list[_Piece], last: int, floor: float, prev_end: int) -> int:
+    """The piece, from `last` back, after which the strongest boundary falls, among those that keep the
+    chunk `floor` long at least (`last` itself always may) and end past the previous chunk."""
+    best_j, best_strength = last, -1
+    for k in range(last, -1, -1):
+        if (held[k].end < floor and k != last) or held[k].end <= prev_end:
+            break
+        strength = held[k + 1].strength
+        if strength > best_strength:
+            best_strength, best_j = strength, k
+    return best_j
+
+
+def _next_start(content: str, held: list[_Piece], best_j: int, start: int, end: int, options: ChunkOptions) -> int:
+    """Where the chunk after [start, end) begins: inside this one, as far back as overlap_chars allows
+    and no further than lets it still take the next piece whole."""
+    following = held[best_j + 1]
+    lower = max(start + 1, end - options.overlap_chars, following.end - options.max_chars)
+    if not (options.overlap_chars and lower < end):
+        return following.start
+    whole = next((p.start for p in held[:best_j + 1] if p.start >= lower), None)
+    if whole is not None:
+        return whole
+    # no whole piece fits: the last lines that do, else the last words
+    line = content.find("\n", lower - 1, end)
+    while line != -1 and line + 1 < end and content[line + 1] == "\n":
+        line += 1
+    if line != -1 and line + 1 < end and content[line + 1:end].strip():
+        return line + 1
+    for w in _WORD.finditer(content, lower, end):
+        if content[w.start() - 1].isspace():
+            return w.start()
+    return following.start
 
 
 def _message_ids(spans: Sequence[Span], ends: list[int], start: int, end: int) -> list[str]:

@@ -72,7 +72,8 @@ class Embedder:
         if vectors.ndim != 2 or not vectors.shape[1] or not np.isfinite(vectors).all():
             raise ValueError(f"the embedder {self.name} returned an empty or non-finite vector")
         self.dimensions = vectors.shape[1]
-        return vectors.tolist()
+        listed: list[list[float]] = vectors.tolist()
+        return listed
 
 
 def as_embedder(model: Embedder | VectorsOf) -> Embedder:
@@ -96,8 +97,8 @@ def _wordllama() -> Any:
 
 # How the built-in model's tokenizer normalizes a text (Llama's SentencePiece layout): "▁" put before it and for
 # each space. `_builtin_tokenizer` does that in Python (str.replace) and reads the ids without their offsets
-# (`encode_batch_fast`): the same ids for about 40% less of the tokenizer's CPU (12,048 chunks of a 30 MB
-# ChatGPT-shaped file, 2 cores: 3.8 s before, 2.3 s after; tests/rag/test_embeddings.py compares the vectors).
+# (`encode_batch_fast`): the same ids for less of the tokenizer's CPU (bench/RESULTS.md; tests/rag/test_embeddings.py
+# compares the vectors).
 _LLAMA_NORMALIZER = {
     "type": "Sequence",
     "normalizers": [{"type": "Prepend", "prepend": "\u2581"}, {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}],
@@ -128,14 +129,12 @@ def _llama_normalized(text: str) -> str:
 
 def builtin_embedder() -> Embedder:
     """wordllama's l2_supercat, from the files of its wheel (the model is loaded at its first use, once per process:
-    0.5 s that a load with nothing to embed, such as an unchanged rerun, never spends).
+    a load with nothing to embed, such as an unchanged rerun, never spends that time).
 
     The vector is wordllama's (`WordLlamaInference.embed`: the mean of the text's token
     embeddings), normalized; pooled here per text rather than over padded batches, which spend
-    their time on padding: the same values, about 1,100 instead of 870 chunks of 1,800
-    characters per second on this 2-core machine (tokenizing is most of the rest). The texts are
-    tokenized as `_builtin_tokenizer` says: 12,048 chunks of 1,570 characters took 1.67 s (2.58 s of
-    CPU) against 2.36 s (3.85 s) with the tokenizer's own normalizer and offsets (median of 3)."""
+    their time on padding: the same values, sooner (tokenizing is most of the rest). The texts are
+    tokenized as `_builtin_tokenizer` says (bench/RESULTS.md has both measurements)."""
     import numpy as np
 
     def vectors_of(texts: list[str]) -> Sequence[Sequence[float]]:
@@ -150,7 +149,8 @@ def builtin_embedder() -> Embedder:
                 out[i] = table[ids].sum(axis=0, dtype=np.float32) / np.float32(len(ids))
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0  # a text without tokens: a zero vector (the vector index leaves it out)
-        return out / norms
+        normalized_vectors: Sequence[Sequence[float]] = out / norms
+        return normalized_vectors
 
     return Embedder(name=BUILTIN_MODEL, vectors_of=vectors_of, dimensions=BUILTIN_DIMENSIONS)
 

@@ -57,9 +57,8 @@ from chatetl.tally import Tally, capped, summed_by
 
 BATCH = 250
 # chunks made, embedded, written to rag/ and to the graph at a time: the Documents of a batch up to this many
-# chunks together, a Document of more alone, a window of this many at a time (one 100 MB message is ~60,000
-# chunks: before, all of them and their vectors were held and written in one transaction, 2.4 GB of client
-# memory, and the batch's chunks failed with it)
+# chunks together, a Document of more alone, a window of this many at a time (one huge message makes tens of
+# thousands of chunks: held and written at once, their vectors would take gigabytes and one transaction)
 CHUNK_WINDOW = 1000
 PREVIEW_CHARS = 4000  # of the first Document's content kept for the asset's preview (not the whole text)
 
@@ -121,134 +120,166 @@ def process_documents(
     group is chunked and embedded, so the server's index writes run beside the model's CPU. One group is in flight
     at a time (the next waits for it, as do a Document of more than CHUNK_WINDOW chunks and the end), and each
     write checks that its Document still holds the text its chunks were cut from, so the graph is the one
-    written in turn (tests/graph/test_chunks_embeddings.py compares them). `chatetl load` of a 30 MB file with
-    embeddings, 26 alternating pairs in three series: 23 faster overlapped; the last series, 10 of 10, medians
-    6.92 s in turn and 6.39 s overlapped (1.08x)."""
-    chunking = chunking or ChunkOptions()
-    model = as_embedder(embedder) if embedder is not None else None
-    if model is not None:
-        result.embedding_model = result.embedding_model or model.name
+    written in turn (tests/graph/test_chunks_embeddings.py compares them; bench/RESULTS.md, the gain)."""
+    writer = _DocumentsWriter(
+        driver, result, database=database, chunking=chunking or ChunkOptions(), embedder=embedder,
+        doc_out=doc_out, chunk_out=chunk_out, vectors_out=vectors_out, previous=previous, overlap=overlap,
+    )
+    try:
+        for batch in state_batches(conversations, BATCH):
+            writer.batch([build_document(c, content) for c in batch])
+        writer.settle()
+    finally:
+        writer.close()
+    return result
 
-    writes = ThreadPoolExecutor(1, thread_name_prefix="chatetl-chunks") if driver is not None and overlap else None
-    in_flight: list[Future[ChunkLoadSummary]] = []  # the group's chunks being written (one at most)
 
-    def settle() -> None:
+Group = list[tuple[Document, list[tuple[int, int]]]]  # Documents and their chunks' offsets
+
+
+class _DocumentsWriter:
+    """`process_documents` at work: where Documents, chunks and vectors go, the chunks being written to
+    the graph (one group at most in flight), and the Documents the graph refused in this batch."""
+
+    def __init__(self, driver: Any | None, result: DocumentsResult, *, database: str | None, chunking: ChunkOptions,
+                 embedder: Embedder | VectorsOf | None, doc_out: BinaryIO | None, chunk_out: BinaryIO | None,
+                 vectors_out: VectorsWriter | None, previous: PreviousVectors | None, overlap: bool) -> None:
+        self.driver, self.result, self.database, self.chunking = driver, result, database, chunking
+        self.model = as_embedder(embedder) if embedder is not None else None
+        if self.model is not None:
+            result.embedding_model = result.embedding_model or self.model.name
+        self.doc_out, self.chunk_out, self.vectors_out, self.previous = doc_out, chunk_out, vectors_out, previous
+        self.writes = ThreadPoolExecutor(1, thread_name_prefix="chatetl-chunks") if driver is not None and overlap else None
+        self.in_flight: list[Future[ChunkLoadSummary]] = []  # the group's chunks being written (one at most)
+        self.refused: set[str] = set()  # Documents the graph refused: their chunks are not written there
+
+    def close(self) -> None:
+        if self.writes is not None:
+            self.writes.shutdown()  # (waits: after an error here, the write in flight ends before the caller goes on)
+
+    def settle(self) -> None:
         """The chunks in flight written (their summary counted; an error raised here)."""
-        while in_flight:
-            result.chunks_in_graph.add(in_flight.pop().result())
+        while self.in_flight:
+            self.result.chunks_in_graph.add(self.in_flight.pop().result())
 
-    def known(hashes: list[str]) -> dict[str, Any]:
-        found: dict[str, Any] = previous.take(hashes) if previous is not None else {}
+    def batch(self, docs: list[Document]) -> None:
+        if self.driver is not None:  # a state the graph holds a newer one of stays out of rag/ (model.state_order)
+            stale = superseded_documents(self.driver, [d.props for d in docs], database=self.database)
+            docs = [d for d in docs if d.key not in stale]
+        offsets = [chunk_spans(doc.content, doc.spans, self.chunking) for doc in docs]  # (offsets only: a few per 2,000 characters)
+        self._documented(docs, offsets)
+        self._load_documents(docs)
+        group: Group = []
+        for doc, spans in zip(docs, offsets, strict=True):
+            if len(spans) > CHUNK_WINDOW:
+                self.together(group)
+                group = []
+                self.alone(doc, spans)
+                continue
+            if group and sum(len(o) for _, o in group) + len(spans) > CHUNK_WINDOW:
+                self.together(group)
+                group = []
+            group.append((doc, spans))
+        self.together(group)
+
+    def _documented(self, docs: list[Document], offsets: list[list[tuple[int, int]]]) -> None:
+        result = self.result
+        for doc, spans in zip(docs, offsets, strict=True):
+            doc.props["chunk_count"] = len(spans)
+            if self.doc_out is not None:
+                self.doc_out.writelines(documents_jsonl([doc.props]))
+            result.documents += 1
+            result.empty_documents += not spans
+            if result.first_document is None:
+                result.first_document = {**doc.props, "content": doc.content[:PREVIEW_CHARS]}
+
+    def _load_documents(self, docs: list[Document]) -> None:
+        self.refused = set()
+        if self.driver is None:
+            return
+        failures: list[tuple[str, BaseException]] = []
+        self.result.documents_in_graph += load_documents(self.driver, [d.props for d in docs], database=self.database, failures=failures)
+        for key, exc in failures:
+            self.refused.add(key)
+            self.result.failures.append(failure_line(key, exc))
+        self.result.documents_failed += len(failures)
+
+    def known(self, hashes: list[str]) -> dict[str, Any]:
+        found: dict[str, Any] = self.previous.take(hashes) if self.previous is not None else {}
         missing = [h for h in hashes if h not in found]
-        if missing and driver is not None and model is not None:
-            found.update(stored_embeddings(driver, model.name, missing, database=database))
+        if missing and self.driver is not None and self.model is not None:
+            found.update(stored_embeddings(self.driver, self.model.name, missing, database=self.database))
         return found
 
-    def in_graph(hashes: list[str]) -> dict[str, Any]:  # (for chunks made a second time: `previous` is read in step once)
-        return stored_embeddings(driver, model.name, hashes, database=database) if model is not None else {}
+    def in_graph(self, hashes: list[str]) -> dict[str, Any]:  # (for chunks made a second time: `previous` is read in step once)
+        return stored_embeddings(self.driver, self.model.name, hashes, database=self.database) if self.model is not None else {}
 
-    def embed(chunks: list[Chunk], counted: bool = True) -> None:
+    def embed(self, chunks: list[Chunk], counted: bool = True) -> None:
+        model = self.model
         if model is None or not chunks:
             return
         seconds = model.seconds
-        embedded = embed_chunks(chunks, model, known if counted else in_graph)
-        result.embedding_seconds += model.seconds - seconds
+        embedded = embed_chunks(chunks, model, self.known if counted else self.in_graph)
+        self.result.embedding_seconds += model.seconds - seconds
         if counted:
-            result.embedded += embedded
-            result.embeddings_reused += len(chunks) - embedded
+            self.result.embedded += embedded
+            self.result.embeddings_reused += len(chunks) - embedded
 
-    def written(chunks: list[Chunk]) -> None:
+    def written(self, chunks: list[Chunk]) -> None:
         """A window of chunks made and embedded: to the rag/ files."""
-        if vectors_out is not None and model is not None:
-            vectors_out.write(chunks)
-        if chunk_out is not None:
-            chunk_out.writelines(chunks_jsonl(chunks))
-        result.chunks += len(chunks)
+        if self.vectors_out is not None and self.model is not None:
+            self.vectors_out.write(chunks)
+        if self.chunk_out is not None:
+            self.chunk_out.writelines(chunks_jsonl(chunks))
+        self.result.chunks += len(chunks)
 
-    def together(group: list[tuple[Document, list[tuple[int, int]]]]) -> None:
+    def together(self, group: Group) -> None:
         """Documents of CHUNK_WINDOW chunks at most in all: made, embedded and written at once. Where no vectors
         file is written, the Documents whose chunks the graph holds as they are already are found first: their
         chunks are not embedded (nor their vectors read from the graph), and not written."""
-        chunked = [list(iter_chunks(doc, chunking, offsets)) for doc, offsets in group]
-        graph = {doc.key: chunks for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in refused}
+        driver, model, database = self.driver, self.model, self.database
+        chunked = [list(iter_chunks(doc, self.chunking, offsets)) for doc, offsets in group]
+        graph = {doc.key: chunks for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in self.refused}
         contents = {doc.key: doc.props["content_sha256"] for doc, _ in group}
         unchanged: set[str] = set()
-        if driver is not None and model is not None and vectors_out is None and graph:
-            digests = {key: chunks_digest(chunks, model.name) for key, chunks in graph.items()}
+        if driver is not None and model is not None and self.vectors_out is None and graph:
+            # lifted when the engine/winner branches land: graph.chunks takes list[ChunkRow], not a list of a ChunkRow
+            digests = {key: chunks_digest(chunks, model.name) for key, chunks in graph.items()}  # type: ignore[arg-type]
             unchanged = documents_holding_chunks(driver, digests, contents, database)[1]
-        embed([c for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in unchanged for c in chunks])
+        self.embed([c for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in unchanged for c in chunks])
         for chunks in chunked:
-            written(chunks)
+            self.written(chunks)
         if driver is not None:
-            settle()
-            if writes is None:
-                result.chunks_in_graph.add(load_chunks(driver, graph, contents, database=database, unchanged=unchanged))
+            self.settle()
+            if self.writes is None:
+                self.result.chunks_in_graph.add(
+                    load_chunks(driver, graph, contents, database=database, unchanged=unchanged))  # type: ignore[arg-type]  # (as above)
             else:
-                in_flight.append(writes.submit(load_chunks, driver, graph, contents, database=database, unchanged=unchanged))
+                self.in_flight.append(
+                    self.writes.submit(load_chunks, driver, graph, contents, database=database, unchanged=unchanged))  # type: ignore[arg-type]  # (as above)
 
-    def alone(doc: Document, offsets: list[tuple[int, int]]) -> None:
+    def alone(self, doc: Document, offsets: list[tuple[int, int]]) -> None:
         """A Document of more than CHUNK_WINDOW chunks: a window at a time, to the rag/ files and the graph."""
-        settle()
+        self.settle()
         graph = None
-        if driver is not None and doc.key not in refused:
-            graph = DocumentChunks(driver, doc.key, doc.props["content_sha256"], len(offsets), database=database)
+        if self.driver is not None and doc.key not in self.refused:
+            graph = DocumentChunks(self.driver, doc.key, doc.props["content_sha256"], len(offsets), database=self.database)
         windows = range(0, len(offsets), CHUNK_WINDOW)
         for lo in windows:
-            chunks = list(iter_chunks(doc, chunking, offsets[lo:lo + CHUNK_WINDOW], lo))
-            embed(chunks)
-            written(chunks)
+            chunks = list(iter_chunks(doc, self.chunking, offsets[lo:lo + CHUNK_WINDOW], lo))
+            self.embed(chunks)
+            self.written(chunks)
             if graph is not None:
-                graph.add(chunks)
+                graph.add(chunks)  # type: ignore[arg-type]  # (as above)
 
         def again() -> Iterator[list[Chunk]]:
             for lo in windows:
-                chunks = list(iter_chunks(doc, chunking, offsets[lo:lo + CHUNK_WINDOW], lo))
-                embed(chunks, counted=False)
+                chunks = list(iter_chunks(doc, self.chunking, offsets[lo:lo + CHUNK_WINDOW], lo))
+                self.embed(chunks, counted=False)
                 yield chunks
 
         if graph is not None:
-            result.chunks_in_graph.add(graph.finish(again))
-
-    try:
-        for batch in state_batches(conversations, BATCH):
-            docs = [build_document(c, content) for c in batch]
-            if driver is not None:  # a state the graph holds a newer one of stays out of rag/ (model.state_order)
-                stale = superseded_documents(driver, [d.props for d in docs], database=database)
-                docs = [d for d in docs if d.key not in stale]
-            offsets = [chunk_spans(doc.content, doc.spans, chunking) for doc in docs]  # (offsets only: a few per 2,000 characters)
-            for doc, spans in zip(docs, offsets, strict=True):
-                doc.props["chunk_count"] = len(spans)
-                if doc_out is not None:
-                    doc_out.writelines(documents_jsonl([doc.props]))
-                result.documents += 1
-                result.empty_documents += not spans
-                if result.first_document is None:
-                    result.first_document = {**doc.props, "content": doc.content[:PREVIEW_CHARS]}
-            refused: set[str] = set()  # Documents the graph refused: their chunks are not written there
-            if driver is not None:
-                failures: list[tuple[str, BaseException]] = []
-                result.documents_in_graph += load_documents(driver, [d.props for d in docs], database=database, failures=failures)
-                for key, exc in failures:
-                    refused.add(key)
-                    result.failures.append(failure_line(key, exc))
-                result.documents_failed += len(failures)
-            group: list[tuple[Document, list[tuple[int, int]]]] = []
-            for doc, spans in zip(docs, offsets, strict=True):
-                if len(spans) > CHUNK_WINDOW:
-                    together(group)
-                    group = []
-                    alone(doc, spans)
-                    continue
-                if group and sum(len(o) for _, o in group) + len(spans) > CHUNK_WINDOW:
-                    together(group)
-                    group = []
-                group.append((doc, spans))
-            together(group)
-        settle()
-    finally:
-        if writes is not None:
-            writes.shutdown()  # (waits: after an error here, the write in flight ends before the caller goes on)
-    return result
+            self.result.chunks_in_graph.add(graph.finish(again))  # type: ignore[arg-type]  # (as above)
 
 
 def write_upload_documents(
