@@ -9,7 +9,7 @@ abandoned branches (regenerations, edited prompts).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import ClassVar, NamedTuple
@@ -129,33 +129,39 @@ def output_turns(conv: Conversation, messages: list[Message], options: ContentOp
                     add(OutputTurn(m.message_id, _ASSISTANT, _TOOL_CALL, call.input, "tool_call", call.name))
                 for res in m.tool_results:
                     add(OutputTurn(m.message_id, _TOOL, _TOOL_RESULT, res.output, "tool_result", res.name))
-        elif kind is _REASONING:
-            if not reasoning:
-                continue
-            text = m.text or m.reasoning or ""
-            if text.strip():
-                add(OutputTurn(m.message_id, _ASSISTANT, _REASONING, text, "reasoning"))
-        elif kind is _TOOL_CALL:
-            if not tools:
-                continue
-            if m.tool_calls:
-                for call in m.tool_calls:
-                    add(OutputTurn(m.message_id, _ASSISTANT, _TOOL_CALL, call.input, "tool_call", call.name or m.author_name))
-            elif m.text.strip():
-                add(OutputTurn(m.message_id, _ASSISTANT, _TOOL_CALL, m.text, "tool_call", m.recipient or m.author_name))
-        elif kind is _TOOL_RESULT:
-            if not tools:
-                continue
-            name = m.author_name or (m.tool_results[0].name if m.tool_results else None)
-            if m.text.strip() or not m.tool_results:
-                text = m.text
-            else:
-                text = "\n\n".join(r.output for r in m.tool_results if r.output)
-            if text.strip():
-                add(OutputTurn(m.message_id, _TOOL, _TOOL_RESULT, text, "tool_result", name, tuple(m.citations)))
-        elif hidden and m.text.strip():  # HIDDEN, SUMMARY
-            add(OutputTurn(m.message_id, _SYSTEM, kind, m.text, kind.value if kind is _SUMMARY else "system", m.author_name))
+        else:
+            _add_internal(add, m, kind, reasoning, tools, hidden)
     return out
+
+
+def _add_internal(add: Callable[[OutputTurn], None], m: Message, kind: MessageKind, reasoning: bool, tools: bool, hidden: bool) -> None:
+    """A message other than a turn, as it goes out when its part is opted in (`output_turns`)."""
+    if kind is _REASONING:
+        if not reasoning:
+            return
+        text = m.text or m.reasoning or ""
+        if text.strip():
+            add(OutputTurn(m.message_id, _ASSISTANT, _REASONING, text, "reasoning"))
+    elif kind is _TOOL_CALL:
+        if not tools:
+            return
+        if m.tool_calls:
+            for call in m.tool_calls:
+                add(OutputTurn(m.message_id, _ASSISTANT, _TOOL_CALL, call.input, "tool_call", call.name or m.author_name))
+        elif m.text.strip():
+            add(OutputTurn(m.message_id, _ASSISTANT, _TOOL_CALL, m.text, "tool_call", m.recipient or m.author_name))
+    elif kind is _TOOL_RESULT:
+        if not tools:
+            return
+        name = m.author_name or (m.tool_results[0].name if m.tool_results else None)
+        if m.text.strip() or not m.tool_results:
+            text = m.text
+        else:
+            text = "\n\n".join(r.output for r in m.tool_results if r.output)
+        if text.strip():
+            add(OutputTurn(m.message_id, _TOOL, _TOOL_RESULT, text, "tool_result", name, tuple(m.citations)))
+    elif hidden and m.text.strip():  # HIDDEN, SUMMARY
+        add(OutputTurn(m.message_id, _SYSTEM, kind, m.text, kind.value if kind is _SUMMARY else "system", m.author_name))
 
 
 def active_turns(conv: Conversation, options: ContentOptions = VISIBLE) -> list[OutputTurn]:

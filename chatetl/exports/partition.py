@@ -35,6 +35,7 @@ from chatetl.exports.archive import (
 )
 from chatetl.exports.bucket import publish_conversation, retract_conversation
 from chatetl.exports.files import (
+    ExportCollector,
     conversation_files,
     temporary_collector,
     training_lines,
@@ -162,36 +163,9 @@ def write_partition_exports(
     with temporary_collector(plan.bundle_formats) as collector:
         for _uid, convs in uploads:
             for conv, _ in convs:
-                result.conversations += 1
-                views = export_views(conv, content)  # one selection of turns for every format and the training lines
-                files = conversation_files(conv, plan.rendered_formats, content, views)
-                lines = training_lines(conv, content, views) if want_training else []
-                if not files and not lines:
-                    result.empty += 1
-                    continue
-                written_files = [f for f in files if f.format in plan.formats]
-                published = publish_conversation(store, conv, written_files, plan.file_formats)
-                result.skipped_older += published.skipped_older
-                if published.skipped_older:
-                    continue  # another partition holds a newer state: not in this one's zip, training file, rows
-                for f in written_files:
-                    result.files[f.format] += 1
-                result.written += published.written
-                result.unchanged += published.unchanged
-                result.deleted += published.deleted
-                if result.preview_key is None:
-                    result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(export_prefix("md"))), None)
-                collector.add(conv, files, lines)
-                if want_archive:
-                    rows.add(archive_entry(conv, next((f.path for f in files if f.format == "html"), None)))
+                _export_conversation(store, conv, plan, content, result, collector, rows if want_archive else None, want_training)
         if ARCHIVE in plan.formats:
-            result.archive_rows_key, changed = write_day_rows(store, day, rows.entries())
-            (result.written if changed else result.unchanged).append(result.archive_rows_key)
-            if archive_page:
-                page = write_archive(store)
-                result.archive_key = page.key
-                result.files[ARCHIVE] = 1
-                (result.written if page.written else result.unchanged).append(page.key)
+            _publish_archive(store, day, rows, archive_page, result)
         with tempfile.TemporaryDirectory(prefix="chatetl-partition-") as tmp:
             training_path = Path(tmp, "sharegpt.jsonl")
             records = collector.write_training(training_path) if want_training else 0
@@ -215,6 +189,45 @@ def write_partition_exports(
                 result.bundle_key = bundle_key(day)
                 _put(store, result.bundle_key, zip_path, "application/zip", result)
     return result
+
+
+def _export_conversation(store: ObjectStore, conv: Conversation, plan: ExportPlan, content: ContentOptions, result: ExportsResult,
+                         collector: ExportCollector, rows: NewestEntries | None, want_training: bool) -> None:
+    """One conversation's files published, and (unless another partition holds a newer state of it) given
+    to the zip's collector, the training lines and the archive's `rows`."""
+    result.conversations += 1
+    views = export_views(conv, content)  # one selection of turns for every format and the training lines
+    files = conversation_files(conv, plan.rendered_formats, content, views)
+    lines = training_lines(conv, content, views) if want_training else []
+    if not files and not lines:
+        result.empty += 1
+        return
+    written_files = [f for f in files if f.format in plan.formats]
+    published = publish_conversation(store, conv, written_files, plan.file_formats)
+    result.skipped_older += published.skipped_older
+    if published.skipped_older:
+        return  # another partition holds a newer state: not in this one's zip, training file, rows
+    for f in written_files:
+        result.files[f.format] += 1
+    result.written += published.written
+    result.unchanged += published.unchanged
+    result.deleted += published.deleted
+    if result.preview_key is None:
+        result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(export_prefix("md"))), None)
+    collector.add(conv, files, lines)
+    if rows is not None:
+        rows.add(archive_entry(conv, next((f.path for f in files if f.format == "html"), None)))
+
+
+def _publish_archive(store: ObjectStore, day: str, rows: NewestEntries, archive_page: bool, result: ExportsResult) -> None:
+    """The partition's archive rows, and (with `archive_page`) the bucket's archive page rebuilt."""
+    result.archive_rows_key, changed = write_day_rows(store, day, rows.entries())
+    (result.written if changed else result.unchanged).append(result.archive_rows_key)
+    if archive_page:
+        page = write_archive(store)
+        result.archive_key = page.key
+        result.files[ARCHIVE] = 1
+        (result.written if page.written else result.unchanged).append(page.key)
 
 
 def write_day_exports(
