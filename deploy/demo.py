@@ -34,7 +34,7 @@ from chatetl.layout import (
 )
 from chatetl.search import search
 from chatetl.settings import Settings
-from chatetl.storage import put_bytes_if_changed
+from chatetl.storage import S3ObjectStore, put_bytes_if_changed
 
 DEMO_DEFAULTS = {"CHATETL_STORE": "s3", "DAGSTER_HOME": str(REPO / ".dagster_home")}
 
@@ -48,12 +48,11 @@ def main() -> int:
 
     ensure_dagster_home(os.environ["DAGSTER_HOME"])  # dagster.yaml with the run and neo4j pool limits
     settings = Settings.from_env()
-    object_store = defs.resources["object_store"]
-    store = object_store.store
-    if settings.store == "s3":
-        client = store.client  # type: ignore[attr-defined]
-        if store.bucket not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:  # type: ignore[attr-defined]
-            client.create_bucket(Bucket=store.bucket)  # type: ignore[attr-defined]
+    store = (defs.resources or {})["object_store"].store
+    if isinstance(store, S3ObjectStore):  # (CHATETL_STORE=s3)
+        client = store.client
+        if store.bucket not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
+            client.create_bucket(Bucket=store.bucket)
     for key, data in sample_uploads().items():
         state = "uploaded" if put_bytes_if_changed(store, key, data) else "already there"
         print(f"sample {store.uri(key)}: {state}")

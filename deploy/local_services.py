@@ -46,7 +46,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Self
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: chatetl from the checkout (it needs nothing installed)
@@ -77,7 +81,7 @@ DEFAULTS = {
     "AWS_SECRET_ACCESS_KEY": "chatetl-local-secret",
     "AWS_REGION": "us-east-1",
     "CHATETL_S3_BUCKET": "chatetl",
-    # sized for the graph load (bench/graph_load.py: 2g heap / 1g page cache measured well for 100k messages)
+    # sized for the graph load (bench/graph_load.py, bench/RESULTS.md)
     "CHATETL_NEO4J_HEAP": "2g",
     "CHATETL_NEO4J_PAGE_CACHE": "1g",
 }
@@ -243,7 +247,7 @@ class Service:
 
     def __init__(self, settings: dict[str, str]):
         self.settings = settings
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.log_offset = 0
         self.started_at = 0.0
 
@@ -355,13 +359,13 @@ class Neo4j(Service):
                     self.uri, auth=(s["NEO4J_USER"], s["NEO4J_PASSWORD"]),
                     connection_timeout=3.0, connection_acquisition_timeout=5.0,
                     max_transaction_retry_time=0) as driver, driver.session(database=s["NEO4J_DATABASE"]) as session:
-                one = session.run("RETURN 1 AS one").single()["one"]
+                one = session.run("RETURN 1 AS one").single(strict=True)["one"]
                 if one != 1:
                     return False, f"RETURN 1 gave {one!r}"
                 if not self.version:
                     rec = session.run(
                         "CALL dbms.components() YIELD versions, edition "
-                        "RETURN versions[0] AS v, edition AS e").single()
+                        "RETURN versions[0] AS v, edition AS e").single(strict=True)
                     self.version = f"Neo4j {rec['v']} {rec['e']}"
             return True, ""
         except AuthError as e:
@@ -457,10 +461,8 @@ class Neo4j(Service):
     def command(self) -> tuple[list[str], dict[str, str], Path]:
         s = self.settings
         heap = parse_size(s["CHATETL_NEO4J_HEAP"])
-        # The whole heap from the start and the throughput collector: a first load of 100k messages
-        # (bench/graph_load.py, 2 cores, median of 3, alternating restarts) ran 25,500-29,700 msgs/s on
-        # two sessions and 20,100-22,200 on one, against 19,100-19,400 and 13,400-15,200 with G1 and a
-        # 256 MB initial heap (G1 with the whole heap: 19,000-26,200 and 15,600-18,300).
+        # The whole heap from the start and the throughput collector: the fastest first graph load of
+        # the settings tried (bench/graph_load.py; the figures in bench/RESULTS.md).
         xms = heap
         listen = "127.0.0.1" if self.host == "localhost" else self.host
         cmd = [
@@ -528,7 +530,7 @@ class SeaweedS3(Service):
         return (bool(args) and Path(args[0]).name == "weed" and "mini" in args
                 and f"-dir={self.data_dir}" in args)
 
-    def client(self):
+    def client(self) -> S3Client:
         import boto3
         from botocore.config import Config
 
@@ -566,11 +568,12 @@ class SeaweedS3(Service):
             if code not in ("404", "NoSuchBucket", "NotFound"):
                 return False, f"head_bucket {self.bucket}: {e}"
         try:
-            kwargs = {}
-            if self.settings["AWS_REGION"] != "us-east-1":
-                kwargs["CreateBucketConfiguration"] = {
-                    "LocationConstraint": self.settings["AWS_REGION"]}
-            client.create_bucket(Bucket=self.bucket, **kwargs)
+            region = self.settings["AWS_REGION"]
+            if region != "us-east-1":
+                client.create_bucket(Bucket=self.bucket, CreateBucketConfiguration={
+                    "LocationConstraint": region})  # type: ignore[typeddict-item]  # any region name the server knows
+            else:
+                client.create_bucket(Bucket=self.bucket)
         except ClientError as e:
             code = str(e.response.get("Error", {}).get("Code", ""))
             if code not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
@@ -633,15 +636,55 @@ def select(settings: dict[str, str], only: str | None) -> list[Service]:
 class Lock:
     """Serialises up/down (e.g. two test sessions calling `up` at once)."""
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         services_dir().mkdir(parents=True, exist_ok=True)
         self.f = (services_dir() / ".lock").open("w")
         fcntl.flock(self.f, fcntl.LOCK_EX)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         fcntl.flock(self.f, fcntl.LOCK_UN)
         self.f.close()
+
+
+def _triage(svc: Service, failures: list[str]) -> str | None:
+    """What `up` does with one service: "ready" (it answers), "wait" (it is starting), "start", or
+    None when it cannot be started (why: appended to `failures`, as a missing prerequisite is)."""
+    if not svc.local:
+        ok, why = svc.ping()
+        if ok:
+            print(f"{svc.name}: {svc.address} is not local; it answers, leaving it")
+            return "ready"
+        failures.append(f"{svc.name}: {svc.address} is not local (not started "
+                        f"here) and does not answer: {why}")
+        return None
+    pid = svc.running_pid(clean=True)
+    if pid:
+        if svc.starting():
+            print(f"{svc.name}: pid {pid} is still starting; waiting")
+            return "wait"
+        if svc.ping()[0]:
+            print(f"{svc.name}: already running (pid {pid}), answering on {svc.address}")
+            return "ready"
+        print(f"{svc.name}: pid {pid} is running but not answering yet; waiting")
+        return "wait"
+    if port_listening(svc.host, svc.port):
+        ok, why = svc.ping()
+        if ok:
+            pids = listening_pids(svc.port)
+            who = f"pid {', '.join(map(str, pids))}" if pids else "pid unknown"
+            print(f"{svc.name}: answering on {svc.address} with our credentials, "
+                  f"not started by this script ({who}); leaving it")
+            return "ready"
+        failures.append(f"{svc.name}: {port_taken_message(svc.port)}; "
+                        f"it does not answer as expected: {why}")
+        return None
+    taken = [p for p in svc.ports()[1:] if port_listening(svc.host, p)]
+    if taken:
+        failures.append(f"{svc.name}: {port_taken_message(taken[0])}")
+        return None
+    failures.extend(svc.prerequisites())
+    return "start"
 
 
 def cmd_up(services: list[Service]) -> int:
@@ -652,45 +695,13 @@ def cmd_up(services: list[Service]) -> int:
     ready: list[Service] = []
     with Lock():
         for svc in services:
-            if not svc.local:
-                ok, why = svc.ping()
-                if ok:
-                    print(f"{svc.name}: {svc.address} is not local; it answers, leaving it")
-                    ready.append(svc)
-                else:
-                    failures.append(f"{svc.name}: {svc.address} is not local (not started "
-                                    f"here) and does not answer: {why}")
-                continue
-            pid = svc.running_pid(clean=True)
-            if pid:
-                if svc.starting():
-                    print(f"{svc.name}: pid {pid} is still starting; waiting")
-                    to_wait.append(svc)
-                elif svc.ping()[0]:
-                    print(f"{svc.name}: already running (pid {pid}), answering on {svc.address}")
-                    ready.append(svc)
-                else:
-                    print(f"{svc.name}: pid {pid} is running but not answering yet; waiting")
-                    to_wait.append(svc)
-                continue
-            if port_listening(svc.host, svc.port):
-                ok, why = svc.ping()
-                if ok:
-                    pids = listening_pids(svc.port)
-                    who = f"pid {', '.join(map(str, pids))}" if pids else "pid unknown"
-                    print(f"{svc.name}: answering on {svc.address} with our credentials, "
-                          f"not started by this script ({who}); leaving it")
-                    ready.append(svc)
-                else:
-                    failures.append(f"{svc.name}: {port_taken_message(svc.port)}; "
-                                    f"it does not answer as expected: {why}")
-                continue
-            taken = [p for p in svc.ports()[1:] if port_listening(svc.host, p)]
-            if taken:
-                failures.append(f"{svc.name}: {port_taken_message(taken[0])}")
-                continue
-            failures.extend(svc.prerequisites())
-            to_start.append(svc)
+            plan = _triage(svc, failures)
+            if plan == "ready":
+                ready.append(svc)
+            elif plan == "wait":
+                to_wait.append(svc)
+            elif plan == "start":
+                to_start.append(svc)
 
         if failures:
             for f in failures:
@@ -698,28 +709,7 @@ def cmd_up(services: list[Service]) -> int:
             print("up: nothing started", file=sys.stderr)
             return 1
 
-        for svc in to_start:
-            try:
-                svc.start()
-            except (RuntimeError, OSError) as e:
-                failures.append(str(e))
-                continue
-            to_wait.append(svc)
-
-        ready.extend(to_wait)  # in start order: S3's bucket is made while Neo4j starts
-        for svc in list(ready):
-            if svc in to_wait:
-                ok, why = wait_ready(svc)
-                if not ok:
-                    ready.remove(svc)
-                    failures.append(why)
-                    continue
-            t1 = time.monotonic()
-            ok, why = svc.after_ready()
-            if not ok:
-                failures.append(f"{svc.name}: {why}")
-            elif time.monotonic() - t1 > 2:
-                print(f"{svc.name}: setup took {time.monotonic() - t1:.1f} s", flush=True)
+        _bring_up(to_start, to_wait, ready, failures)
 
     for svc in ready:
         extra = svc.describe()
@@ -733,6 +723,33 @@ def cmd_up(services: list[Service]) -> int:
         return 1
     print(f"up: done in {time.monotonic() - t0:.1f} s")
     return 0
+
+
+def _bring_up(to_start: list[Service], to_wait: list[Service], ready: list[Service], failures: list[str]) -> None:
+    """Start `to_start`, wait for them and `to_wait`, then set up every service `ready` (those that
+    fail to come up leave it, their reason in `failures`)."""
+    for svc in to_start:
+        try:
+            svc.start()
+        except (RuntimeError, OSError) as e:
+            failures.append(str(e))
+            continue
+        to_wait.append(svc)
+
+    ready.extend(to_wait)  # in start order: S3's bucket is made while Neo4j starts
+    for svc in list(ready):
+        if svc in to_wait:
+            ok, why = wait_ready(svc)
+            if not ok:
+                ready.remove(svc)
+                failures.append(why)
+                continue
+        t1 = time.monotonic()
+        ok, why = svc.after_ready()
+        if not ok:
+            failures.append(f"{svc.name}: {why}")
+        elif time.monotonic() - t1 > 2:
+            print(f"{svc.name}: setup took {time.monotonic() - t1:.1f} s", flush=True)
 
 
 def wait_ready(svc: Service) -> tuple[bool, str]:

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 DEFAULT_USER = "chatetl"
 DEFAULT_DB = "dagster"
@@ -84,7 +85,8 @@ def install() -> tuple[bool, str]:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def _port_answers(port: int) -> bool:
@@ -108,11 +110,12 @@ class ThrowawayPostgres:
         self.port = port
         self.user = user
         self.db = db
-        self.bindir = bindir or find_bindir()
-        if self.bindir is None:
+        found = bindir or find_bindir()
+        if found is None:
             raise RuntimeError("PostgreSQL binaries (initdb, postgres) not found; install Debian's postgresql package")
+        self.bindir: Path = found
         self._password = password
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     # ------------------------------------------------------------------ identity
     @property
@@ -130,7 +133,7 @@ class ThrowawayPostgres:
                 continue
         raise RuntimeError("running as root but neither a 'postgres' nor a 'nobody' user exists")
 
-    def _drop(self) -> dict:
+    def _drop(self) -> dict[str, Any]:
         """Popen arguments that run a child as the service account when we are root."""
         account = self._service_account()
         if account is None:
@@ -224,7 +227,7 @@ class ThrowawayPostgres:
         self.stop()
         raise RuntimeError(f"postgres did not answer on 127.0.0.1:{self.port} within {timeout:.0f} s ({last}); end of log:\n{self.log_tail()}")
 
-    def connect(self, db: str | None = None):
+    def connect(self, db: str | None = None) -> Any:  # a psycopg2 connection
         import psycopg2
 
         return psycopg2.connect(host="127.0.0.1", port=self.port, user=self.user, password=self.password,
