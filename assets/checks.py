@@ -23,8 +23,9 @@ from assets.ingest import normalized
 from assets.metadata import counts_table, md_list
 from assets.partitions import partition_days
 from assets.policies import NETWORK_RETRY
+from chatetl.check_report import CheckReport
 from chatetl.graph.checks import check_graph_partition
-from chatetl.ingest.checks import CheckReport, check_normalized_partition
+from chatetl.ingest.checks import check_normalized_partition
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 

@@ -56,10 +56,10 @@ def test_a_flag_needs_its_own_rule():
 
 
 def test_the_stage_results_add_up():
+    from chatetl.check_report import MAX_PROBLEMS, CheckReport
     from chatetl.exports.partition import ExportsResult
     from chatetl.graph.chunks import ChunkLoadSummary
     from chatetl.graph.load import LoadSummary
-    from chatetl.ingest.checks import MAX_PROBLEMS, CheckReport
     from chatetl.ingest.partition import PREVIEW_ROWS, PartitionIngest
     from chatetl.rag.partition import DocumentsResult
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from chatetl.check_report import CheckReport
 from chatetl.storage import ObjectStore
 from chatetl.tables import (
     CONVERSATIONS_SCHEMA,
@@ -25,27 +25,9 @@ from chatetl.tables import (
     partition_table_pairs,
     read_rows,
 )
-from chatetl.tally import Tally, all_passed, capped, summed_by
 
-MAX_PROBLEMS = 50
 SCHEMAS = {"conversations": CONVERSATIONS_SCHEMA, "messages": MESSAGES_SCHEMA}
 OPTIONAL_COLUMNS = frozenset({"state_hash"})  # columns that files written before they were added lack (read without them)
-
-
-@dataclass
-class CheckReport(Tally):
-    """A check's outcome; reports add up (`add`): passed only if every part passed, at most MAX_PROBLEMS examples."""
-
-    passed: bool = summed_by(all_passed, default=True)
-    problems: list[str] = summed_by(capped(MAX_PROBLEMS), default_factory=list)  # noqa: RUF009 - a field() with its rule
-    problem_count: int = 0
-    counts: Counter[str] = field(default_factory=Counter)
-
-    def fail(self, problem: str) -> None:
-        self.passed = False
-        self.problem_count += 1
-        if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(problem)
 
 
 def schema_problems(actual: pa.Schema, expected: pa.Schema) -> list[str]:
