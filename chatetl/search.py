@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatetl.exports.bucket import read_manifest
 from chatetl.graph.chunks import chunk_indexes, chunk_matches, lucene_escape
@@ -40,6 +40,9 @@ from chatetl.model import Role
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
 from chatetl.readers.platforms import normalize_platform
 from chatetl.storage import ObjectStore
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +247,7 @@ def fuse(lists: dict[str, list[dict[str, Any]]], k: int, per_conversation: bool 
 
 
 def search(
-    driver: Any,
+    driver: Driver,
     query: str,
     *,
     k: int = 10,

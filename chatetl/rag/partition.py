@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from chatetl.graph.chunks import (
     FAILURES_LISTED,
@@ -54,6 +54,9 @@ from chatetl.selection import VISIBLE, ContentOptions
 from chatetl.storage import ObjectStore, put_if_changed
 from chatetl.tables import iter_partition
 from chatetl.tally import Tally, capped, summed_by
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 BATCH = 250
 # chunks made, embedded, written to rag/ and to the graph at a time: the Documents of a batch up to this many
@@ -92,7 +95,7 @@ class DocumentsResult(Tally):
 
 
 def process_documents(
-    driver: Any | None,
+    driver: Driver | None,
     conversations: Iterable[Conversation],
     result: DocumentsResult,
     *,
@@ -141,7 +144,7 @@ class _DocumentsWriter:
     """`process_documents` at work: where Documents, chunks and vectors go, the chunks being written to
     the graph (one group at most in flight), and the Documents the graph refused in this batch."""
 
-    def __init__(self, driver: Any | None, result: DocumentsResult, *, database: str | None, chunking: ChunkOptions,
+    def __init__(self, driver: Driver | None, result: DocumentsResult, *, database: str | None, chunking: ChunkOptions,
                  embedder: Embedder | VectorsOf | None, doc_out: BinaryIO | None, chunk_out: BinaryIO | None,
                  vectors_out: VectorsWriter | None, previous: PreviousVectors | None, overlap: bool) -> None:
         self.driver, self.result, self.database, self.chunking = driver, result, database, chunking
@@ -284,7 +287,7 @@ class _DocumentsWriter:
 
 def write_upload_documents(
     store: ObjectStore,
-    driver: Any | None,
+    driver: Driver | None,
     day: str,
     upload_id: str,
     conversations: Iterable[Conversation],
@@ -318,7 +321,7 @@ def write_upload_documents(
 
 def write_partition_documents(
     store: ObjectStore,
-    driver: Any | None,
+    driver: Driver | None,
     day: str,
     uploads: Iterable[tuple[str, Iterator[tuple[Conversation, str | None]]]] | None = None,
     *,

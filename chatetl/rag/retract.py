@@ -9,7 +9,7 @@ is the Conversation's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatetl.rag.partition import DocumentsResult, write_partition_documents
 from chatetl.retractions import (
@@ -21,8 +21,11 @@ from chatetl.retractions import (
 )
 from chatetl.storage import ObjectStore
 
+if TYPE_CHECKING:
+    from neo4j import Driver
 
-def write_day_documents(store: ObjectStore, driver: Any | None, day: str, **options: Any) -> DocumentsResult:
+
+def write_day_documents(store: ObjectStore, driver: Driver | None, day: str, **options: Any) -> DocumentsResult:
     """The partition's Documents (`write_partition_documents`, same `options`), then those of the partitions
     that still hold a conversation the day's retractions took out."""
     records = pending(store, day, "documents")
