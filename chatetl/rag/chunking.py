@@ -38,9 +38,9 @@ TURN, PARAGRAPH, LINE, WORD, NONE = 4, 3, 2, 1, 0
 class ChunkOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_chars: int = Field(2000, ge=20)
-    overlap_chars: int = Field(200, ge=0)
-    min_fill: float = Field(0.5, gt=0, le=1)  # prefer a stronger boundary only while the chunk stays this full
+    max_chars: int = Field(default=2000, ge=20)
+    overlap_chars: int = Field(default=200, ge=0)
+    min_fill: float = Field(default=0.5, gt=0, le=1)  # prefer a stronger boundary only while the chunk stays this full
 
     @model_validator(mode="after")
     def _overlap_below_max(self) -> ChunkOptions:
