@@ -8,13 +8,7 @@ there is nothing to catch and the tick says so instead of starting an empty run.
 
 from datetime import UTC, datetime, timedelta
 
-from dagster import (
-    DefaultScheduleStatus,
-    RunRequest,
-    ScheduleEvaluationContext,
-    SkipReason,
-    schedule,
-)
+from dagster import DefaultScheduleStatus, RunRequest, ScheduleEvaluationContext, SkipReason, schedule
 
 from assets.jobs import ingest_job
 from assets.partitions import daily_partitions

@@ -30,12 +30,7 @@ from dagster import (
 
 from assets.jobs import ingest_job
 from assets.partitions import daily_partitions
-from chatetl.ingest.index import (
-    UploadBatch,
-    batches_by_day,
-    publish_coverage,
-    record_batches,
-)
+from chatetl.ingest.index import UploadBatch, batches_by_day, publish_coverage, record_batches
 from chatetl.ingest.scan import ScanCursor, check_cursor, discover
 from chatetl.settings import Settings
 from resources.object_store import ObjectStoreResource

@@ -44,11 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chatgpt_shaped import conversation as chatgpt_conversation
 
-from chatetl.exports.files import (
-    conversation_files,
-    temporary_collector,
-    training_lines,
-)
+from chatetl.exports.files import conversation_files, temporary_collector, training_lines
 from chatetl.exports.formats import PER_CONVERSATION
 from chatetl.exports.markdown import _render, markdown_equivalent
 from chatetl.exports.meta import export_views

@@ -25,13 +25,7 @@ from local_env import ensure_local_env
 
 from chatetl.graph.connection import neo4j_settings, open_driver
 from chatetl.ingest.index import partition_of
-from chatetl.layout import (
-    EXPORTS_PREFIX,
-    NORMALIZED_PREFIX,
-    QUARANTINE_PREFIX,
-    RAG_DOCUMENTS_PREFIX,
-    RAW_PREFIX,
-)
+from chatetl.layout import EXPORTS_PREFIX, NORMALIZED_PREFIX, QUARANTINE_PREFIX, RAG_DOCUMENTS_PREFIX, RAW_PREFIX
 from chatetl.search import search
 from chatetl.settings import Settings
 from chatetl.storage import S3ObjectStore, put_bytes_if_changed

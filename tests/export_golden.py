@@ -33,17 +33,7 @@ from export_inputs import MD_AMBIGUOUS, T0, TRICKY, chat
 
 from chatetl.exports.files import conversation_files, training_lines
 from chatetl.exports.formats import PER_CONVERSATION
-from chatetl.model import (
-    Attachment,
-    Citation,
-    Conversation,
-    Message,
-    MessageKind,
-    Role,
-    Source,
-    ToolCall,
-    ToolResult,
-)
+from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.selection import ContentOptions
 
 OPTION_SETS: dict[str, ContentOptions] = {

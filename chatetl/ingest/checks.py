@@ -18,13 +18,7 @@ import pyarrow.parquet as pq
 
 from chatetl.check_report import CheckReport
 from chatetl.storage import ObjectStore
-from chatetl.tables import (
-    CONVERSATIONS_SCHEMA,
-    MESSAGES_SCHEMA,
-    download_table,
-    partition_table_pairs,
-    read_rows,
-)
+from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, download_table, partition_table_pairs, read_rows
 
 SCHEMAS = {"conversations": CONVERSATIONS_SCHEMA, "messages": MESSAGES_SCHEMA}
 OPTIONAL_COLUMNS = frozenset({"state_hash"})  # columns that files written before they were added lack (read without them)
