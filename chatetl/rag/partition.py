@@ -131,7 +131,7 @@ def process_documents(
     return result
 
 
-Group = list[tuple[Document, list[tuple[int, int]]]]  # Documents and their chunks' offsets
+_Group = list[tuple[Document, list[tuple[int, int]]]]  # Documents and their chunks' offsets
 
 
 class _DocumentsWriter:
@@ -166,7 +166,7 @@ class _DocumentsWriter:
         offsets = [chunk_spans(doc.content, doc.spans, self.chunking) for doc in docs]  # (offsets only: a few per 2,000 characters)
         self._documented(docs, offsets)
         self._load_documents(docs)
-        group: Group = []
+        group: _Group = []
         for doc, spans in zip(docs, offsets, strict=True):
             if len(spans) > CHUNK_WINDOW:
                 self.together(group)
@@ -230,7 +230,7 @@ class _DocumentsWriter:
             self.chunk_out.writelines(chunks_jsonl(chunks))
         self.result.chunks += len(chunks)
 
-    def together(self, group: Group) -> None:
+    def together(self, group: _Group) -> None:
         """Documents of CHUNK_WINDOW chunks at most in all: made, embedded and written at once. Where no vectors
         file is written, the Documents whose chunks the graph holds as they are already are found first: their
         chunks are not embedded (nor their vectors read from the graph), and not written."""
