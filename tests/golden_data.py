@@ -4,7 +4,7 @@ A golden file records what today's code writes, as data a person can read (`xzca
 compare: a table as its schema and its rows (row order included, values as JSON: times in ISO 8601,
 bytes in base64), a model as its class, the fields it marks as set and its values in their order.
 A folder the values name (a test's tmp_path) is replaced by a label, so the files hold no run's paths.
-The writers of the files that need Neo4j run on the test services (`test_services`).
+The writers of the files that need Neo4j run on the test services (`services_driver`).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def content_digest(record: Any) -> str:
     return sha256(dumps(record).encode("utf-8", "surrogatepass"))
 
 
-def test_services() -> tuple[Any, str | None]:
+def services_driver() -> tuple[Any, str | None]:
     """A driver of the test services' Neo4j and its database, in the suite's environment (tests/conftest.py:
     the test ports unless exported, deploy/local.env, chatetl's defaults), the services started if they do
     not answer."""

@@ -32,7 +32,7 @@ GOLDEN = TESTS / "graph" / "golden" / "load_steps.jsonl.xz"
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from golden_data import Canon, read_jsonl_xz, test_services, write_jsonl_xz  # noqa: E402
+from golden_data import Canon, read_jsonl_xz, services_driver, write_jsonl_xz  # noqa: E402
 from graph_inputs import generated, graph_dump, read, wipe, write_inputs  # noqa: E402
 
 from chatetl.graph.load import load_conversations  # noqa: E402
@@ -96,7 +96,7 @@ def stored() -> list[tuple[dict, dict]]:
 
 
 def main() -> None:
-    driver, database = test_services()
+    driver, database = services_driver()
     try:
         with tempfile.TemporaryDirectory(prefix="chatetl-graph-golden-") as tmp:
             loads = steps(Path(tmp))

@@ -32,7 +32,8 @@ Recorded (what tests/test_pipeline_golden.py compares):
 - `tables.jsonl.xz`: every Parquet file's schema, layout (row groups, codecs, encodings) and every
   row, row order included, values as JSON (times in ISO 8601, bytes in base64);
 - `texts.jsonl.xz`: the text of every JSON object under state/, quarantine/ and rag/ (diffable);
-- `cli.jsonl.xz`: each command's arguments, exit code, stdout, stderr, and its files' sha256.
+- `cli.jsonl.xz`: each command's arguments, exit code, stdout, stderr, and its files' sha256 (with two
+  processes, the part files depend on the workers' timing: each table's parts, read in order, as one).
 
 Left out, because they differ from run to run and say nothing of the code: the ledger's
 `processed_at` (the wall clock; its output ETags are checked to be the outputs' MD5 instead, its
@@ -71,7 +72,17 @@ for _path in (str(REPO / "bench"), str(TESTS), str(REPO)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from golden_data import Canon, content_digest, dumps, parquet_record, read_jsonl_xz, sha256, test_services, write_jsonl_xz  # noqa: E402
+from golden_data import (  # noqa: E402
+    Canon,
+    content_digest,
+    dumps,
+    parquet_record,
+    read_jsonl_xz,
+    services_driver,
+    sha256,
+    table_rows,
+    write_jsonl_xz,
+)
 
 # ---- the library's doors: every chatetl name the harness calls (after a move, update them here) ----
 from chatetl.cli import main as cli  # noqa: E402
@@ -140,6 +151,7 @@ def platform_files() -> dict[str, bytes]:
 
         for module, name in PLATFORMS:
             made(name, lambda p, m=module: importlib.import_module(f"platforms.{m}").write(p, PLATFORM_BYTES))
+        # (these share their seed: the same conversation ids in three uploads of one day, in other states)
         made("chatgpt-shaped.json", lambda p: chatgpt_shaped.write_chatgpt_file(p, SHAPED_BYTES))
         made("claude-shaped.json", lambda p: chatgpt_shaped.write_claude_file(p, SHAPED_BYTES))
         made("chatgpt-sharded.zip", lambda p: chatgpt_shaped.write_sharded_zip(p, SHAPED_BYTES))
@@ -436,21 +448,36 @@ def run_cli(work: Path, recorder: Recorder, invoke: Callable[[list[str]], tuple[
     for name, args in cli_runs():
         code, out, err = invoke(args)
         out_dir = work / args[args.index("--out") + 1]
-        files = {}
-        for path in sorted(p for p in out_dir.rglob("*") if p.is_file()):
-            rel = path.relative_to(out_dir).as_posix()
-            if path.suffix == ".parquet" and name == TWO_PROCESSES:
-                # which process wrote which part sets the row groups: its rows and schema only (the one process's bytes are compared)
-                record = {k: v for k, v in parquet_record(path, canon).items() if k != "layout"}
-                recorder.tables[content_digest(record)] = record
-                files[rel] = {"table": content_digest(record)}
-            elif path.suffix == ".parquet":
-                record = parquet_record(path, canon)
-                recorder.tables[content_digest(record)] = record
-                files[rel] = {"sha256": sha256(path.read_bytes()), "table": content_digest(record)}
-            else:
-                files[rel] = {"sha256": sha256(path.read_bytes())}
+        files = parts_read_whole(out_dir, recorder, canon) if name == TWO_PROCESSES else output_files(out_dir, recorder, canon)
         recorder.cli.append({"run": name, "args": args, "exit_code": code, "stdout": canon.text(out), "stderr": canon.text(err), "files": files})
+
+
+def output_files(folder: Path, recorder: Recorder, canon: Canon) -> dict[str, dict[str, str]]:
+    """Every file's sha256 (a Parquet file's content recorded too)."""
+    files = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        entry = {"sha256": sha256(path.read_bytes())}
+        if path.suffix == ".parquet":
+            record = parquet_record(path, canon)
+            recorder.tables[content_digest(record)] = record
+            entry["table"] = content_digest(record)
+        files[path.relative_to(folder).as_posix()] = entry
+    return files
+
+
+def parts_read_whole(folder: Path, recorder: Recorder, canon: Canon) -> dict[str, dict[str, str]]:
+    """Each table's part files read in order, as one table (its schema and rows): which process converts which
+    piece, the workers' timing, sets how many parts there are and their row groups."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = {}
+    for table in ("conversations", "messages"):
+        parts = sorted((folder / table).glob("part-*.parquet"))
+        record = table_rows(pa.concat_tables([pq.read_table(p) for p in parts]), canon)
+        recorder.tables[content_digest(record)] = record
+        files[f"{table}/part-*.parquet"] = {"table": content_digest(record)}
+    return files
 
 
 def click_invoke(args: list[str]) -> tuple[int, str, str]:
@@ -497,7 +524,7 @@ def record_all(work: Path, driver: Any, database: str | None, invoke: Callable[[
 
 
 def main() -> None:
-    driver, database = test_services()
+    driver, database = services_driver()
     inputs = input_digests(step_uploads())
     try:
         with tempfile.TemporaryDirectory(prefix="chatetl-golden-") as a, tempfile.TemporaryDirectory(prefix="chatetl-golden-") as b:
