@@ -31,7 +31,7 @@ Recorded (what tests/test_pipeline_golden.py compares):
   properties, every relationship with its type, ends by key and properties), and the graph's schema;
 - `tables.jsonl.xz`: every Parquet file's schema, layout (row groups, codecs, encodings) and every
   row, row order included, values as JSON (times in ISO 8601, bytes in base64);
-- `texts.jsonl.xz`: the text of every JSON object under state/, quarantine/ and rag/ (diffable);
+- `texts.jsonl.xz`: the text of every JSON object under state/ and quarantine/ (diffable);
 - `cli.jsonl.xz`: each command's arguments, exit code, stdout, stderr, and its files' sha256 (with two
   processes, the part files depend on the workers' timing: each table's parts, read in order, as one).
 

@@ -97,7 +97,7 @@ def test_every_table_holds_the_recorded_rows(recorded):
 
 
 def test_the_state_and_quarantine_files_hold_the_recorded_text(recorded):
-    """The JSON under state/, quarantine/ and rag/ (ledgers, upload indexes, retractions, error listings)."""
+    """The JSON under state/ and quarantine/ (ledgers, upload indexes, retractions, error listings)."""
     texts = {t["text"]: t["value"] for t in golden.read_golden("texts")}
     now = {t["text"]: t["value"] for t in recorded["texts"]}
     missing = sorted(set(texts) - set(now))
