@@ -32,10 +32,10 @@ GOLDEN = TESTS / "graph" / "golden" / "load_steps.jsonl.xz"
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from golden_data import Canon, read_jsonl_xz, services_driver, write_jsonl_xz  # noqa: E402
-from graph_inputs import generated, graph_dump, read, wipe, write_inputs  # noqa: E402
+from golden_data import Canon, read_jsonl_xz, services_driver, write_jsonl_xz
+from graph_inputs import generated, graph_dump, read, wipe, write_inputs
 
-from chatetl.graph.load import load_conversations  # noqa: E402
+from chatetl.graph.load import load_conversations
 
 # the properties that moved off the Message node (to NEXT / REPLIES_TO / HAS_MESSAGE and Conversation)
 MOVED_OFF_MESSAGE = ("next_key", "parent_key", "conversation_key", "author_name", "branch_index", "visible")

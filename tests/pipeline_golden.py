@@ -61,7 +61,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ for _path in (str(REPO / "bench"), str(TESTS), str(REPO)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from golden_data import (  # noqa: E402
+from golden_data import (
     Canon,
     content_digest,
     dumps,
@@ -85,19 +85,19 @@ from golden_data import (  # noqa: E402
 )
 
 # ---- the library's doors: every chatetl name the harness calls (after a move, update them here) ----
-from chatetl.cli import main as cli  # noqa: E402
-from chatetl.exports.archive import write_archive  # noqa: E402
-from chatetl.exports.partition import ExportPlan, write_day_exports  # noqa: E402
-from chatetl.graph.load import load_graph_partition  # noqa: E402
-from chatetl.graph.retract import apply_graph_retractions  # noqa: E402
-from chatetl.ingest.index import find_uploads  # noqa: E402
-from chatetl.ingest.ledger import parser_fingerprint  # noqa: E402
-from chatetl.ingest.partition import ingest_partition  # noqa: E402
-from chatetl.rag.embeddings import load_embedder  # noqa: E402
-from chatetl.rag.retract import write_day_documents  # noqa: E402
-from chatetl.samples import chatgpt_conversations, continued, sample_uploads  # noqa: E402
-from chatetl.settings import Settings  # noqa: E402
-from chatetl.storage import LocalObjectStore  # noqa: E402
+from chatetl.cli import main as cli
+from chatetl.exports.archive import write_archive
+from chatetl.exports.partition import ExportPlan, write_day_exports
+from chatetl.graph.load import load_graph_partition
+from chatetl.graph.retract import apply_graph_retractions
+from chatetl.ingest.index import find_uploads
+from chatetl.ingest.ledger import parser_fingerprint
+from chatetl.ingest.partition import ingest_partition
+from chatetl.rag.embeddings import load_embedder
+from chatetl.rag.retract import write_day_documents
+from chatetl.samples import chatgpt_conversations, continued, sample_uploads
+from chatetl.settings import Settings
+from chatetl.storage import LocalObjectStore
 
 # ---- inputs ----
 
@@ -372,7 +372,7 @@ def wipe_graph(driver: Any, database: str | None) -> None:
 
 
 def _noon(day: str) -> float:
-    return datetime.fromisoformat(day).replace(hour=12, tzinfo=timezone.utc).timestamp()
+    return datetime.fromisoformat(day).replace(hour=12, tzinfo=UTC).timestamp()
 
 
 def put_uploads(store: LocalObjectStore, day: str, puts: dict[str, bytes], deleted: list[str]) -> None:

@@ -32,11 +32,11 @@ GOLDEN = TESTS / "readers" / "golden" / "fast_path.jsonl.xz"
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from golden_data import Canon, read_jsonl_xz, table_rows, write_jsonl_xz  # noqa: E402
+from golden_data import Canon, read_jsonl_xz, table_rows, write_jsonl_xz
 
-from chatetl import tables  # noqa: E402
-from chatetl.readers import ReadReport, read_path  # noqa: E402
-from chatetl.samples import chatgpt_conversations, chatgpt_export, claude_export  # noqa: E402
+from chatetl import tables
+from chatetl.readers import ReadReport, read_path
+from chatetl.samples import chatgpt_conversations, chatgpt_export, claude_export
 
 # ---- the inputs ----
 
