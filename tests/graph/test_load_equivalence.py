@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from graph_inputs import generated, graph_dump, read, wipe, write_inputs
 
-from chatetl.graph import load as graph_load
+from chatetl.graph import writer as graph_load
 from chatetl.graph.load import load_conversations
 from chatetl.graph.properties import MOVED_OFF_MESSAGE as DOCUMENTED_MOVED
 
