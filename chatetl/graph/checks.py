@@ -11,12 +11,15 @@ beside the table checks of chatetl.ingest.checks.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from chatetl.graph.connection import run_read
 from chatetl.ingest.checks import CheckReport
 from chatetl.storage import ObjectStore
 from chatetl.tables import partition_states
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 _GRAPH_STATES = """
 UNWIND $keys AS key
@@ -26,7 +29,7 @@ RETURN key, c IS NOT NULL AS present, c.state_version AS version, c.state_source
 """
 
 
-def check_graph_partition(store: ObjectStore, driver: Any, day: str, database: str | None = None, batch: int = 2000) -> CheckReport:
+def check_graph_partition(store: ObjectStore, driver: Driver, day: str, database: str | None = None, batch: int = 2000) -> CheckReport:
     """Every conversation of the partition is in the graph with its messages, or was replaced
     by a newer state (newest wins); never missing, never an older state, never short."""
     report = CheckReport()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatetl.graph.connection import quiet, value_fault, write_measured, write_session
 from chatetl.graph.schema import ensure_schema
 from chatetl.model import SOURCE_FIDELITY
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 # A Document follows its Conversation: it is written when it comes from the state that won
 # in the graph (the same state: two states of one time never both write it, so the load order
@@ -42,7 +45,7 @@ RETURN row.key AS key
 """
 
 
-def superseded_documents(driver: Any, docs: list[dict[str, Any]], database: str | None = None) -> set[str]:
+def superseded_documents(driver: Driver, docs: list[dict[str, Any]], database: str | None = None) -> set[str]:
     """Keys of the Documents (their properties) whose Conversation in the graph holds another state."""
     if not docs:
         return set()
@@ -52,7 +55,7 @@ def superseded_documents(driver: Any, docs: list[dict[str, Any]], database: str 
     return {r["key"] for r in records}
 
 
-def load_documents(driver: Any, docs: Iterable[dict[str, Any]], database: str | None = None, batch: int = 500,
+def load_documents(driver: Driver, docs: Iterable[dict[str, Any]], database: str | None = None, batch: int = 500,
                    failures: list[tuple[str, BaseException]] | None = None) -> int:
     """Upsert Document nodes (the Conversation's winning state, else newest) and attach each to its Conversation.
 

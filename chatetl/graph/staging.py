@@ -55,10 +55,13 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatetl.graph.properties import MESSAGE_PROPERTIES, message_columns, message_links
 from chatetl.model import Conversation
+
+if TYPE_CHECKING:
+    from neo4j import ManagedTransaction
 
 Run = Callable[..., list[Any]]
 """`run(cypher, **params) -> records`: one statement in the caller's transaction, its updates counted."""
@@ -257,7 +260,7 @@ class StageDiscarded(Exception):
     its first message."""
 
 
-def pending_stages(tx: Any) -> dict[str, list[str]]:
+def pending_stages(tx: ManagedTransaction) -> dict[str, list[str]]:
     """conversation key -> the keys of its stages in the graph (read-only)."""
     return {r["conversation_key"]: list(r["keys"]) for r in tx.run(_PENDING_STAGES)}
 
@@ -341,9 +344,9 @@ def drop_stages(run: Run, keys: list[str]) -> int:
     return rec["dropped"]
 
 
-def has_garbage(tx: Any) -> bool:
+def has_garbage(tx: ManagedTransaction) -> bool:
     """Whether StagedMessage nodes of no stage (discarded) are in the graph (read-only)."""
-    return bool(tx.run(_GARBAGE).single()["abandoned"])
+    return bool(tx.run(_GARBAGE).single(strict=True)["abandoned"])
 
 
 def delete_garbage(run: Run, limit: int) -> int:

@@ -10,7 +10,7 @@ from chatetl.tally import Tally, capped, summed_by
 
 log = logging.getLogger(__name__)
 
-FAILURES_LISTED = 100  # LoadSummary.failures keeps the first ones (conversations_failed counts them all)
+FAILURES_LISTED = 100  # a summary's `failures` keeps the first ones (its count of failures counts them all)
 
 
 @dataclass
@@ -36,10 +36,15 @@ class LoadSummary(Tally):
         return {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "failures"}
 
 
+def failure_text(key: str, exc: BaseException, where: str = "") -> str:
+    """One line on what the server (or the driver) refused: the key (a long one cut), `where`, the error's first line."""
+    words = (str(exc).strip().splitlines() or [""])[0]
+    key = key if len(key) <= 120 else f"{key[:120]}… ({len(key)} characters)"
+    return f"{key}{where}: {type(exc).__name__}: {words}"[:500]
+
+
 def failure(conv: Conversation, exc: BaseException) -> LoadSummary:
     """A conversation that could not be written, even alone: counted and described (key, file, the server's words)."""
-    words = (str(exc).strip().splitlines() or [""])[0]
-    key = conv.key if len(conv.key) <= 120 else f"{conv.key[:120]}… ({len(conv.key)} characters)"
-    line = f"{key} ({conv.source_file or 'no file'}, {len(conv.messages)} messages): {type(exc).__name__}: {words}"[:500]
+    line = failure_text(conv.key, exc, f" ({conv.source_file or 'no file'}, {len(conv.messages)} messages)")
     log.warning("graph load: %s", line)
     return LoadSummary(conversations_failed=1, failures=[line])

@@ -17,9 +17,14 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chatetl.graph.connection import GraphSession, TransactionTooBig, value_fault, write_measured
+from chatetl.graph.connection import (
+    GraphSession,
+    TransactionTooBig,
+    value_fault,
+    write_measured,
+)
 from chatetl.graph.decide import WRITTEN, decide, quiet_outcome
 from chatetl.graph.properties import conversation_graph_row, conversation_props
 from chatetl.graph.staging import (
@@ -45,6 +50,9 @@ from chatetl.graph.upsert import (
     write_batch,
 )
 from chatetl.model import Conversation
+
+if TYPE_CHECKING:
+    from neo4j import ManagedTransaction
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +87,7 @@ def nothing_to_write(rows: list[Row], stored: Stored) -> LoadSummary | None:
     return summary
 
 
-def _counted(tx: Any, work: Callable[..., Any], *args: Any) -> tuple[Any, LoadSummary]:
+def _counted(tx: ManagedTransaction, work: Callable[..., Any], *args: Any) -> tuple[Any, LoadSummary]:
     """`work(run, *args)` in `tx` (chatetl.graph.staging's steps): its result and what the server counted."""
     summary = LoadSummary()
     result = work(functools.partial(run, tx, summary), *args)
