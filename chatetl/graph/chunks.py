@@ -176,8 +176,8 @@ class ChunksDigest:
     model's for the chunk's text (the text's hash and the model's name are what vectors are reused by,
     chatetl.rag.embeddings), so the digest is known before anything is embedded (`model`: the name the vectors
     will carry, for chunks not embedded yet), and an unchanged rerun neither embeds nor reads a vector.
-    Digests written before December 2026 held the vectors: such a Document has its chunks written once more
-    (their vectors reused)."""
+    Digests of an earlier version held the vectors: such a Document has its chunks written once more (their
+    vectors reused)."""
 
     def __init__(self, model: str | None = None) -> None:
         self._hash = hashlib.sha256()
@@ -344,7 +344,7 @@ def _pairs(chunks: list[ChunkRow], before: str | None = None) -> list[list[str]]
 
 class DocumentChunks:
     """One Document's chunks written a window at a time: what `load_chunks` does for a Document of very many
-    chunks (one 100 MB message: 60,000), in transactions that stay bounded whatever its size.
+    chunks (one long message), in transactions that stay bounded whatever its size.
 
     `count`: how many chunks it has (known from their offsets before any is made). Whether the graph's
     Document holds the text they were cut from, and whether its chunks must be written, is read first: a

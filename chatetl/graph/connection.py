@@ -134,9 +134,9 @@ def _released_on_failure(work: Callable[..., Any]) -> Callable[..., Any]:
 
 class QuietList(list):  # type: ignore[type-arg]
     """A list parameter as the driver sends it, but printed as its length. The driver's Bolt `run` formats the
-    repr() of every parameter for its debug log even when that log is off (neo4j 6.4.1): 0.23 s for one statement
-    of 5,000 chunk texts and vectors, a sixth of `chatetl load`'s time (py-spy); and a debug log never holds
-    the chats' text."""
+    repr() of every parameter for its debug log even when that log is off (neo4j 6.4.1), which for a statement of
+    thousands of chunk texts and vectors is a large share of a load's time; and a debug log never holds the
+    chats' text."""
 
     __slots__ = ()
 
@@ -163,8 +163,8 @@ def run_read(driver: Driver, database: str | None, cypher: str, **params: Any) -
 
 def run_read_values(driver: Driver, database: str | None, cypher: str, **params: Any) -> list[tuple[Any, ...]]:
     """One read transaction's records as tuples of their values, in the statement's RETURN order, as the driver
-    gives them: not through `Record.data()`, which walks every value again (each float of a vector: 57% of an
-    unchanged `chatetl load` rerun went to the vectors it reads back, py-spy)."""
+    gives them: not through `Record.data()`, which walks every value again (each float of a vector: most of an
+    unchanged `chatetl load` rerun went there)."""
     with write_session(driver, database) as session:
         return session.execute_read(lambda tx: [tuple(r) for r in tx.run(cypher, quiet(params))])
 
