@@ -35,7 +35,7 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from chatetl.exports.bucket import read_manifest
-from chatetl.graph.chunks import chunk_indexes, chunk_matches, lucene_escape
+from chatetl.graph.chunk_search import chunk_indexes, chunk_matches, lucene_escape
 from chatetl.model import Role
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
 from chatetl.readers.platforms import normalize_platform
@@ -80,7 +80,7 @@ class SearchFilters:
         return any(v is not None for v in asdict(self).values())
 
     def params(self) -> dict[str, Any]:
-        """As chatetl.graph.chunks.chunk_matches takes them."""
+        """As chatetl.graph.chunk_search.chunk_matches takes them."""
         return {
             "platform": normalize_platform(self.platform) if self.platform else None,
             "since": self.since.isoformat() if self.since else None,

@@ -7,7 +7,8 @@ all (repeat the option or separate with commas). Files go to DIR/<format>/<name>
 training file to DIR/sharegpt-jsonl/sharegpt.jsonl, the archive page (every conversation of this
 run, linking to its html file, which `archive` brings along) to DIR/archive/index.html, the zip to
 DIR/chats.zip. A conversation met more than once (the same chat in two files, a resync) is
-written once, in its newest state.
+written once, in its winning state (model.state_order, the state the graph and the bucket keep),
+whatever order the inputs are given in.
 What goes out is the visible branch; --include-* (or CHATETL_EXPORT_INCLUDE_* /
 CHATETL_INCLUDE_* in the environment) let in reasoning, tool internals, hidden context, branches.
 """
@@ -47,7 +48,7 @@ from chatetl.exports.formats import (
     parse_formats,
 )
 from chatetl.exports.meta import export_views
-from chatetl.model import state_version
+from chatetl.model import state_hash, with_state_hash
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
 
@@ -91,7 +92,7 @@ def export(
 
     report = ReadReport()
     out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, tuple[float, list[Path]]] = {}  # conversation key -> (state, its files on disk)
+    written: dict[str, list[Path]] = {}  # conversation key -> its files on disk
     rows: dict[str, ArchiveEntry] = {}  # conversation key -> its archive row (its newest state's)
     want_archive = ARCHIVE in chosen or ARCHIVE in bundle
     conversations = empty = superseded = 0
@@ -99,15 +100,14 @@ def export(
     with temporary_collector(bundle) as collector, meter:
         for conv in read_inputs(inputs, report, meter):
             conversations += 1
+            conv = with_state_hash(conv, state_hash(conv))  # hashed once: the collector and the archive row order by it
             views = export_views(conv, options)  # one selection of turns for every format and the training lines
             files = conversation_files(conv, rendered, options, views)
             lines = training_lines(conv, options, views) if want_training else []
             if not files and not lines:
                 empty += 1
                 continue
-            version = state_version(conv)
-            old = written.get(conv.key)
-            if old is not None and old[0] >= version:
+            if not collector.add(conv, files, lines):  # the state kept already wins (or is this one)
                 superseded += 1
                 continue
             paths = []
@@ -118,13 +118,13 @@ def export(
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(f.data)
                 paths.append(target)
-            if old is not None:  # a newer state of a conversation already written: its stale files go
+            old = written.get(conv.key)
+            if old is not None:  # a winning state of a conversation already written: its stale files go
                 superseded += 1
-                for stale in old[1]:
+                for stale in old:
                     if stale not in paths:
                         stale.unlink(missing_ok=True)
-            written[conv.key] = (version, paths)
-            collector.add(conv, files, lines)
+            written[conv.key] = paths
             if want_archive:
                 rows[conv.key] = archive_entry(conv, next((f.path for f in files if f.format == "html"), None))
         records = 0
@@ -150,7 +150,7 @@ def export(
                 training_target.parent.rmdir()
 
     counts = {f: 0 for f in chosen}
-    for _version, paths in written.values():
+    for paths in written.values():
         for p in paths:
             counts[p.parent.name] += 1
     if TRAINING in chosen:

@@ -20,8 +20,8 @@ the `html` export; the script reads the rows' text from the page and never build
 
 Why one page for the whole bucket and not one per day: a person wants their whole history in
 one place. Each day's export run writes that day's rows (`exports/_archive/date=D.json`, small,
-written only when changed); the page is rebuilt from all days' rows (newest state of each
-conversation wins, as for the files) and written with `put_bytes_if_changed`, so a rerun writes
+written only when changed); the page is rebuilt from all days' rows (the winning state of each
+conversation, model.state_order, as for the files) and written with `put_bytes_if_changed`, so a rerun writes
 nothing. A row links only to an HTML file that is in the bucket when the page is built. Two runs
 rebuilding at once: each checks after writing that no day's rows changed meanwhile, else builds
 again, so the last page written has every day's rows. The day's zip can hold a page of its own
@@ -45,7 +45,7 @@ from markupsafe import Markup
 from chatetl.exports.html import TEMPLATES
 from chatetl.labels import platform_label
 from chatetl.layout import EXPORTS_PREFIX, export_prefix
-from chatetl.model import Conversation, state_version
+from chatetl.model import Conversation, StateOrder, order_of, state_hash, state_version
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
 ARCHIVE = "archive"
@@ -77,10 +77,17 @@ class ArchiveEntry:
     platform: str
     date: str | None  # YYYY-MM-DD (UTC) of its start (created, else updated, else its first message)
     messages: int
-    version: float  # state_version: which of two states of one conversation is newest
+    version: float  # state_version, with `source` and `state_hash` the row's place in model.state_order
     html: str | None  # its html export file, relative to the exports root: "html/<name>.html"
     months: dict[str, int] = field(default_factory=dict)
     undated: int = 0  # visible messages without any time to place them on the chart
+    source: str = ""  # the format the state arrived through (a row written before it was kept: "")
+    state_hash: str = ""
+
+    @property
+    def state(self) -> StateOrder:
+        """The row's state in model.state_order (a row without its hash: below every state of its time)."""
+        return order_of(self.version, self.source, self.state_hash)
 
 
 def _utc(value: datetime) -> datetime:
@@ -111,19 +118,21 @@ def archive_entry(conv: Conversation, html: str | None) -> ArchiveEntry:
         html=html,
         months=dict(sorted(months.items())),
         undated=undated,
+        source=conv.source.value,
+        state_hash=state_hash(conv),
     )
 
 
 class NewestEntries:
-    """Rows by conversation key, the newest state winning (ties keep the first seen, so the page
-    depends only on its inputs)."""
+    """Rows by conversation key, the winning state's (model.state_order; the same state twice keeps the first
+    seen), so the page depends only on its inputs, never on their order."""
 
     def __init__(self) -> None:
         self.by_key: dict[str, ArchiveEntry] = {}
 
     def add(self, entry: ArchiveEntry) -> None:
         old = self.by_key.get(entry.key)
-        if old is None or entry.version > old.version:
+        if old is None or entry.state > old.state:
             self.by_key[entry.key] = entry
 
     def __len__(self) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 
 from chatetl.exports.files import ExportFile
 from chatetl.layout import EXPORTS_PREFIX, export_manifest_key, export_prefix
-from chatetl.model import Conversation, order_of, state_hash, state_order, state_version
+from chatetl.model import Conversation, StateOrder, order_of, state_hash, state_order, state_version
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
 
@@ -76,13 +76,11 @@ def publish_conversation(store: ObjectStore, conv: Conversation, files: list[Exp
     return result
 
 
-def _stored_order(manifest: dict[str, Any]) -> tuple:
+def _stored_order(manifest: dict[str, Any]) -> StateOrder:
     """A manifest's state in model.state_order (one written before it kept source and hash: its time alone,
     so any state of that time may replace it)."""
-    version = float(manifest.get("state_version", 0.0))
-    if not manifest.get("state_hash"):
-        return (version, -1, "")
-    return order_of(version, manifest.get("state_source"), str(manifest["state_hash"]))
+    digest = manifest.get("state_hash")
+    return order_of(float(manifest.get("state_version", 0.0)), manifest.get("state_source"), str(digest) if digest else None)
 
 
 def retract_conversation(store: ObjectStore, conversation_key: str) -> list[str]:

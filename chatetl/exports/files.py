@@ -5,8 +5,8 @@ one `ExportFile` per format and exported branch, at `<format>/<name>.<ext>`. The
 turns chosen, `meta.export_views`) are computed once per conversation and shared by every format;
 a caller that also wants the training lines passes the same `views` to `training_lines`. The same
 conversation can arrive more than once (two uploads, a resync, the same chat as .json and
-.md): `ExportCollector` keeps, per conversation key, only the newest state's files, so the
-training file and the zip hold each conversation once.
+.md): `ExportCollector` keeps, per conversation key, only the winning state's files (model.state_order, the
+rule every output follows), so the training file and the zip hold each conversation once.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from chatetl.exports.formats import PER_CONVERSATION
 from chatetl.exports.meta import ExportView, export_views
 from chatetl.exports.sharegpt import training_line
 from chatetl.filenames import conversation_basename
-from chatetl.model import Conversation, state_version
+from chatetl.model import Conversation, StateOrder, state_order
 from chatetl.selection import VISIBLE, ContentOptions
 
 
@@ -77,7 +77,7 @@ def _slot(key: str) -> str:
 
 @dataclass
 class _Entry:
-    version: float
+    state: StateOrder
     order: int
     files: list[tuple[str, str]]  # (relative path, file holding the bytes)
     lines: str | None  # file holding the training lines
@@ -85,9 +85,8 @@ class _Entry:
 
 @dataclass
 class ExportCollector:
-    """Collects rendered conversations on disk (never all in memory); per key the newest state wins.
-
-    Ties (the same state twice) keep the first seen, so the output depends only on the inputs.
+    """Collects rendered conversations on disk (never all in memory); per key the winning state of
+    model.state_order is kept (the same state twice: the first seen), whatever order they come in.
     """
 
     workdir: Path
@@ -96,11 +95,12 @@ class ExportCollector:
     replaced: int = 0  # conversations seen again in an older or equal state
 
     def add(self, conv: Conversation, files: list[ExportFile], lines: list[bytes]) -> bool:
-        """Keep this state's bundle files and training lines unless a newer (or the same) state is kept; True if kept."""
+        """Keep this state's bundle files and training lines unless a winning (or the same) state is kept; True if
+        kept."""
         key = conv.key
-        version = state_version(conv)
+        state = state_order(conv)
         old = self.entries.get(key)
-        if old is not None and old.version >= version:
+        if old is not None and old.state >= state:
             self.replaced += 1
             return False
         slot = self.workdir / _slot(key)
@@ -119,7 +119,7 @@ class ExportCollector:
             with open(lines_path, "wb") as out:
                 out.writelines(lines)
         order = old.order if old is not None else len(self.entries)
-        self.entries[key] = _Entry(version, order, kept, lines_path)
+        self.entries[key] = _Entry(state, order, kept, lines_path)
         return True
 
     @property

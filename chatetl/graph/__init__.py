@@ -8,10 +8,12 @@
     (:TraceStep)-[:RESULT_OF]->(:TraceStep)   a tool result to its own call
     (:TraceStep)-[:FROM_MESSAGE]->(:Message)  the message holding the call or result
 
-Modules: `properties` (node properties from the model), `traces` (deep mode's
-DecisionTrace/TraceStep rows), `schema` (constraints and indexes), `load` (Conversations and
-Messages: batched writes, newest state wins, resyncs), `documents` (Document nodes, following
-their Conversation's winning state), `chunks` (Chunk nodes, full-text and vector search),
-`checks` (the graph against a partition's tables), `connection` (driver and sessions from the
-environment, deep mode setting).
+Modules: `connection` (driver and sessions, one-transaction helpers), `schema` (constraints and
+indexes), `properties` and `traces` (node properties from the model, deep mode's traces);
+the load: `decide` (which state of a conversation the graph keeps), `statements` (its Cypher),
+`upsert` (one batch in one transaction), `staging` (a conversation too big for one, in steps),
+`writer` (one conversation failing alone), `summary` (what a load did), `load` (the batched load,
+a day's partition); `retract` (conversations out of the graph), `documents` (Document nodes,
+following their Conversation's state), `chunks` (Chunk nodes and their indexes), `chunk_search`
+(searching them), `checks` (the graph against a partition's tables).
 """

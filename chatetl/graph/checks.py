@@ -3,7 +3,8 @@
 Every conversation of the partition must be in Neo4j with all its messages, unless a newer
 state (or one of the same version from another source) replaced it there under the
 newest-wins rule: that is counted, not failed, since the graph holds one state per chat (the
-newest of all partitions loaded), not every partition's. A missing conversation, an older
+newest of all partitions loaded), not every partition's. Of two states of one conversation in
+the partition, the one model.state_order picks is checked, the one the graph keeps. A missing conversation, an older
 state than the tables' and a message count that differs for the same state are failures.
 A plain function over the object store and a driver; the Dagster asset check calls it
 beside the table checks of chatetl.ingest.checks.
@@ -11,12 +12,16 @@ beside the table checks of chatetl.ingest.checks.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from chatetl.graph.connection import run_read
 from chatetl.ingest.checks import CheckReport
+from chatetl.model import StateOrder, order_of
 from chatetl.storage import ObjectStore
-from chatetl.tables import partition_states
+from chatetl.tables import ConversationState, iter_partition_files, partition_states, table_states
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 _GRAPH_STATES = """
 UNWIND $keys AS key
@@ -26,11 +31,11 @@ RETURN key, c IS NOT NULL AS present, c.state_version AS version, c.state_source
 """
 
 
-def check_graph_partition(store: ObjectStore, driver: Any, day: str, database: str | None = None, batch: int = 2000) -> CheckReport:
+def check_graph_partition(store: ObjectStore, driver: Driver, day: str, database: str | None = None, batch: int = 2000) -> CheckReport:
     """Every conversation of the partition is in the graph with its messages, or was replaced
     by a newer state (newest wins); never missing, never an older state, never short."""
     report = CheckReport()
-    states = partition_states(store, day)
+    states = _partition_winners(store, day)
     keys = sorted(states)
     report.counts["conversations"] = len(keys)
     report.counts["messages"] = sum(s.messages for s in states.values())
@@ -57,3 +62,20 @@ def check_graph_partition(store: ObjectStore, driver: Any, day: str, database: s
                 report.counts["message_count_mismatch"] += 1
                 report.fail(f"{mine.key}: {rec['messages']} messages in the graph, {mine.messages} in the tables")
     return report
+
+
+def _partition_winners(store: ObjectStore, day: str) -> dict[str, ConversationState]:
+    """The state of each conversation of the partition that model.state_order picks (the same state twice: the
+    first). A partition with a table written before the `state_hash` column is ordered by its versions alone
+    (chatetl.tables.partition_states)."""
+    winners: dict[str, tuple[StateOrder, ConversationState]] = {}
+    for _uid, c_path, m_path in iter_partition_files(store, day):
+        states = table_states(c_path, m_path)
+        if states is None:
+            return partition_states(store, day)
+        for s in states:
+            key = s["conversation_key"]
+            order = order_of(s["state_version"], s["source"], s["state_hash"])
+            if key not in winners or order > winners[key][0]:
+                winners[key] = (order, ConversationState(key, s["state_version"], s["total_messages"] or 0, s["source"]))
+    return {key: state for key, (_, state) in winners.items()}

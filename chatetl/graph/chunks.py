@@ -1,7 +1,7 @@
 """Chunks in Neo4j: `(:Document)-[:HAS_CHUNK]->(:Chunk)`, `(:Chunk)-[:NEXT]->(:Chunk)` in order,
-a full-text index `chunk_text` on `Chunk.text` (`search_chunks`), and a vector index
-`chunk_embedding` on `Chunk.embedding` (cosine, the model's dimensions) once embeddings exist
-(`similar_chunks`).
+a full-text index `chunk_text` on `Chunk.text`, and a vector index `chunk_embedding` on
+`Chunk.embedding` (cosine, the model's dimensions) once embeddings exist; searching them is
+chatetl.graph.chunk_search's.
 
 A chunk's vector is written in the same batch as the chunk, through
 `db.create.setNodeVectorProperty` (Neo4j 5.26: a float32 array, half the size of a `SET` list;
@@ -10,14 +10,11 @@ say what a vector was computed from, so a later load finds an unchanged text's v
 (`stored_embeddings`) instead of computing it again. When the model's dimensions change, the
 vector index is rebuilt for the new size.
 
-Bounded writes (issue 14, item 1): chunks go in transactions of about a thousand, stale chunks and
-links are deleted `DELETE_STEP` a transaction, and a Document of very many chunks (one 100 MB
-message: ~60,000) is written a window at a time (`DocumentChunks`). A Document whose chunks the
+Bounded writes: chunks go in transactions of about a thousand, stale chunks and links are
+deleted `DELETE_STEP` a transaction, and a Document of very many chunks (one long message) is
+written a window at a time (`DocumentChunks`). A Document whose chunks the
 server refuses for what they hold fails alone (`ChunkLoadSummary.failed`, `failures`): the rest of
 the batch is written, and, not marked done, it is tried again by the next run.
-
-`chunk_matches` is the retrieval half of hybrid search (chatetl.search): the nearest chunks of
-one index, filtered by platform, dates, role and model, with their Document and Conversation.
 """
 
 from __future__ import annotations
@@ -26,15 +23,18 @@ import hashlib
 import itertools
 import json
 import logging
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from chatetl.graph.connection import quiet, run_read, run_read_values, run_write, value_fault, write_measured, write_session
+from chatetl.graph.summary import FAILURES_LISTED, failure_text
 from chatetl.tally import Tally, capped, summed_by
+
+if TYPE_CHECKING:
+    from neo4j import Driver, ManagedTransaction
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,6 @@ class ChunkRow(Protocol):
 
     def graph_row(self) -> dict[str, Any]: ...
 
-
-# a text embedder: texts in, one vector per text out (chatetl.rag.embeddings.Embedder)
-TextEmbedder = Callable[[list[str]], Sequence[Sequence[float]]]
 
 FULLTEXT_INDEX = "chunk_text"
 VECTOR_INDEX = "chunk_embedding"
@@ -72,7 +69,7 @@ def vector_index_statement(dimensions: int) -> str:
     )
 
 
-def ensure_chunk_schema(driver: Any, database: str | None = None, dimensions: int | None = None) -> None:
+def ensure_chunk_schema(driver: Driver, database: str | None = None, dimensions: int | None = None) -> None:
     """The Chunk constraint, full-text and text-hash indexes (and the vector index of `dimensions`
     once vectors exist; one of another size is rebuilt), online before use."""
     records = run_read(driver, database, "SHOW INDEXES YIELD name, options RETURN name, options")
@@ -91,16 +88,6 @@ def ensure_chunk_schema(driver: Any, database: str | None = None, dimensions: in
             for stmt in missing:
                 session.run(stmt).consume()
             session.run("CALL db.awaitIndexes(300)").consume()
-
-
-def chunk_indexes(driver: Any, database: str | None = None) -> dict[str, Any]:
-    """What search can use: `fulltext` (the full-text index exists) and `vector_dimensions` (the
-    vector index's size; None when there is none, e.g. no embeddings loaded yet)."""
-    records = run_read(driver, database, "SHOW INDEXES YIELD name, options WHERE name IN $names RETURN name, options",
-                       names=[FULLTEXT_INDEX, VECTOR_INDEX])
-    found = {r["name"]: r["options"] or {} for r in records}
-    dims = found.get(VECTOR_INDEX, {}).get("indexConfig", {}).get("vector.dimensions") if VECTOR_INDEX in found else None
-    return {"fulltext": FULLTEXT_INDEX in found, "vector_dimensions": dims}
 
 
 _CURRENT_DOCUMENTS = """
@@ -162,7 +149,6 @@ MERGE (a)-[:NEXT]->(b)
 
 
 DELETE_STEP = 10_000  # chunks (or NEXT links) deleted per transaction
-FAILURES_LISTED = 100
 
 
 @dataclass
@@ -178,9 +164,7 @@ class ChunkLoadSummary(Tally):
 
 def failure_line(key: str, exc: BaseException) -> str:
     """A Document (or its chunks) that could not be written, even alone: its key and the server's words."""
-    words = (str(exc).strip().splitlines() or [""])[0]
-    key = key if len(key) <= 120 else f"{key[:120]}… ({len(key)} characters)"
-    line = f"{key}: {type(exc).__name__}: {words}"[:500]
+    line = failure_text(key, exc)
     log.warning("documents load: %s", line)
     return line
 
@@ -192,8 +176,8 @@ class ChunksDigest:
     model's for the chunk's text (the text's hash and the model's name are what vectors are reused by,
     chatetl.rag.embeddings), so the digest is known before anything is embedded (`model`: the name the vectors
     will carry, for chunks not embedded yet), and an unchanged rerun neither embeds nor reads a vector.
-    Digests written before December 2026 held the vectors: such a Document has its chunks written once more
-    (their vectors reused)."""
+    Digests of an earlier version held the vectors: such a Document has its chunks written once more (their
+    vectors reused)."""
 
     def __init__(self, model: str | None = None) -> None:
         self._hash = hashlib.sha256()
@@ -229,7 +213,7 @@ def chunks_digest(chunks: list[ChunkRow], model: str | None = None) -> str:
     return digest.hexdigest()
 
 
-def documents_holding_chunks(driver: Any, digests: dict[str, str], content_digests: dict[str, str], database: str | None = None,
+def documents_holding_chunks(driver: Driver, digests: dict[str, str], content_digests: dict[str, str], database: str | None = None,
                              batch: int = 1000) -> tuple[set[str], set[str]]:
     """Of these Documents (key -> the digest of their chunks), the ones whose node in the graph holds the text they
     were cut from (`content_digests`: key -> content_sha256), and of those the ones whose chunks are exactly these."""
@@ -248,10 +232,10 @@ def _upsert_row(chunk: ChunkRow) -> dict[str, Any]:
     return {"props": {k: v for k, v in props.items() if k != "embedding"}, "embedding": props.get("embedding")}
 
 
-def _write_rows(driver: Any, database: str | None, rows: list[dict[str, Any]], pairs: list[list[str]]) -> int:
+def _write_rows(driver: Driver, database: str | None, rows: list[dict[str, Any]], pairs: list[list[str]]) -> int:
     """Chunks and their NEXT links (pairs of ids) in one transaction, written whole or not at all (one too big for
     the server fails at once: chatetl.graph.connection.write_measured); how many chunks were written."""
-    def work(tx: Any) -> int:
+    def work(tx: ManagedTransaction) -> int:
         record = tx.run(_UPSERT_CHUNKS, quiet({"rows": rows})).single()
         if pairs:
             tx.run(_LINK, quiet({"pairs": pairs})).consume()
@@ -261,7 +245,7 @@ def _write_rows(driver: Any, database: str | None, rows: list[dict[str, Any]], p
         return write_measured(session, work)[0]
 
 
-def _delete_in_steps(driver: Any, database: str | None, cypher: str, **params: Any) -> int:
+def _delete_in_steps(driver: Driver, database: str | None, cypher: str, **params: Any) -> int:
     """A deleting statement (at most `DELETE_STEP` a transaction) run until it deletes fewer: how many in all.
     A Document that had 100,000 chunks is cleared in bounded transactions, not in one."""
     total = 0
@@ -273,7 +257,7 @@ def _delete_in_steps(driver: Any, database: str | None, cypher: str, **params: A
             return total
 
 
-def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_digests: dict[str, str], database: str | None = None,
+def load_chunks(driver: Driver, chunks_by_doc: dict[str, list[ChunkRow]], content_digests: dict[str, str], database: str | None = None,
                 batch: int = 1000, unchanged: set[str] | frozenset[str] = frozenset()) -> ChunkLoadSummary:
     """Replace each Document's chunks with these, where the Document in the graph holds the text they were cut from.
 
@@ -310,6 +294,8 @@ def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_d
         summary.deleted += _delete_in_steps(driver, database, _DELETE_STALE, docs=doc_rows)
         _delete_in_steps(driver, database, _RELINK, docs=doc_rows)
     failed: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    pairs: list[list[str]] = []
     group: list[str] = []  # the Documents whose chunks are in `rows`
 
     def flush() -> None:
@@ -334,8 +320,6 @@ def load_chunks(driver: Any, chunks_by_doc: dict[str, list[ChunkRow]], content_d
                     summary.failures.append(failure_line(k, why))
         rows, pairs, group = [], [], []
 
-    rows: list[dict[str, Any]] = []
-    pairs: list[list[str]] = []
     for k in keys:
         chunks = chunks_by_doc[k]
         rows.extend(_upsert_row(c) for c in chunks)
@@ -360,7 +344,7 @@ def _pairs(chunks: list[ChunkRow], before: str | None = None) -> list[list[str]]
 
 class DocumentChunks:
     """One Document's chunks written a window at a time: what `load_chunks` does for a Document of very many
-    chunks (one 100 MB message: 60,000), in transactions that stay bounded whatever its size.
+    chunks (one long message), in transactions that stay bounded whatever its size.
 
     `count`: how many chunks it has (known from their offsets before any is made). Whether the graph's
     Document holds the text they were cut from, and whether its chunks must be written, is read first: a
@@ -371,7 +355,7 @@ class DocumentChunks:
     and an unchanged rerun writes nothing. A window the server refuses for what it holds makes the Document
     fail alone (`failed`): the rest of it is not written, it is not marked done, other Documents go on."""
 
-    def __init__(self, driver: Any, key: str, content_sha256: str, count: int, database: str | None = None) -> None:
+    def __init__(self, driver: Driver, key: str, content_sha256: str, count: int, database: str | None = None) -> None:
         self.driver, self.key, self.count, self.database = driver, key, count, database
         self.summary = ChunkLoadSummary()
         self.digest = ChunksDigest()
@@ -437,14 +421,6 @@ class DocumentChunks:
         return summary
 
 
-_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
-
-
-def lucene_escape(text: str) -> str:
-    """A user's words as a literal Lucene query (no operators, no syntax errors)."""
-    return _LUCENE_SPECIAL.sub(r"\\\1", text)
-
-
 _STORED_EMBEDDINGS = """
 UNWIND $hashes AS h
 CALL (h) {
@@ -457,7 +433,7 @@ RETURN h, embedding
 """
 
 
-def stored_embeddings(driver: Any, model: str, hashes: Sequence[str], database: str | None = None, batch: int = 2000) -> dict[str, list[float]]:
+def stored_embeddings(driver: Driver, model: str, hashes: Sequence[str], database: str | None = None, batch: int = 2000) -> dict[str, list[float]]:
     """The vectors the graph already holds for these text hashes, computed by `model`: what a load need not embed again."""
     out: dict[str, list[float]] = {}
     hashes = list(dict.fromkeys(hashes))
@@ -465,90 +441,3 @@ def stored_embeddings(driver: Any, model: str, hashes: Sequence[str], database: 
         for h, embedding in run_read_values(driver, database, _STORED_EMBEDDINGS, hashes=hashes[i:i + batch], model=model):
             out[h] = embedding
     return out
-
-
-_SEARCH = f"""
-CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', $query, {{limit: $limit}}) YIELD node, score
-MATCH (d:Document)-[:HAS_CHUNK]->(node)
-OPTIONAL MATCH (c:Conversation)-[:HAS_DOCUMENT]->(d)
-RETURN node.id AS chunk_id, node.text AS text, node.position AS position, node.message_ids AS message_ids,
-       score, d.key AS document_key, d.title AS title, d.source AS source,
-       c.conversation_id AS conversation_id, c.name AS conversation
-ORDER BY score DESC, chunk_id
-"""
-
-
-def search_chunks(driver: Any, query: str, limit: int = 10, database: str | None = None, raw_lucene: bool = False) -> list[dict[str, Any]]:
-    """Keyword search through the full-text index: each hit with its chunk, Document and Conversation.
-
-    The words are searched literally unless `raw_lucene` (then Lucene syntax applies: AND, "phrases", prefix*).
-    """
-    q = query if raw_lucene else lucene_escape(query)
-    return run_read(driver, database, _SEARCH, query=q, limit=int(limit))
-
-
-_VECTOR_SEARCH = f"""
-CALL db.index.vector.queryNodes('{VECTOR_INDEX}', $k, $vector) YIELD node, score
-MATCH (d:Document)-[:HAS_CHUNK]->(node)
-RETURN node.id AS chunk_id, node.text AS text, score, d.key AS document_key, d.title AS title
-ORDER BY score DESC, chunk_id
-"""
-
-
-def similar_chunks(driver: Any, text: str, embedder: TextEmbedder, k: int = 5, database: str | None = None) -> list[dict[str, Any]]:
-    """Nearest chunks to a text through the vector index (only where an embedder is configured)."""
-    vector = [float(x) for x in embedder([text])[0]]
-    return run_read(driver, database, _VECTOR_SEARCH, k=int(k), vector=vector)
-
-
-# The filters of chunk_matches, applied to the candidates an index returns (Neo4j 5.26's
-# indexes cannot filter inside the index): a chunk's messages are its Document key + ':' + id.
-_FILTERED = """
-MATCH (d:Document)-[:HAS_CHUNK]->(node)
-OPTIONAL MATCH (c:Conversation)-[:HAS_DOCUMENT]->(d)
-WITH node, score, d, c, [id IN node.message_ids | d.key + ':' + id] AS message_keys
-WHERE ($platform IS NULL OR d.source = $platform)
-  AND ($since IS NULL OR coalesce(d.updated_at, d.created_at) >= $since)
-  AND ($until IS NULL OR d.created_at < $until)
-  AND ($role IS NULL OR EXISTS { MATCH (m:Message) WHERE m.key IN message_keys AND m.role = $role })
-  AND ($model IS NULL OR toLower(coalesce(c.model_slug, '')) STARTS WITH $model
-       OR EXISTS { MATCH (m:Message) WHERE m.key IN message_keys AND toLower(m.model_slug) STARTS WITH $model })
-RETURN node.id AS chunk_id, node.text AS text, node.position AS position, node.char_start AS char_start,
-       node.char_end AS char_end, node.message_ids AS message_ids, score,
-       d.key AS document_key, d.title AS title, d.source AS platform, d.created_at AS created_at,
-       d.updated_at AS updated_at, d.message_count AS message_count,
-       c.conversation_id AS conversation_id, c.name AS conversation, c.url AS url, c.model_slug AS model
-ORDER BY score DESC, chunk_id
-LIMIT $limit
-"""
-
-_TEXT_MATCHES = f"CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', $query, {{limit: $pool}}) YIELD node, score" + _FILTERED
-_VECTOR_MATCHES = f"CALL db.index.vector.queryNodes('{VECTOR_INDEX}', $pool, $vector) YIELD node, score" + _FILTERED
-FILTERS = ("platform", "since", "until", "role", "model")
-
-
-def chunk_matches(
-    driver: Any,
-    *,
-    query: str | None = None,
-    vector: Sequence[float] | None = None,
-    limit: int = 10,
-    pool: int = 100,
-    filters: dict[str, Any] | None = None,
-    database: str | None = None,
-) -> list[dict[str, Any]]:
-    """The best chunks of one index: the full-text index for `query` (Lucene syntax: escape a
-    user's words with `lucene_escape`), or the vector index for `vector`. The `pool` nearest are
-    filtered (`filters`: platform, since and until as ISO dates or times (until exclusive), role,
-    model as a lower-case prefix; None: any) and the first `limit` returned, best first, each with
-    its Document and Conversation. The index must exist (`chunk_indexes` says which do)."""
-    if (query is None) == (vector is None):
-        raise ValueError("chunk_matches: give either a query or a vector")
-    params = {name: None for name in FILTERS}
-    for name, value in (filters or {}).items():
-        if name not in params:
-            raise ValueError(f"unknown filter {name!r}: expected one of {', '.join(FILTERS)}")
-        params[name] = value
-    if query is not None:
-        return run_read(driver, database, _TEXT_MATCHES, query=query, pool=int(pool), limit=int(limit), **params)
-    return run_read(driver, database, _VECTOR_MATCHES, vector=[float(x) for x in vector or ()], pool=int(pool), limit=int(limit), **params)

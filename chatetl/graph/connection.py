@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from chatetl.settings import Settings
 
-NOTIFICATIONS_MIN_SEVERITY = "WARNING"
-NOTIFICATIONS_DISABLED_CLASSIFICATIONS = ["UNRECOGNIZED"]
+if TYPE_CHECKING:
+    from neo4j import Driver, ManagedTransaction, Session
+
+NOTIFICATIONS_MIN_SEVERITY: Final = "WARNING"
+NOTIFICATIONS_DISABLED_CLASSIFICATIONS: Final[list[Literal["UNRECOGNIZED"]]] = ["UNRECOGNIZED"]
 
 # what the server counts as an update: nodes, relationships, labels and properties written or deleted
 UPDATE_COUNTERS = ("nodes_created", "nodes_deleted", "relationships_created", "relationships_deleted", "properties_set",
@@ -51,7 +54,7 @@ def neo4j_settings(settings: Settings | None = None) -> dict[str, str]:
     }
 
 
-def open_driver(uri: str | None = None, user: str | None = None, password: str | None = None, settings: Settings | None = None) -> Any:
+def open_driver(uri: str | None = None, user: str | None = None, password: str | None = None, settings: Settings | None = None) -> Driver:
     """A driver for the configured Neo4j (arguments override the settings)."""
     from neo4j import GraphDatabase
 
@@ -67,7 +70,7 @@ def open_driver(uri: str | None = None, user: str | None = None, password: str |
     )
 
 
-def write_session(driver: Any, database: str | None = None) -> GraphSession:
+def write_session(driver: Driver, database: str | None = None) -> GraphSession:
     """A session for graph writes (any driver, however it was configured)."""
     return GraphSession(driver.session(
         database=database,
@@ -91,7 +94,7 @@ class GraphSession:
     exception, the driver's retries of transient errors). Everything but `execute_read`/`execute_write` is the
     driver's session itself."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Session) -> None:
         self._session = session
 
     def __enter__(self) -> GraphSession:
@@ -115,7 +118,7 @@ def _released_on_failure(work: Callable[..., Any]) -> Callable[..., Any]:
     """`work` as a transaction function that marks its transaction closed when it raises after the server failed it
     (GraphSession); the unit of work's `metadata` and `timeout` (what the driver reads from the function) kept."""
 
-    def guarded(tx: Any, *args: Any, **kwargs: Any) -> Any:
+    def guarded(tx: ManagedTransaction, *args: Any, **kwargs: Any) -> Any:
         try:
             return work(tx, *args, **kwargs)
         except BaseException:
@@ -131,9 +134,9 @@ def _released_on_failure(work: Callable[..., Any]) -> Callable[..., Any]:
 
 class QuietList(list):  # type: ignore[type-arg]
     """A list parameter as the driver sends it, but printed as its length. The driver's Bolt `run` formats the
-    repr() of every parameter for its debug log even when that log is off (neo4j 6.4.1): 0.23 s for one statement
-    of 5,000 chunk texts and vectors, a sixth of `chatetl load`'s time (py-spy); and a debug log never holds
-    the chats' text."""
+    repr() of every parameter for its debug log even when that log is off (neo4j 6.4.1), which for a statement of
+    thousands of chunk texts and vectors is a large share of a load's time; and a debug log never holds the
+    chats' text."""
 
     __slots__ = ()
 
@@ -146,27 +149,27 @@ def quiet(params: dict[str, Any]) -> dict[str, Any]:
     return {name: QuietList(value) if isinstance(value, list) else value for name, value in params.items()}
 
 
-def run_write(driver: Any, database: str | None, cypher: str, **params: Any) -> list[dict[str, Any]]:
+def run_write(driver: Driver, database: str | None, cypher: str, **params: Any) -> list[dict[str, Any]]:
     """One write transaction (retried on transient errors) in a session with chatetl's notification policy."""
     with write_session(driver, database) as session:
         return session.execute_write(lambda tx: tx.run(cypher, quiet(params)).data())
 
 
-def run_read(driver: Any, database: str | None, cypher: str, **params: Any) -> list[dict[str, Any]]:
+def run_read(driver: Driver, database: str | None, cypher: str, **params: Any) -> list[dict[str, Any]]:
     """One read transaction, same session policy."""
     with write_session(driver, database) as session:
         return session.execute_read(lambda tx: tx.run(cypher, quiet(params)).data())
 
 
-def run_read_values(driver: Any, database: str | None, cypher: str, **params: Any) -> list[tuple[Any, ...]]:
+def run_read_values(driver: Driver, database: str | None, cypher: str, **params: Any) -> list[tuple[Any, ...]]:
     """One read transaction's records as tuples of their values, in the statement's RETURN order, as the driver
-    gives them: not through `Record.data()`, which walks every value again (each float of a vector: 57% of an
-    unchanged `chatetl load` rerun went to the vectors it reads back, py-spy)."""
+    gives them: not through `Record.data()`, which walks every value again (each float of a vector: most of an
+    unchanged `chatetl load` rerun went there)."""
     with write_session(driver, database) as session:
         return session.execute_read(lambda tx: [tuple(r) for r in tx.run(cypher, quiet(params))])
 
 
-def run_counted(tx: Any, cypher: str, params: dict[str, Any]) -> tuple[list[Any], int]:
+def run_counted(tx: ManagedTransaction, cypher: str, params: dict[str, Any]) -> tuple[list[Any], int]:
     """Run one statement in `tx`: its records and the updates the server counted."""
     result = tx.run(cypher, quiet(params))
     records = list(result)
@@ -217,15 +220,18 @@ RETURN estimatedUsedHeapMemory AS bytes
 """
 
 
-def write_measured(session: Any, work: Callable[..., Any], *args: Any) -> tuple[Any, int]:
+def write_measured(session: GraphSession, work: Callable[..., Any], *args: Any) -> tuple[Any, int]:
     """`work(tx, *args)` in one managed write transaction (retried on transient errors): its result, and the heap the
     server estimates the transaction held just before it committed (its own row of `SHOW TRANSACTIONS`, found by
     its metadata: the memory `dbms.memory.transaction.total.max` limits). Where the server refuses the transaction
     for its size, TransactionTooBig, at once: Neo4j reports that as transient, so a managed transaction would retry
     the same write (for `max_transaction_retry_time`, 30 s by default, each try as slow as the first)."""
+    from neo4j import unit_of_work
+
     tag = uuid.uuid4().hex
 
-    def measured(tx: Any) -> tuple[Any, int]:
+    @unit_of_work(metadata={"chatetl_transaction": tag})  # (what execute_write sends with it)
+    def measured(tx: ManagedTransaction) -> tuple[Any, int]:
         try:
             result = work(tx, *args)
             rows = tx.run(_OWN_TRANSACTION, tag=tag).data()
@@ -235,5 +241,4 @@ def write_measured(session: Any, work: Callable[..., Any], *args: Any) -> tuple[
             raise
         return result, (rows[0]["bytes"] or 0) if rows else 0
 
-    measured.metadata = {"chatetl_transaction": tag}  # type: ignore[attr-defined]  (what execute_write sends with it)
     return session.execute_write(measured)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatetl.graph.connection import quiet, value_fault, write_measured, write_session
 from chatetl.graph.schema import ensure_schema
+from chatetl.model import SOURCE_FIDELITY
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 # A Document follows its Conversation: it is written when it comes from the state that won
-# in the graph (same state hash: two states tied on time and format never both write it, so
-# the load order does not matter); without a Conversation, the newest wins.
-# `written` counts the Documents whose properties changed.
+# in the graph (the same state: two states of one time never both write it, so the load order
+# does not matter); without a Conversation, the state model.state_order puts first (the same
+# state again writes its properties over). `written` counts the Documents whose properties changed.
 _UPSERT_DOCUMENTS = """
 UNWIND $rows AS row
 OPTIONAL MATCH (c:Conversation {key: row.key})
@@ -20,7 +24,9 @@ WHERE c IS NULL OR c.state_version IS NULL
    OR (c.state_version = row.state_version AND c.state_source = row.arrived_via AND c.state_hash = row.state_hash)
 MERGE (d:Document {key: row.key})
 WITH d, row, c
-WHERE c IS NOT NULL OR d.state_version IS NULL OR row.state_version >= d.state_version
+WHERE c IS NOT NULL OR d.state_version IS NULL
+   OR [row.state_version, coalesce($fidelity[row.arrived_via], 0), row.state_hash]
+      >= [d.state_version, coalesce($fidelity[d.arrived_via], 0), coalesce(d.state_hash, '')]
 FOREACH (_ IN CASE WHEN c IS NULL THEN [] ELSE [1] END | MERGE (c)-[:HAS_DOCUMENT]->(d))
 WITH d, row
 WHERE any(k IN keys(row) WHERE coalesce(d[k] <> row[k], (d[k] IS NULL) <> (row[k] IS NULL)))
@@ -39,7 +45,7 @@ RETURN row.key AS key
 """
 
 
-def superseded_documents(driver: Any, docs: list[dict[str, Any]], database: str | None = None) -> set[str]:
+def superseded_documents(driver: Driver, docs: list[dict[str, Any]], database: str | None = None) -> set[str]:
     """Keys of the Documents (their properties) whose Conversation in the graph holds another state."""
     if not docs:
         return set()
@@ -49,7 +55,7 @@ def superseded_documents(driver: Any, docs: list[dict[str, Any]], database: str 
     return {r["key"] for r in records}
 
 
-def load_documents(driver: Any, docs: Iterable[dict[str, Any]], database: str | None = None, batch: int = 500,
+def load_documents(driver: Driver, docs: Iterable[dict[str, Any]], database: str | None = None, batch: int = 500,
                    failures: list[tuple[str, BaseException]] | None = None) -> int:
     """Upsert Document nodes (the Conversation's winning state, else newest) and attach each to its Conversation.
 
@@ -63,7 +69,7 @@ def load_documents(driver: Any, docs: Iterable[dict[str, Any]], database: str | 
     def flush(rows: list[dict[str, Any]]) -> int:
         try:  # (write_measured: a transaction too big for the server fails at once, not after 30 s of retries)
             with write_session(driver, database) as session:
-                record, _ = write_measured(session, lambda tx: tx.run(_UPSERT_DOCUMENTS, quiet({"rows": rows})).single())
+                record, _ = write_measured(session, lambda tx: tx.run(_UPSERT_DOCUMENTS, quiet({"rows": rows, "fidelity": SOURCE_FIDELITY})).single())
         except Exception as exc:
             if failures is None or not value_fault(exc):
                 raise

@@ -86,8 +86,8 @@ def message_values(conv: Conversation, m: Message) -> tuple[Any, ...]:
 
 def message_columns(conv: Conversation, messages: list[Message]) -> list[list[Any]]:
     """The Message node property values of these messages of `conv`, one list per property in MESSAGE_PROPERTIES order
-    (None: not set): a column at a time, as the load sends them (0.71 s for the 100k bench/graph_load.py messages, against
-    1.19 s for a tuple per message appended to the columns)."""
+    (None: not set): a column at a time, as the load sends them (cheaper than a tuple per message appended to the
+    columns: bench/RESULTS.md)."""
     n = len(messages)
     dicts = [m.__dict__ for m in messages]
     ids = [d["message_id"] for d in dicts]

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from chatetl.graph.connection import quiet, write_session
-from chatetl.graph.load import LoadSummary, load_conversations
+from chatetl.graph.load import load_conversations
+from chatetl.graph.summary import LoadSummary
 from chatetl.model import newest
 from chatetl.retractions import (
     holder_states,
@@ -33,6 +34,9 @@ from chatetl.retractions import (
 )
 from chatetl.storage import ObjectStore
 from chatetl.tally import Tally
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 RETRACT_BATCH = 5000  # nodes deleted per write transaction
 KEYS_PER_STATEMENT = 500
@@ -131,7 +135,7 @@ class RetractSummary(Tally):
     transactions: int = 0
 
 
-def retract_conversations(driver: Any, keys: Iterable[str], database: str | None = None, batch: int = RETRACT_BATCH) -> RetractSummary:
+def retract_conversations(driver: Driver, keys: Iterable[str], database: str | None = None, batch: int = RETRACT_BATCH) -> RetractSummary:
     """Delete these conversations and everything of theirs from the graph (keys it does not hold are no-ops)."""
     summary = RetractSummary()
     ordered = sorted(set(keys))
@@ -149,7 +153,7 @@ def retract_conversations(driver: Any, keys: Iterable[str], database: str | None
     return summary
 
 
-def apply_graph_retractions(store: ObjectStore, driver: Any, day: str, database: str | None = None,
+def apply_graph_retractions(store: ObjectStore, driver: Driver, day: str, database: str | None = None,
                             deep: bool = False) -> tuple[RetractSummary, LoadSummary]:
     """The day's retractions the graph has not applied (chatetl.retractions): each conversation leaves the graph,
     and where another upload still holds it, the newest of the states they hold is loaded as the winner."""

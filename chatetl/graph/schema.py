@@ -12,9 +12,12 @@ key and token, a StagedMessage by key (its links) and by stage (the swap).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from chatetl.graph.connection import write_session
+
+if TYPE_CHECKING:
+    from neo4j import Driver
 
 CONSTRAINTS = {
     "conversation_key": "CREATE CONSTRAINT conversation_key IF NOT EXISTS FOR (c:Conversation) REQUIRE c.key IS UNIQUE",
@@ -38,7 +41,7 @@ INDEXES = {
 STATEMENTS = list(CONSTRAINTS.values()) + list(INDEXES.values())
 
 
-def ensure_schema(driver: Any, database: str | None = None) -> None:
+def ensure_schema(driver: Driver, database: str | None = None) -> None:
     """Create what is missing and wait until every index is online (a no-op when all exist)."""
     with write_session(driver, database) as session:
         existing = {r["name"] for r in session.run("SHOW INDEXES YIELD name RETURN name")}

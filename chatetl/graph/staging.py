@@ -2,9 +2,9 @@
 
 Neo4j holds a transaction's writes in memory until it commits (all transactions together
 within `dbms.memory.transaction.total.max`, 70% of the heap by default). A conversation of
-50,000 messages written in one transaction exhausted it (`MemoryPoolOutOfMemoryError`, or a
-server too busy collecting garbage to read its socket), the driver retried for minutes, and as a
-batch commits whole, nothing after it reached the graph. So a conversation of more messages
+tens of thousands of messages written in one transaction can exhaust it (`MemoryPoolOutOfMemoryError`,
+or a server too busy collecting garbage to read its socket), the driver retries for minutes, and as
+a batch commits whole, nothing after it reaches the graph. So a conversation of more messages
 than the load's `stage_messages` is written by this protocol, keyed by its state
 (`LoadStage.key` = `{conversation key}@{state hash}`, chatetl.model.state_hash):
 
@@ -20,7 +20,7 @@ than the load's `stage_messages` is written by this protocol, keyed by its state
    reads nulls (StageDiscarded) and is run again, which makes the stage anew. Nothing staged is
    visible: a StagedMessage is not a Message and no Conversation links to it.
 2. swap: one transaction decides again, under the Conversation's lock, whether the state wins
-   (the newest-wins rules of chatetl.graph.load, unchanged); if it does, it writes the
+   (chatetl.graph.decide's rule, the upsert's CASE); if it does, it writes the
    Conversation's properties and trace and swaps the first `swap_messages` messages: the old
    state's are deleted (and any Message of its conversation id that no Conversation links to:
    nodes that outlived their conversation), then the staged ones become Messages with HAS_MESSAGE (label and link only:
@@ -43,11 +43,9 @@ Conversation with it is marked as being replaced. What a rerun sees: what was st
 swapped so far, by label and key; it ends in the graph of a clean load
 (tests/graph/test_big_conversations.py kills a load in each of its transactions in turn).
 
-Cost, measured by the server's own estimate of each transaction's memory (tests and
-bench/graph_load.py): a stage step of 5,000 messages of 400 characters ~28 MiB, of 2,000
-~36 MiB; a swap step of 20,000 messages ~75 MiB (relabelling and linking cost ~3.5 KB a
-message, deleting ~2 KB, whatever the text). The same 50,000-message conversation in one
-transaction: 304 MiB to create, 441 MiB to replace.
+A step's memory on the server grows with its number of messages, not with the conversation's:
+bench/graph_load.py (--big-messages) measures it beside the one-transaction write, by the
+server's own estimate (bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -55,10 +53,13 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatetl.graph.properties import MESSAGE_PROPERTIES, message_columns, message_links
 from chatetl.model import Conversation
+
+if TYPE_CHECKING:
+    from neo4j import ManagedTransaction
 
 Run = Callable[..., list[Any]]
 """`run(cypher, **params) -> records`: one statement in the caller's transaction, its updates counted."""
@@ -251,13 +252,13 @@ def stage_plan(conv: Conversation, state_hash: str) -> StagePlan:
 
 
 class StageDiscarded(Exception):
-    """The stage a step waited to lock was deleted meanwhile (discarded by another load, chatetl.graph.load): the
+    """The stage a step waited to lock was deleted meanwhile (discarded by another load, chatetl.graph.writer): the
     step's MERGE matched the node before the deleting transaction committed, and reads nothing but nulls once it has
     the lock. The step writes nothing (its transaction is rolled back); a new step makes the stage again, staged from
     its first message."""
 
 
-def pending_stages(tx: Any) -> dict[str, list[str]]:
+def pending_stages(tx: ManagedTransaction) -> dict[str, list[str]]:
     """conversation key -> the keys of its stages in the graph (read-only)."""
     return {r["conversation_key"]: list(r["keys"]) for r in tx.run(_PENDING_STAGES)}
 
@@ -341,9 +342,9 @@ def drop_stages(run: Run, keys: list[str]) -> int:
     return rec["dropped"]
 
 
-def has_garbage(tx: Any) -> bool:
+def has_garbage(tx: ManagedTransaction) -> bool:
     """Whether StagedMessage nodes of no stage (discarded) are in the graph (read-only)."""
-    return bool(tx.run(_GARBAGE).single()["abandoned"])
+    return bool(tx.run(_GARBAGE).single(strict=True)["abandoned"])
 
 
 def delete_garbage(run: Run, limit: int) -> int:

@@ -14,7 +14,7 @@ still holds.
 
 Two states of one conversation in one upload (the same id twice in a file, or in two files of
 a zip) are reduced to one in its tables, the winner of model.state_order, with a warning:
-every later stage then sees the same pick.
+every later stage then sees the same pick (chatetl.ingest.states, before the tables are put).
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from chatetl.ingest.index import current_state, partition_of
 from chatetl.ingest.ledger import (
     Ledger,
@@ -38,6 +36,7 @@ from chatetl.ingest.ledger import (
     read_location,
     write_location,
 )
+from chatetl.ingest.states import summary_rows
 from chatetl.ingest.upload import normalize_upload
 from chatetl.layout import (
     NORMALIZED_PREFIX,
@@ -47,15 +46,12 @@ from chatetl.layout import (
     table_key,
     upload_id,
 )
-from chatetl.model import state_order
 from chatetl.retractions import record_retraction
-from chatetl.storage import ObjectInfo, ObjectStore, put_if_changed
-from chatetl.tables import TableWriter, iter_conversations, read_rows
+from chatetl.storage import ObjectInfo, ObjectStore
 from chatetl.tally import Tally, capped, summed_by
 
 log = logging.getLogger(__name__)
 
-STATE_COLUMNS = ["conversation_key", "source", "platform", "title", "updated_at", "message_count", "total_messages"]
 PREVIEW_ROWS = 10
 LEDGER_SAVE_SECONDS = 20.0
 
@@ -112,11 +108,9 @@ class PartitionIngest(Tally):
 
 
 def _read_states(store: ObjectStore, key: str) -> list[dict[str, Any]]:
-    """The conversation rows (a few columns) of one normalized conversations file."""
+    """The summary rows (chatetl.ingest.states.SUMMARY_COLUMNS) of a conversations file in the bucket."""
     with tempfile.TemporaryDirectory() as tmp:
-        pf = pq.ParquetFile(store.download(key, Path(tmp, "conversations.parquet")))
-        columns = [c for c in STATE_COLUMNS if c in pf.schema_arrow.names]
-        return pf.read(columns=columns).to_pylist()
+        return summary_rows(store.download(key, Path(tmp, "conversations.parquet")))
 
 
 def _state(row: dict[str, Any]) -> tuple:
@@ -173,8 +167,7 @@ def ingest_partition(
             todo.append(info)
         elif key in ledger.entries:
             why = "deleted from raw/" if info is None else f"replaced: now in partition {partition_of(info)}"
-            entry = ledger.entries[key]
-            retract(store, day, entry.upload_id, key, why, day)
+            retract(store, day, ledger.entries[key].upload_id, key, why, day)
             ledger.drop(key)
             out.retracted[key] = why
             warn(f"{key}: {why}; its outputs of {day} were removed")
@@ -206,12 +199,15 @@ def ingest_partition(
         result = normalize_upload(store, info, day, previous=previous)
         report = result.report
         write_location(store, uid, info.key, day, info.etag)
-        out.duplicates += keep_newest_states(store, day, uid, info.key, warn)
+        for key, n in result.duplicates.items():
+            warn(f"{info.key}: {n} states of conversation {key} (the same id twice): kept the newest "
+                 f"(update time, then format, then state hash), the same one in every output")
+            out.duplicates.append(f"{info.key}: {key}")
         for key in result.kept_newer:
             warn(f"{info.key}: its new version holds an older state of conversation {key} than the version it "
                  f"replaced: kept the newer state (an older upload never rolls an output back)")
             out.kept_newer.append(f"{info.key}: {key}")
-        rows = _read_states(store, conv_key)
+        rows = result.rows
         out.processed.append(info.key)
         out.bytes_read += info.size
         out.bytes_written += result.bytes_written
@@ -282,42 +278,6 @@ def ingest_partition(
     _preview_from_skipped(store, ledger, out)
     out.seconds = time.monotonic() - started
     return out
-
-
-def keep_newest_states(store: ObjectStore, day: str, uid: str, upload: str, warn: Callable[[str], None] = log.warning) -> list[str]:
-    """One state per conversation in an upload's tables: where the upload holds two states of one
-    conversation, the winner of model.state_order stays (rewritten without the others) and each
-    is warned about. Reads only the key column unless there are duplicates; "upload: key" of each."""
-    conv_key, msg_key = table_key("conversations", day, uid), table_key("messages", day, uid)
-    if store.head(conv_key) is None:
-        return []
-    with tempfile.TemporaryDirectory(prefix="chatetl-dedup-") as tmp:
-        c_path = store.download(conv_key, Path(tmp, "c.parquet"))
-        counts = Counter(r["conversation_key"] for r in read_rows(c_path, ["conversation_key"]))
-        twice = {k for k, n in counts.items() if n > 1}
-        if not twice:
-            return []
-        m_path = store.download(msg_key, Path(tmp, "m.parquet"))
-        best: dict[str, tuple[tuple, int]] = {}
-        for i, (conv, _) in enumerate(iter_conversations(c_path, m_path)):
-            if conv.key in twice:
-                order = state_order(conv)
-                if conv.key not in best or order > best[conv.key][0]:
-                    best[conv.key] = (order, i)
-        keep = {i for _, i in best.values()}
-        out_c, out_m = Path(tmp, "c2.parquet"), Path(tmp, "m2.parquet")
-        with TableWriter(out_c, out_m) as writer:
-            for i, (conv, upload_key) in enumerate(iter_conversations(c_path, m_path)):
-                if conv.key not in twice or i in keep:
-                    writer.add(conv, upload_key=upload_key)
-        put_if_changed(store, conv_key, out_c, "application/vnd.apache.parquet")
-        put_if_changed(store, msg_key, out_m, "application/vnd.apache.parquet")
-    found = []
-    for key in sorted(twice):
-        warn(f"{upload}: {counts[key]} states of conversation {key} (the same id twice): kept the newest "
-             f"(update time, then format, then state hash), the same one in every output")
-        found.append(f"{upload}: {key}")
-    return found
 
 
 def _preview_from_skipped(store: ObjectStore, ledger: Ledger, out: PartitionIngest, max_files: int = 3) -> None:

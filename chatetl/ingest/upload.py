@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chatetl.ingest.states import keep_newest_states, keep_previous_newer, summary_rows
 from chatetl.layout import TABLES, quarantine_prefix, table_key, upload_id
-from chatetl.model import state_order
 from chatetl.readers import Entry, ReadReport, read_entry
 from chatetl.readers.archive import copied_if_zip, expand
 from chatetl.readers.parallel import read_into
 from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
-from chatetl.tables import TableWriter, iter_conversations, read_rows
+from chatetl.tables import TableWriter
 from chatetl.workers import resolve_workers
 
 
@@ -36,6 +36,8 @@ class NormalizeResult:
     quarantined: list[str] = field(default_factory=list)
     bytes_written: int = 0
     kept_newer: list[str] = field(default_factory=list)  # conversations whose previous, newer state was kept
+    duplicates: dict[str, int] = field(default_factory=dict)  # conversation key -> its states in the upload (one kept)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # the put conversations table's summary rows
 
 
 def upload_entry(store: ObjectStore, info: ObjectInfo) -> Entry:
@@ -60,9 +62,10 @@ def normalize_upload(
     converted on every core.
     Each process stays within the step's memory; the tables and the report are the same either way.
 
-    `previous`: the state rows (conversation_key, updated_at) of the tables this upload's earlier
-    version left in the bucket; a conversation the new version holds in an older state keeps the
-    earlier version's newer one (`keep_previous_newer`)."""
+    Before the tables are put, one state per conversation (chatetl.ingest.states, on the local files):
+    `previous`, the summary rows of the tables this upload's earlier version left in the bucket, keeps
+    the earlier version's newer states (`kept_newer`); one conversation held twice keeps its winner
+    (`duplicates`). `rows` are the put table's summary rows, read before it leaves local disk."""
     uid = upload_id(info.key)
     report = ReadReport()
     result = NormalizeResult(upload=info.key, upload_id=uid, report=report)
@@ -81,6 +84,8 @@ def normalize_upload(
         result.conversations, result.messages = writer.conversations, writer.messages
         if previous:
             result.kept_newer = keep_previous_newer(store, day, uid, paths, previous, Path(tmp))
+        result.duplicates = keep_newest_states(paths, Path(tmp))
+        result.rows = summary_rows(paths["conversations"])
         for table in TABLES:
             key = table_key(table, day, uid)
             if put_if_changed(store, key, paths[table], "application/vnd.apache.parquet"):
@@ -90,43 +95,6 @@ def normalize_upload(
                 result.unchanged.append(key)
     result.quarantined = quarantine(store, info, day, uid, report)
     return result
-
-
-def keep_previous_newer(
-    store: ObjectStore, day: str, uid: str, paths: dict[str, Path], previous: Mapping[str, Mapping[str, Any]], tmp: Path
-) -> list[str]:
-    """An older version of an upload put over a newer one at the same key: for each conversation the
-    new tables (`paths`, not yet in the bucket) hold in an older state (model.state_order) than the
-    tables in the bucket (the earlier version's), the earlier state replaces it in the new tables,
-    so no output rolls back to it, as with an older upload under another key (the graph never
-    regresses; the day's zip, training file, archive rows and Documents follow the partition's
-    tables). Reads two columns unless some update time went back; the keys kept, sorted."""
-    older = {
-        row["conversation_key"]
-        for row in read_rows(paths["conversations"], ["conversation_key", "updated_at"])
-        if _went_back(row.get("updated_at"), (previous.get(row["conversation_key"]) or {}).get("updated_at"))
-    }
-    if not older:
-        return []
-    before = {t: store.download(table_key(t, day, uid), tmp / f"previous-{t}.parquet") for t in TABLES}
-    earlier = {conv.key: (conv, up) for conv, up in iter_conversations(before["conversations"], before["messages"]) if conv.key in older}
-    kept: set[str] = set()
-    out = {t: tmp / f"kept-{t}.parquet" for t in TABLES}
-    with TableWriter(out["conversations"], out["messages"]) as writer:
-        for conv, up in iter_conversations(paths["conversations"], paths["messages"]):
-            old = earlier.get(conv.key)
-            if old is not None and state_order(old[0]) > state_order(conv):
-                conv, up = old
-                kept.add(conv.key)
-            writer.add(conv, upload_key=up)
-    if kept:
-        for t in TABLES:
-            out[t].replace(paths[t])
-    return sorted(kept)
-
-
-def _went_back(new: Any, old: Any) -> bool:
-    return old is not None and (new is None or new < old)
 
 
 def quarantine(store: ObjectStore, info: ObjectInfo, day: str, uid: str, report: ReadReport) -> list[str]:

@@ -16,7 +16,7 @@ from export_inputs import T0, chat
 
 from chatetl.exports.formats import PER_CONVERSATION
 from chatetl.exports.partition import ExportPlan, write_partition_exports
-from chatetl.graph.chunks import search_chunks
+from chatetl.graph.chunk_search import search_chunks
 from chatetl.ingest.index import partition_of
 from chatetl.samples import chatgpt_export
 

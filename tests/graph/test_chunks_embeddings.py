@@ -13,12 +13,8 @@ import pytest
 from export_inputs import chat, sample_conversations
 from graph_inputs import graph_dump, wipe
 
-from chatetl.graph.chunks import (
-    VECTOR_INDEX,
-    chunk_indexes,
-    chunk_matches,
-    stored_embeddings,
-)
+from chatetl.graph.chunk_search import chunk_indexes, chunk_matches
+from chatetl.graph.chunks import VECTOR_INDEX, stored_embeddings
 from chatetl.graph.load import load_conversations
 from chatetl.rag.chunking import ChunkOptions
 from chatetl.rag.embeddings import (

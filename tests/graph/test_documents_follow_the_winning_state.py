@@ -7,10 +7,11 @@ import os
 from datetime import timedelta
 
 import pytest
-from graph_inputs import T0, conversation
+from graph_inputs import T0, conversation, wipe
 
 from chatetl.graph.documents import load_documents
 from chatetl.graph.load import load_conversations
+from chatetl.model import newest
 from chatetl.rag.documents import document_for
 
 pytestmark = pytest.mark.integration
@@ -65,3 +66,19 @@ def test_tied_states_in_one_documents_batch_leave_the_winners_chunks(clean_graph
     [row] = [dict(r) for r in records]
     assert row["answer"] in row["content"]
     assert row["chunks"] == [row["content"]]  # the Document's own text, chunked
+
+
+def test_without_a_conversation_the_document_of_the_winning_state_stays_whatever_the_order(clean_graph):
+    when = T0 + timedelta(days=1)
+    states = [
+        conversation(["q", "answer one"], updated=when, source_file="a.json"),
+        conversation(["q", "answer two"], updated=when, source_file="b.md"),
+    ]
+    kept = []
+    for order in ((0, 1), (1, 0)):
+        wipe(clean_graph, DB)
+        for i in order:  # the documents stage without the graph stage: no Conversation to follow
+            load_documents(clean_graph, [document_for(states[i])], database=DB)
+        records, _, _ = clean_graph.execute_query("MATCH (d:Document) RETURN d.content AS content", database_=DB)
+        kept.append([r["content"] for r in records])
+    assert kept[0] == kept[1] == [document_for(newest(states))["content"]]

@@ -19,7 +19,7 @@ import pytest
 from graph_inputs import generated, graph_dump, read, write_inputs
 from graph_load_golden import MOVED_OFF_MESSAGE, message_props_moved, run, steps, stored
 
-from chatetl.graph import load as graph_load
+from chatetl.graph import writer as graph_load
 from chatetl.graph.load import load_conversations
 from chatetl.graph.properties import MOVED_OFF_MESSAGE as DOCUMENTED_MOVED
 

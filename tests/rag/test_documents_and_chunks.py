@@ -11,7 +11,7 @@ import pytest
 from export_inputs import chat, sample_conversations
 from pydantic import ValidationError
 
-from chatetl.graph.chunks import lucene_escape
+from chatetl.graph.chunk_search import lucene_escape
 from chatetl.labels import platform_label
 from chatetl.model import Source
 from chatetl.rag.chunking import ChunkOptions, chunk_document, chunk_spans, chunks_jsonl
