@@ -1,7 +1,7 @@
 """The deployment files agree with each other and with the code (no Docker, no cluster needed).
 
-deploy/docker-compose.yml, deploy/.env.example, deploy/Dockerfile, deploy/dagster.yaml,
-deploy/workspace.docker.yaml and deploy/helm/chatetl/values.yaml are parsed and cross-checked:
+deploy/docker-compose.yml, deploy/.env.example, deploy/Dockerfile, deploy/dagster.yaml and
+deploy/workspace.docker.yaml are parsed and cross-checked:
 every ${VAR} is defined, every variable the code reads is provided, images are pinned,
 service names and ports match, the code-location command names the real Definitions,
 and the Dagster instance config validates against Dagster's own schema. What the Helm chart

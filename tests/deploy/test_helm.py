@@ -278,6 +278,8 @@ def test_every_setting_the_code_reads_reaches_the_dagster_pods(rendered, values,
     (["--set", "neo4j.deploy=false"], "neo4j.uri"),
     (["--set", "image.tag=latest"], "image.tag"),
     (["--set", "settings.NEO4J_PASSWORD=x"], "belongs in a secret"),
+    (["--set", "neo4j.heapp=2g"], "additional properties 'heapp' not allowed"),  # values.schema.json
+    (["--set", "dagster.instance.storage.sqlite=x"], "/dagster/instance"),  # the chart's own section
 ])
 def test_missing_services_and_unpinned_images_fail_clearly(rendered, unset, message):
     run = helm(*unset)
