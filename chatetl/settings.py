@@ -24,6 +24,7 @@ Standard library only: deploy/local_services.py imports it before anything is in
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from types import MappingProxyType
-from typing import overload
+from typing import Any, overload
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ENV_FILE = PROJECT_ROOT / "deploy" / "local.env"
@@ -86,7 +87,10 @@ OPTIONAL_VARIABLES = (
     "CHATETL_MAX_VALUE_BYTES",
     "CHATETL_MAX_INFLATED_BYTES",
     "CHATETL_MAX_INFLATE_RATIO",
+    "CHATETL_EXECUTOR",
+    "CHATETL_K8S_EXECUTOR_CONFIG",
 )
+EXECUTORS = ("multiprocess", "k8s")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -129,6 +133,27 @@ def parse_number(name: str, raw: str | None, default: float | None, *, kind: typ
     if (kind is float and not math.isfinite(value)) or (minimum is not None and value < minimum):
         raise SettingError(f"{name}={raw!r}: expected {what}")
     return value
+
+
+def parse_choice(name: str, raw: str | None, choices: tuple[str, ...]) -> str:
+    """One of `choices` (any case); unset or blank: the first."""
+    value = (raw or "").strip().lower() or choices[0]
+    if value not in choices:
+        raise SettingError(f"{name}={raw!r}: expected one of {', '.join(choices)}")
+    return value
+
+
+def parse_json_object(name: str, raw: str | None) -> Mapping[str, Any]:
+    """A JSON object (read-only); unset or blank: an empty one."""
+    if not (raw or "").strip():
+        return MappingProxyType({})
+    try:
+        value = json.loads(raw or "")
+    except ValueError as error:
+        raise SettingError(f"{name}: not JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise SettingError(f"{name}: expected a JSON object, got {type(value).__name__}")
+    return MappingProxyType(value)
 
 
 def read_env_file(path: str | Path) -> dict[str, str]:
@@ -202,6 +227,9 @@ class Settings:
     chunk_overlap_chars: int | None
     export_formats: str | None  # comma-separated names or `all`; None: every format
     export_zip_formats: str | None  # None: the default bundle; `none`: no zip
+    # how a run's steps run (assets.executors): multiprocess, or k8s with its executor's config
+    executor: str = "multiprocess"
+    k8s_executor_config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     # the deployment variables set in the environment (the others are defaults): for EnvVar
     set_in_environment: frozenset[str] = frozenset()
 
@@ -266,6 +294,8 @@ class Settings:
             chunk_overlap_chars=parse_number("CHATETL_CHUNK_OVERLAP_CHARS", raw("CHATETL_CHUNK_OVERLAP_CHARS"), None),
             export_formats=(raw("CHATETL_EXPORT_FORMATS") or "").strip() or None,
             export_zip_formats=(raw("CHATETL_EXPORT_ZIP_FORMATS") or "").strip() or None,
+            executor=parse_choice("CHATETL_EXECUTOR", raw("CHATETL_EXECUTOR"), EXECUTORS),
+            k8s_executor_config=parse_json_object("CHATETL_K8S_EXECUTOR_CONFIG", raw("CHATETL_K8S_EXECUTOR_CONFIG")),
             set_in_environment=frozenset(name for name in DEPLOYMENT_VARIABLES if raw(name) is not None),
         )
 

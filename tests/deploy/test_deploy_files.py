@@ -1,10 +1,11 @@
 """The deployment files agree with each other and with the code (no Docker, no cluster needed).
 
-deploy/docker-compose.yml, deploy/.env.example, deploy/Dockerfile, deploy/dagster.yaml,
-deploy/workspace.docker.yaml and deploy/helm/values.yaml are parsed and cross-checked:
+deploy/docker-compose.yml, deploy/.env.example, deploy/Dockerfile, deploy/dagster.yaml and
+deploy/workspace.docker.yaml are parsed and cross-checked:
 every ${VAR} is defined, every variable the code reads is provided, images are pinned,
 service names and ports match, the code-location command names the real Definitions,
-and the Dagster instance config validates against Dagster's own schema.
+and the Dagster instance config validates against Dagster's own schema. What the Helm chart
+renders is checked in test_helm.py.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ DOCKERFILE = DEPLOY / "Dockerfile"
 DOCKERIGNORE = DEPLOY / "Dockerfile.dockerignore"
 INSTANCE_YAML = DEPLOY / "dagster.yaml"
 DOCKER_WORKSPACE = DEPLOY / "workspace.docker.yaml"
-HELM_VALUES = DEPLOY / "helm" / "values.yaml"
 DEPLOY_README = DEPLOY / "README.md"
 
 # Compose services that run Dagster with the chatetl image.
@@ -65,11 +65,6 @@ def load_yaml(path: Path):
 @pytest.fixture(scope="module")
 def compose() -> dict:
     return load_yaml(COMPOSE_FILE)
-
-
-@pytest.fixture(scope="module")
-def helm() -> dict:
-    return load_yaml(HELM_VALUES)
 
 
 @pytest.fixture(scope="module")
@@ -355,10 +350,7 @@ def test_dockerfile_builds_a_pinned_non_root_image():
     assert users and users[-1] not in ("root", "0")
     useradd = next(line for line in lines if "useradd" in line)
     assert "--uid 10001" in useradd and users[-1] == "chatetl"
-    # the image's user is the one the Helm values run as
-    helm = load_yaml(HELM_VALUES)
-    assert helm["dagster-user-deployments"]["deployments"][0]["securityContext"]["runAsUser"] == 10001
-    assert helm["runLauncher"]["config"]["k8sRunLauncher"]["securityContext"]["runAsUser"] == 10001
+    # the image's user is the one the Helm chart runs as (test_helm.py)
 
     # every COPY source exists and is let through Dockerfile.dockerignore (an allow-list)
     allowed = [p[1:].rstrip("/") for p in DOCKERIGNORE.read_text().split() if p.startswith("!")]
@@ -391,11 +383,7 @@ def test_dagster_packages_are_one_release():
         assert pins[lib] == library, lib
     assert metadata.version("dagster") == core
     assert metadata.version("dagster-postgres") == pins["dagster-postgres"]
-    # the Helm chart and Dagster's webserver/daemon images are the same release
-    helm = load_yaml(HELM_VALUES)
-    assert helm["dagsterWebserver"]["image"]["tag"] == core
-    assert helm["dagsterDaemon"]["image"]["tag"] == core
-    assert f"--version {core}" in HELM_VALUES.read_text() and f"--version {core}" in DEPLOY_README.read_text()
+    # the Helm chart runs every Dagster process from the one image (test_helm.py): one release
 
 
 # --------------------------------------------------------------------------- dagster.yaml
@@ -446,92 +434,7 @@ def test_the_graph_assets_are_in_the_neo4j_pool():
     assert not pools["normalized"] and not pools["exports"]
 
 
-# --------------------------------------------------------------------------- Helm values
-
-CHART_KEYS = {
-    # from the dagster/dagster chart's values schema (helm/dagster/schema, release 1.13)
-    "": {"global", "generatePostgresqlPasswordSecret", "generateCeleryConfigSecret", "postgresql",
-         "dagsterWebserver", "dagster-user-deployments", "runLauncher", "computeLogManager",
-         "dagsterDaemon", "concurrency", "telemetry", "imagePullSecrets", "scheduler", "pythonLogs",
-         "busybox", "migrate", "serviceAccount", "retention", "ingress", "rabbitmq", "redis", "flower",
-         "additionalInstanceConfig", "extraManifests", "nameOverride", "fullnameOverride", "rbacEnabled"},
-    "global": {"postgresqlSecretName", "dagsterHome", "serviceAccountName", "celeryConfigSecretName"},
-    "postgresql": {"postgresqlScheme", "image", "enabled", "postgresqlHost", "postgresqlUsername",
-                   "postgresqlPassword", "postgresqlDatabase", "postgresqlParams", "service"},
-    "dagsterWebserver": {"replicaCount", "image", "nameOverride", "pathPrefix", "service", "workspace", "env",
-                         "envConfigMaps", "envSecrets", "deploymentLabels", "labels", "nodeSelector", "affinity",
-                         "tolerations", "podSecurityContext", "securityContext", "resources", "readinessProbe",
-                         "livenessProbe", "startupProbe", "annotations", "enableReadOnly", "dbStatementTimeout",
-                         "dbPoolRecycle", "logLevel", "logFormat", "schedulerName", "volumeMounts", "volumes"},
-    "dagster-user-deployments": {"enabled", "enableSubchart", "imagePullSecrets", "deployments"},
-    "deployment": {"name", "image", "port", "dagsterApiGrpcArgs", "codeServerArgs", "includeConfigInLaunchedRuns",
-                   "env", "envConfigMaps", "envSecrets", "annotations", "nodeSelector", "affinity", "tolerations",
-                   "podSecurityContext", "securityContext", "resources", "livenessProbe", "readinessProbe",
-                   "startupProbe", "labels", "volumeMounts", "volumes", "schedulerName", "replicaCount"},
-    "runLauncher": {"type", "config"},
-    "k8sRunLauncher": {"image", "imagePullPolicy", "jobNamespace", "loadInclusterConfig", "kubeconfigFile",
-                       "envConfigMaps", "envSecrets", "envVars", "volumeMounts", "volumes", "labels",
-                       "failPodOnRunFailure", "resources", "schedulerName", "securityContext", "runK8sConfig"},
-    "computeLogManager": {"type", "config"},
-    "s3ComputeLogManager": {"bucket", "localDir", "prefix", "useSsl", "verify", "verifyCertPath", "endpointUrl",
-                            "skipEmptyFiles", "uploadInterval", "uploadExtraArgs", "showUrlOnly", "region"},
-    "dagsterDaemon": {"schedulerName", "volumeMounts", "volumes", "enabled", "image", "runCoordinator",
-                      "heartbeatTolerance", "env", "envConfigMaps", "envSecrets", "deploymentLabels", "labels",
-                      "nodeSelector", "affinity", "tolerations", "podSecurityContext", "securityContext",
-                      "resources", "livenessProbe", "readinessProbe", "startupProbe", "annotations",
-                      "runMonitoring", "runRetries", "sensors", "schedules"},
-    "runCoordinator": {"enabled", "type", "config"},
-    "queuedRunCoordinator": {"maxConcurrentRuns", "tagConcurrencyLimits", "dequeueIntervalSeconds",
-                             "dequeueNumWorkers", "dequeueUseThreads", "blockOpConcurrencyLimitedRuns"},
-    "runMonitoring": {"enabled", "startTimeoutSeconds", "pollIntervalSeconds", "maxResumeRunAttempts",
-                      "freeSlotsAfterRunEndSeconds", "cancelTimeoutSeconds", "maxRuntimeSeconds"},
-    "runRetries": {"enabled", "maxRetries", "retryOnAssetOrOpFailure"},
-    "threads": {"useThreads", "numWorkers", "numSubmitWorkers"},
-    "concurrency": {"enabled", "pools", "runs"},
-    "pools": {"defaultLimit", "granularity", "opGranularityRunBuffer"},
-    "runs": {"maxConcurrentRuns", "tagConcurrencyLimits"},
-    "telemetry": {"enabled"},
-}
-
-
-def _keys_within(node: dict, allowed_name: str, where: str) -> None:
-    extra = set(node) - CHART_KEYS[allowed_name]
-    assert not extra, f"{where}: not a key of the dagster chart: {sorted(extra)}"
-
-
-def test_helm_values_use_only_the_charts_keys(helm):
-    _keys_within(helm, "", "values")
-    for section in ("global", "postgresql", "dagsterWebserver", "dagster-user-deployments", "runLauncher",
-                    "computeLogManager", "dagsterDaemon", "concurrency", "telemetry"):
-        _keys_within(helm[section], section, section)
-    for deployment in helm["dagster-user-deployments"]["deployments"]:
-        _keys_within(deployment, "deployment", f"deployment {deployment['name']}")
-    assert helm["runLauncher"]["type"] == "K8sRunLauncher" and set(helm["runLauncher"]["config"]) == {"k8sRunLauncher"}
-    _keys_within(helm["runLauncher"]["config"]["k8sRunLauncher"], "k8sRunLauncher", "k8sRunLauncher")
-    assert helm["computeLogManager"]["type"] == "S3ComputeLogManager"
-    _keys_within(helm["computeLogManager"]["config"]["s3ComputeLogManager"], "s3ComputeLogManager", "s3ComputeLogManager")
-    daemon = helm["dagsterDaemon"]
-    _keys_within(daemon["runCoordinator"], "runCoordinator", "runCoordinator")
-    assert daemon["runCoordinator"]["type"] == "QueuedRunCoordinator"
-    _keys_within(daemon["runCoordinator"]["config"]["queuedRunCoordinator"], "queuedRunCoordinator", "queuedRunCoordinator")
-    for name in ("runMonitoring", "runRetries"):
-        _keys_within(daemon[name], name, name)
-    for name in ("sensors", "schedules"):
-        _keys_within(daemon[name], "threads", name)
-    for name in ("pools", "runs"):
-        _keys_within(helm["concurrency"][name], name, f"concurrency.{name}")
-    # the chart refuses run limits set in two places
-    qrc = daemon["runCoordinator"]["config"]["queuedRunCoordinator"]
-    assert "maxConcurrentRuns" not in qrc and "tagConcurrencyLimits" not in qrc
-
-
-def test_helm_code_location_matches_compose_and_the_code(helm, compose):
-    (deployment,) = helm["dagster-user-deployments"]["deployments"]
-    assert deployment["name"] == pyproject()["tool"]["dagster"]["code_location_name"]
-    grpc = compose["services"][CODE_LOCATION]["command"]
-    assert deployment["dagsterApiGrpcArgs"] == ["-m", flag(grpc, "-m"), "-a", flag(grpc, "-a")]
-    assert deployment["includeConfigInLaunchedRuns"] == {"enabled": True}
-    assert isinstance(deployment["port"], int)
+# --------------------------------------------------------------------------- README
 
 
 def kubectl_secrets() -> dict[str, set[str]]:
@@ -546,82 +449,10 @@ def kubectl_secrets() -> dict[str, set[str]]:
     return secrets
 
 
-def test_helm_env_and_secrets_provide_everything_the_code_reads(helm):
-    secrets = kubectl_secrets()
-    (deployment,) = helm["dagster-user-deployments"]["deployments"]
-    env = {item["name"]: item.get("value") for item in deployment["env"]}
-    from_secrets = set()
-    for ref in deployment["envSecrets"]:
-        assert ref["name"] in secrets, f"secret {ref['name']} is not created in deploy/README.md"
-        from_secrets |= secrets[ref["name"]]
-    provided = set(env) | from_secrets
-    missing = {k: v for k, v in required_env().items() if k not in provided}
-    assert not missing, f"read by the code but not given to the Helm code location: {missing}"
-    assert not set(env) & from_secrets, "a variable set both in values and in a secret"
-    assert env["CHATETL_STORE"] == "s3"
-    assert urlsplit(env["NEO4J_URI"]).scheme in ("bolt", "neo4j", "bolt+s", "neo4j+s")
-    # credentials only ever come from secrets
-    for name in ("NEO4J_PASSWORD", "AWS_SECRET_ACCESS_KEY", "DAGSTER_PG_PASSWORD"):
-        assert name not in env
-    assert "postgresqlPassword" not in helm["postgresql"]
-    assert helm["generatePostgresqlPasswordSecret"] is False
-    assert secrets[helm["global"]["postgresqlSecretName"]] == {"postgresql-password"}
-    # run pods, the webserver and the daemon reach the bucket (step logs) with the same secret
-    launcher = helm["runLauncher"]["config"]["k8sRunLauncher"]
-    for refs in (launcher["envSecrets"], helm["dagsterWebserver"]["envSecrets"], helm["dagsterDaemon"]["envSecrets"]):
-        assert {r["name"] for r in refs} <= set(secrets)
-        assert "chatetl-s3" in {r["name"] for r in refs}
-    assert launcher["resources"]["requests"] and launcher["resources"]["limits"]
-    assert helm["computeLogManager"]["config"]["s3ComputeLogManager"]["bucket"] == env["CHATETL_S3_BUCKET"]
-
-
-def helm_instance_settings(helm: dict) -> dict:
-    """What the chart renders into dagster.yaml from our values (the keys we set)."""
-    daemon = helm["dagsterDaemon"]
-    qrc = daemon["runCoordinator"]["config"]["queuedRunCoordinator"]
-    snake = lambda key: re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-    pg = helm["postgresql"]
-    return {
-        "storage": {"postgres": {"postgres_db": {
-            "username": pg["postgresqlUsername"], "password": {"env": "DAGSTER_PG_PASSWORD"},
-            "hostname": pg["postgresqlHost"], "db_name": pg["postgresqlDatabase"], "port": pg["service"]["port"],
-            "params": pg["postgresqlParams"], "scheme": pg["postgresqlScheme"]}}},
-        "run_queue": {snake(k): v for k, v in qrc.items()},
-        "run_monitoring": {snake(k): v for k, v in daemon["runMonitoring"].items()},
-        "run_retries": {snake(k): v for k, v in daemon["runRetries"].items()},
-        "sensors": {snake(k): v for k, v in daemon["sensors"].items()},
-        "schedules": {snake(k): v for k, v in daemon["schedules"].items()},
-        "concurrency": {
-            "pools": {snake(k): v for k, v in helm["concurrency"]["pools"].items()},
-            "runs": {snake(k): v for k, v in helm["concurrency"]["runs"].items()},
-        },
-        "telemetry": helm["telemetry"],
-    }
-
-
-def test_helm_instance_settings_validate_and_match_the_compose_instance(helm, instance_yaml, tmp_path):
-    from dagster._core.instance.config import dagster_instance_config
-
-    rendered = helm_instance_settings(helm)
-    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(rendered))
-    config, _ = dagster_instance_config(str(tmp_path))
-    assert helm["concurrency"]["enabled"] is True
-    # the same limits on a laptop-sized host and on the cluster
-    assert config["concurrency"] == instance_yaml["concurrency"]
-    assert config["run_retries"] == instance_yaml["run_retries"]
-    assert config["telemetry"] == instance_yaml["telemetry"] == {"enabled": False}
-    assert config["storage"]["postgres"]["postgres_db"]["scheme"] == instance_yaml["storage"]["postgres"]["postgres_db"]["scheme"]
-    # the Kubernetes launcher can resume a lost run pod; the default launcher cannot
-    assert config["run_monitoring"]["max_resume_run_attempts"] >= 1
-    assert instance_yaml["run_monitoring"]["max_resume_run_attempts"] == 0
-    compute = helm["computeLogManager"]["config"]["s3ComputeLogManager"]
-    assert compute["prefix"] == instance_yaml["compute_logs"]["config"]["prefix"]
-
-
 def test_readme_gives_the_one_command(compose):
     text = DEPLOY_README.read_text()
     assert "docker compose -f deploy/docker-compose.yml --env-file deploy/.env up -d" in text
-    assert "helm upgrade --install chatetl dagster/dagster" in text
+    assert "helm upgrade --install chatetl deploy/helm/chatetl" in text
     for topic in ("in parallel", "serialized per pool", "source of truth"):
         assert topic in text
 
@@ -634,20 +465,18 @@ def compose_code_env(compose: dict) -> dict[str, str]:
             for k, v in compose["services"][CODE_LOCATION]["environment"].items()}
 
 
-@pytest.mark.parametrize("where", ["compose", "helm"])
-def test_the_same_definitions_choose_production_resources_from_the_environment(where, compose, helm, monkeypatch):
+def test_the_same_definitions_choose_production_resources_from_the_environment(compose, monkeypatch):
+    check_production_resources(compose_code_env(compose), monkeypatch)
+
+
+def check_production_resources(env: dict[str, str], monkeypatch) -> None:
+    """assets.definitions, in a deployment's environment `env` (compose's; the Helm chart's in
+    test_helm.py), takes every resource setting from that environment, none from a laptop's."""
     from dagster import EnvVar
 
     from assets import definitions
     from resources import Neo4jResource, S3ObjectStoreResource
 
-    if where == "compose":
-        env = compose_code_env(compose)
-    else:
-        (deployment,) = helm["dagster-user-deployments"]["deployments"]
-        env = {item["name"]: item["value"] for item in deployment["env"]}
-        env.update({"NEO4J_USER": "neo4j", "NEO4J_PASSWORD": "neo4j-secret",
-                    "AWS_ACCESS_KEY_ID": "key", "AWS_SECRET_ACCESS_KEY": "s3-secret"})  # from the secrets
     for key, value in env.items():
         monkeypatch.setenv(key, value)
 

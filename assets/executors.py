@@ -1,0 +1,25 @@
+"""How a run's steps run: each in a process of the run's own worker (the default), or each in a
+Kubernetes Job of its own (dagster-k8s's `k8s_job_executor`, `CHATETL_EXECUTOR=k8s`), so the steps
+of one run spread over a cluster's nodes with the resources each needs."""
+
+from __future__ import annotations
+
+from dagster import ExecutorDefinition, multiprocess_executor
+
+from chatetl.settings import Settings
+
+# Each step in its own process (a step that runs out of memory fails alone), forked from a
+# server that has already imported Dagster and chatetl: a step starts in well under a second
+# instead of re-importing everything (several seconds per step with `spawn`).
+step_processes = multiprocess_executor.configured({"start_method": {"forkserver": {}}}, name="forkserver_multiprocess")
+
+
+def step_executor(settings: Settings) -> ExecutorDefinition:
+    """The executor `settings` choose. The Kubernetes one takes its config (per-step requests and
+    limits, how many steps at once) from CHATETL_K8S_EXECUTOR_CONFIG, which the Helm chart writes
+    from its values; Dagster checks it against the executor's schema when the job is built."""
+    if settings.executor == "k8s":
+        from dagster_k8s import k8s_job_executor  # the k8s extra, installed in the image
+
+        return k8s_job_executor.configured(dict(settings.k8s_executor_config), name="k8s")
+    return step_processes
