@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from chatetl.graph.chunks import (
-    FAILURES_LISTED,
     ChunkLoadSummary,
     DocumentChunks,
     chunks_digest,
@@ -38,6 +37,7 @@ from chatetl.graph.chunks import (
     stored_embeddings,
 )
 from chatetl.graph.documents import load_documents, superseded_documents
+from chatetl.graph.summary import FAILURES_LISTED
 from chatetl.layout import document_keys
 from chatetl.model import Conversation, state_batches
 from chatetl.rag.chunking import Chunk, ChunkOptions, chunk_spans, chunks_jsonl, iter_chunks
@@ -209,7 +209,9 @@ class _DocumentsWriter:
         return found
 
     def in_graph(self, hashes: list[str]) -> dict[str, Any]:  # (for chunks made a second time: `previous` is read in step once)
-        return stored_embeddings(self.driver, self.model.name, hashes, database=self.database) if self.model is not None else {}
+        if self.model is None or self.driver is None:
+            return {}
+        return stored_embeddings(self.driver, self.model.name, hashes, database=self.database)
 
     def embed(self, chunks: list[Chunk], counted: bool = True) -> None:
         model = self.model
