@@ -86,7 +86,7 @@ def test_one_state_per_conversation_is_settled_before_the_tables_are_put(tmp_pat
     out = _ingest(store, key, [_chat("twice", "oldest", base - 10), _chat("once", "only", base)], warnings)
     _tables_put_once_and_never_read_back(store.events, puts=0)  # the tables it settles on are the ones in the bucket
     previous = table_key("conversations", DAY, upload_id(key))
-    assert [k for what, k in store.events if what == "read" and k.startswith(NORMALIZED_PREFIX)][0] == previous
+    assert next(k for what, k in store.events if what == "read" and k.startswith(NORMALIZED_PREFIX)) == previous
     assert out.kept_newer == [f"{key}: chatgpt:twice"]
     assert _states(store) == {"chatgpt:twice": ["newer"], "chatgpt:once": ["only"]}
     assert out.sources["chatgpt"].unchanged == 2
