@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -37,6 +40,8 @@ from chatetl.exports.archive import (
     render_archive,
 )
 from chatetl.exports.files import (
+    ExportCollector,
+    ExportFile,
     conversation_files,
     temporary_collector,
     training_lines,
@@ -48,7 +53,7 @@ from chatetl.exports.formats import (
     parse_formats,
 )
 from chatetl.exports.meta import export_views
-from chatetl.model import state_hash, with_state_hash
+from chatetl.model import Conversation, state_hash, with_state_hash
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
 
@@ -61,8 +66,106 @@ def _inside(root: Path, relative: str) -> Path:
     return target
 
 
-def _flag(name: str) -> click.Option:
+def _write_inside(root: Path, relative: str, data: bytes) -> Path:
+    """`data` written to a relative export path under `root` (its folder made)."""
+    target = _inside(root, relative)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
+def _flag(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The option `--include-NAME/--exclude-NAME` (the keyword argument `include_NAME`; None: not given)."""
     return click.option(f"--include-{name}/--exclude-{name}", f"include_{name}", default=None, help=f"Let {name} in (default: the environment, else out).")
+
+
+@dataclass
+class _Request:
+    """What the options ask for: the formats written to OUT, those bundled in the zip, what goes out of each chat."""
+
+    chosen: tuple[str, ...]
+    bundle: tuple[str, ...]
+    options: ContentOptions
+
+    @classmethod
+    def from_options(cls, formats: tuple[str, ...], zip_formats: str | None, flags: dict[str, bool | None]) -> _Request:
+        try:
+            chosen = parse_formats(list(formats))
+            bundle = parse_formats(zip_formats, ()) if zip_formats else ()
+            env = ContentOptions.from_env("EXPORT")
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from exc
+        return cls(chosen, bundle, env.model_copy(update={k: v for k, v in flags.items() if v is not None}))
+
+    def wants(self, format_name: str) -> bool:
+        """Whether the format is written, to OUT or into the zip."""
+        return format_name in self.chosen or format_name in self.bundle
+
+    @property
+    def rendered(self) -> tuple[str, ...]:
+        return tuple(f for f in PER_CONVERSATION if self.wants(f))
+
+
+@dataclass
+class _Written:
+    """The files in OUT, each conversation's its winning state's, and the archive's rows (the same states')."""
+
+    out: Path
+    request: _Request
+    files: dict[str, list[Path]] = field(default_factory=dict)  # conversation key -> its files on disk
+    rows: dict[str, ArchiveEntry] = field(default_factory=dict)  # conversation key -> its archive row
+
+    def write(self, conv: Conversation, files: list[ExportFile]) -> int:
+        """A winning state's files written to OUT, an earlier state's files it does not overwrite removed: how many
+        states written before it replaced (1 or 0)."""
+        paths = [_write_inside(self.out, f.path, f.data) for f in files if f.format in self.request.chosen]
+        old = self.files.get(conv.key)
+        if old is not None:  # a winning state of a conversation already written: its stale files go
+            for stale in old:
+                if stale not in paths:
+                    stale.unlink(missing_ok=True)
+        self.files[conv.key] = paths
+        if self.request.wants(ARCHIVE):
+            self.rows[conv.key] = archive_entry(conv, next((f.path for f in files if f.format == "html"), None))
+        return int(old is not None)
+
+    def counts(self, records: int) -> dict[str, int]:
+        """Files written per chosen format (`records`: the training file's)."""
+        counts = dict.fromkeys(self.request.chosen, 0)
+        for paths in self.files.values():
+            for p in paths:
+                counts[p.parent.name] += 1
+        if TRAINING in self.request.chosen:
+            counts[TRAINING] = records
+        if ARCHIVE in self.request.chosen:
+            counts[ARCHIVE] = 1
+        return counts
+
+
+def _write_collected(out: Path, request: _Request, collector: ExportCollector, rows: Iterable[ArchiveEntry]) -> int:
+    """What is written once every input is read: the training file, the archive page and the zip (each as
+    chosen); the training file's records."""
+    chosen, bundle = request.chosen, request.bundle
+    records = 0
+    # a training file wanted only for the zip is written beside the collector, never into OUT
+    training_target = _inside(out, f"{TRAINING}/sharegpt.jsonl") if TRAINING in chosen else collector.workdir / "sharegpt.jsonl"
+    if request.wants(TRAINING):
+        training_target.parent.mkdir(parents=True, exist_ok=True)
+        records = collector.write_training(training_target)
+    page = render_archive(rows).encode("utf-8", "replace") if request.wants(ARCHIVE) else b""
+    if ARCHIVE in chosen:
+        _write_inside(out, f"{ARCHIVE}/{ARCHIVE_PAGE}", page)
+    if bundle:
+        extra = [(f"{TRAINING}/sharegpt.jsonl", training_target)] if TRAINING in bundle and records else []
+        if ARCHIVE in bundle:
+            (collector.workdir / "archive.html").write_bytes(page)
+            extra.append((f"{ARCHIVE}/{ARCHIVE_PAGE}", collector.workdir / "archive.html"))
+        collector.write_zip(_inside(out, "chats.zip"), extra)
+    if TRAINING in chosen and not records:  # nothing to train on: no (stale) training file
+        training_target.unlink(missing_ok=True)
+        if not any(training_target.parent.iterdir()):
+            training_target.parent.rmdir()
+    return records
 
 
 @click.command("export", epilog=EXIT_CODES)
@@ -80,24 +183,14 @@ def export(
     **flags: bool | None,
 ) -> None:
     """Read INPUTS (files, folders, zips, s3://bucket/prefix) and write every conversation in each FORMAT to OUT."""
-    try:
-        chosen = parse_formats(list(formats))
-        bundle = parse_formats(zip_formats, ()) if zip_formats else ()
-        env = ContentOptions.from_env("EXPORT")
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
-    options = env.model_copy(update={k: v for k, v in flags.items() if v is not None})
-    rendered = tuple(f for f in PER_CONVERSATION if f in chosen or f in bundle)
-    want_training = TRAINING in chosen or TRAINING in bundle
-
+    request = _Request.from_options(formats, zip_formats, flags)
+    options, rendered, want_training = request.options, request.rendered, request.wants(TRAINING)
     report = ReadReport()
     out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, list[Path]] = {}  # conversation key -> its files on disk
-    rows: dict[str, ArchiveEntry] = {}  # conversation key -> its archive row (its newest state's)
-    want_archive = ARCHIVE in chosen or ARCHIVE in bundle
+    written = _Written(out, request)
     conversations = empty = superseded = 0
     meter = input_meter(inputs, progress, quiet, "export")
-    with temporary_collector(bundle) as collector, meter:
+    with temporary_collector(request.bundle) as collector, meter:
         for conv in read_inputs(inputs, report, meter):
             conversations += 1
             conv = with_state_hash(conv, state_hash(conv))  # hashed once: the collector and the archive row order by it
@@ -106,70 +199,25 @@ def export(
             lines = training_lines(conv, options, views) if want_training else []
             if not files and not lines:
                 empty += 1
-                continue
-            if not collector.add(conv, files, lines):  # the state kept already wins (or is this one)
+            elif not collector.add(conv, files, lines):  # the state kept already wins (or is this one)
                 superseded += 1
-                continue
-            paths = []
-            for f in files:
-                if f.format not in chosen:
-                    continue
-                target = _inside(out, f.path)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(f.data)
-                paths.append(target)
-            old = written.get(conv.key)
-            if old is not None:  # a winning state of a conversation already written: its stale files go
-                superseded += 1
-                for stale in old:
-                    if stale not in paths:
-                        stale.unlink(missing_ok=True)
-            written[conv.key] = paths
-            if want_archive:
-                rows[conv.key] = archive_entry(conv, next((f.path for f in files if f.format == "html"), None))
-        records = 0
-        # a training file wanted only for the zip is written beside the collector, never into OUT
-        training_target = _inside(out, f"{TRAINING}/sharegpt.jsonl") if TRAINING in chosen else collector.workdir / "sharegpt.jsonl"
-        if want_training:
-            training_target.parent.mkdir(parents=True, exist_ok=True)
-            records = collector.write_training(training_target)
-        page = render_archive(rows.values()).encode("utf-8", "replace") if want_archive else b""
-        if ARCHIVE in chosen:
-            target = _inside(out, f"{ARCHIVE}/{ARCHIVE_PAGE}")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(page)
-        if bundle:
-            extra = [(f"{TRAINING}/sharegpt.jsonl", training_target)] if TRAINING in bundle and records else []
-            if ARCHIVE in bundle:
-                (collector.workdir / "archive.html").write_bytes(page)
-                extra.append((f"{ARCHIVE}/{ARCHIVE_PAGE}", collector.workdir / "archive.html"))
-            collector.write_zip(_inside(out, "chats.zip"), extra)
-        if TRAINING in chosen and not records:  # nothing to train on: no (stale) training file
-            training_target.unlink(missing_ok=True)
-            if not any(training_target.parent.iterdir()):
-                training_target.parent.rmdir()
+            else:
+                superseded += written.write(conv, files)
+        records = _write_collected(out, request, collector, written.rows.values())
 
-    counts = {f: 0 for f in chosen}
-    for paths in written.values():
-        for p in paths:
-            counts[p.parent.name] += 1
-    if TRAINING in chosen:
-        counts[TRAINING] = records
-    if ARCHIVE in chosen:
-        counts[ARCHIVE] = 1
     report_errors(report.errors, quiet)
     summary: dict[str, object] = {
         "files": report.files,
         "conversations": conversations,
         "exported": collector.conversations,
-        "written": counts,
+        "written": written.counts(records),
         "errors": len(report.errors),
     }
     if empty:
         summary["empty"] = empty
     if superseded:
         summary["superseded"] = superseded
-    if bundle:
+    if request.bundle:
         summary["zip"] = str(out / "chats.zip")
     click.echo(json.dumps(summary, sort_keys=True))
     sys.exit(INPUT_ERRORS if report.errors else OK)

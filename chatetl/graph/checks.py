@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from chatetl.check_report import CheckReport
 from chatetl.graph.connection import run_read
-from chatetl.ingest.checks import CheckReport
 from chatetl.model import StateOrder, order_of
 from chatetl.storage import ObjectStore
 from chatetl.tables import ConversationState, iter_partition_files, partition_states, table_states

@@ -23,7 +23,7 @@ import hashlib
 import itertools
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -205,7 +205,7 @@ def _row_bytes(row: dict[str, Any]) -> bytes:
         return json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8", "replace")
 
 
-def chunks_digest(chunks: list[ChunkRow], model: str | None = None) -> str:
+def chunks_digest(chunks: Sequence[ChunkRow], model: str | None = None) -> str:
     """What a Document's chunks are, in one value: a rerun with the same chunks writes nothing (`model`: see
     ChunksDigest)."""
     digest = ChunksDigest(model)
@@ -257,7 +257,7 @@ def _delete_in_steps(driver: Driver, database: str | None, cypher: str, **params
             return total
 
 
-def load_chunks(driver: Driver, chunks_by_doc: dict[str, list[ChunkRow]], content_digests: dict[str, str], database: str | None = None,
+def load_chunks(driver: Driver, chunks_by_doc: Mapping[str, Sequence[ChunkRow]], content_digests: dict[str, str], database: str | None = None,
                 batch: int = 1000, unchanged: set[str] | frozenset[str] = frozenset()) -> ChunkLoadSummary:
     """Replace each Document's chunks with these, where the Document in the graph holds the text they were cut from.
 
@@ -336,7 +336,7 @@ def load_chunks(driver: Driver, chunks_by_doc: dict[str, list[ChunkRow]], conten
     return summary
 
 
-def _pairs(chunks: list[ChunkRow], before: str | None = None) -> list[list[str]]:
+def _pairs(chunks: Sequence[ChunkRow], before: str | None = None) -> list[list[str]]:
     """The NEXT links of chunks in order (from `before`, the chunk preceding the first, when given)."""
     ids = ([before] if before is not None else []) + [c.id for c in chunks]
     return [[a, b] for a, b in itertools.pairwise(ids)]
@@ -372,14 +372,15 @@ class DocumentChunks:
     def _begin(self) -> None:
         _delete_in_steps(self.driver, self.database, _RELINK, docs=[{"key": self.key}])
 
-    def add(self, chunks: list[ChunkRow]) -> None:
+    def add(self, chunks: Sequence[ChunkRow]) -> None:
         """The next window of chunks, in order: taken into the digest, written when the Document is being written."""
         self.digest.update(chunks)
         self.ids.extend(c.id for c in chunks)
         if self.writing:
             self._write(chunks)
 
-    def _write(self, chunks: list[ChunkRow]) -> None:
+    def _write(self, chunks: Sequence[ChunkRow]) -> bool:
+        """A window written; False when the server refused it (the Document failed: it writes nothing more)."""
         if not self.schema_ready:
             dims = next((len(c.embedding) for c in chunks if c.embedding is not None), None)
             ensure_chunk_schema(self.driver, self.database, dims)
@@ -392,9 +393,11 @@ class DocumentChunks:
             self.writing = False
             self.summary.failed = 1
             self.summary.failures.append(failure_line(self.key, exc))
+            return False
         self.last = chunks[-1].id if chunks else self.last
+        return True
 
-    def finish(self, again: Callable[[], Iterable[list[ChunkRow]]]) -> ChunkLoadSummary:
+    def finish(self, again: Callable[[], Iterable[Sequence[ChunkRow]]]) -> ChunkLoadSummary:
         """After the last window: the stale chunks removed and the digest marked (or nothing, for chunks the graph
         holds already). `again()` gives the windows once more, for chunks found to differ only now."""
         summary = self.summary
@@ -411,8 +414,7 @@ class DocumentChunks:
             self.writing, self.last = True, None  # as many chunks as before, but others (another model, other sizes)
             self._begin()
             for chunks in again():
-                self._write(chunks)
-                if summary.failed:
+                if not self._write(chunks):
                     return summary
         if self.writing:
             summary.deleted += _delete_in_steps(self.driver, self.database, _DELETE_STALE, docs=[{"key": self.key, "ids": self.ids}])

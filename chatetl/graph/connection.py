@@ -23,12 +23,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Concatenate, Final, Literal, ParamSpec, Self, TypeVar, cast
 
 from chatetl.settings import Settings
 
 if TYPE_CHECKING:
-    from neo4j import Driver, ManagedTransaction, Session
+    from types import TracebackType
+
+    from neo4j import Driver, ManagedTransaction, Record, Session
+
+P = ParamSpec("P")
+R = TypeVar("R")
+# a transaction function as the driver runs it: the managed transaction first, then its own arguments
+TransactionFunction = Callable[Concatenate["ManagedTransaction", P], R]
 
 NOTIFICATIONS_MIN_SEVERITY: Final = "WARNING"
 NOTIFICATIONS_DISABLED_CLASSIFICATIONS: Final[list[Literal["UNRECOGNIZED"]]] = ["UNRECOGNIZED"]
@@ -97,28 +104,31 @@ class GraphSession:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def __enter__(self) -> GraphSession:
+    def __enter__(self) -> Self:
         self._session.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._session.__exit__(*exc)
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        # the driver leaves its Session.__exit__ unannotated: it returns None (never swallows the exception)
+        session_exit = cast("Callable[[type[BaseException] | None, BaseException | None, TracebackType | None], None]",
+                            self._session.__exit__)
+        session_exit(exc_type, exc, tb)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
 
-    def execute_read(self, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def execute_read(self, work: TransactionFunction[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         return self._session.execute_read(_released_on_failure(work), *args, **kwargs)
 
-    def execute_write(self, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def execute_write(self, work: TransactionFunction[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         return self._session.execute_write(_released_on_failure(work), *args, **kwargs)
 
 
-def _released_on_failure(work: Callable[..., Any]) -> Callable[..., Any]:
+def _released_on_failure(work: TransactionFunction[P, R]) -> TransactionFunction[P, R]:
     """`work` as a transaction function that marks its transaction closed when it raises after the server failed it
     (GraphSession); the unit of work's `metadata` and `timeout` (what the driver reads from the function) kept."""
 
-    def guarded(tx: ManagedTransaction, *args: Any, **kwargs: Any) -> Any:
+    def guarded(tx: ManagedTransaction, /, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return work(tx, *args, **kwargs)
         except BaseException:
@@ -132,7 +142,7 @@ def _released_on_failure(work: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
-class QuietList(list):  # type: ignore[type-arg]
+class QuietList(list[Any]):
     """A list parameter as the driver sends it, but printed as its length. The driver's Bolt `run` formats the
     repr() of every parameter for its debug log even when that log is off (neo4j 6.4.1), which for a statement of
     thousands of chunk texts and vectors is a large share of a load's time; and a debug log never holds the
@@ -169,7 +179,7 @@ def run_read_values(driver: Driver, database: str | None, cypher: str, **params:
         return session.execute_read(lambda tx: [tuple(r) for r in tx.run(cypher, quiet(params))])
 
 
-def run_counted(tx: ManagedTransaction, cypher: str, params: dict[str, Any]) -> tuple[list[Any], int]:
+def run_counted(tx: ManagedTransaction, cypher: str, params: dict[str, Any]) -> tuple[list[Record], int]:
     """Run one statement in `tx`: its records and the updates the server counted."""
     result = tx.run(cypher, quiet(params))
     records = list(result)
@@ -179,11 +189,12 @@ def run_counted(tx: ManagedTransaction, cypher: str, params: dict[str, Any]) -> 
 
 def out_of_memory(exc: BaseException) -> bool:
     """Whether `exc` (or what caused it) is the server refusing a transaction for the memory it needs."""
-    while exc is not None:
-        code = getattr(exc, "code", None) or ""
+    cause: BaseException | None = exc
+    while cause is not None:
+        code = getattr(cause, "code", None) or ""
         if code in OUT_OF_MEMORY_CODES or "OutOfMemory" in code or "MemoryLimit" in code:
             return True
-        exc = exc.__cause__  # type: ignore[assignment]
+        cause = cause.__cause__
     return False
 
 
@@ -220,7 +231,7 @@ RETURN estimatedUsedHeapMemory AS bytes
 """
 
 
-def write_measured(session: GraphSession, work: Callable[..., Any], *args: Any) -> tuple[Any, int]:
+def write_measured(session: GraphSession, work: TransactionFunction[P, R], *args: P.args, **kwargs: P.kwargs) -> tuple[R, int]:
     """`work(tx, *args)` in one managed write transaction (retried on transient errors): its result, and the heap the
     server estimates the transaction held just before it committed (its own row of `SHOW TRANSACTIONS`, found by
     its metadata: the memory `dbms.memory.transaction.total.max` limits). Where the server refuses the transaction
@@ -231,9 +242,9 @@ def write_measured(session: GraphSession, work: Callable[..., Any], *args: Any) 
     tag = uuid.uuid4().hex
 
     @unit_of_work(metadata={"chatetl_transaction": tag})  # (what execute_write sends with it)
-    def measured(tx: ManagedTransaction) -> tuple[Any, int]:
+    def measured(tx: ManagedTransaction) -> tuple[R, int]:
         try:
-            result = work(tx, *args)
+            result = work(tx, *args, **kwargs)
             rows = tx.run(_OWN_TRANSACTION, tag=tag).data()
         except Exception as exc:
             if out_of_memory(exc):

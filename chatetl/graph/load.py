@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chatetl.graph.connection import GraphSession, write_session
 from chatetl.graph.decide import quiet_outcome
@@ -93,103 +93,139 @@ def load_conversations(
     it is counted in `conversations_failed` and described in `failures`, and everything else is written.
     """
     ensure_schema(driver, database)
-    total = LoadSummary()
-
     with ExitStack() as stack:
-        session = stack.enter_context(write_session(driver, database))
-        reads = stack.enter_context(write_session(driver, database))  # the reader thread's (a session is not shared)
-        reader = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="chatetl-graph-read"))
-        writer = Writer(deep, stage_messages, swap_messages, session.execute_read(pending_stages))
-        total.add(writer.clean(session))  # what a stopped load left
-        lane: tuple[ThreadPoolExecutor, GraphSession] | None = None  # the second session, and its thread
-        in_flight: tuple[Future[LoadSummary], list[Conversation], set[str]] | None = None
-
-        def committed(batch: list[Conversation]) -> None:
-            if on_batch is not None:
-                written = [c for c in batch if c.key not in writer.failed]
-                if written:
-                    on_batch(written)
-
-        def finish() -> None:
-            nonlocal in_flight
-            if in_flight is not None:
-                future, done, _ = in_flight
-                in_flight = None
-                total.add(future.result())
-                committed(done)
-
-        def read_ahead(upcoming: list[Conversation] | None, *written: Iterable[str]) -> Future[Stored] | None:
-            """The next batch's stored states, read while this one is written, unless one of its conversations is in
-            a batch not yet committed (another state of it: read after that one, in its turn)."""
-            if upcoming is None:
-                return None
-            keys = [c.key for c in upcoming]
-            wanted = set(keys)
-            if any(not wanted.isdisjoint(other) for other in written):
-                return None
-            return reader.submit(reads.execute_read, read_state, keys)
-
+        load = _Load(stack, driver, database, on_batch, parallel, deep=deep, stage_messages=stage_messages, swap_messages=swap_messages)
         try:
-            source = iter(batches(conversations, batch_messages, stage_messages))
-            upcoming = next(source, None)
-            upcoming_read = read_ahead(upcoming)
-            while upcoming is not None:
-                batch, reading = upcoming, upcoming_read
-                keys = [c.key for c in batch]
-                if reading is None:  # not read ahead
-                    if in_flight is not None and not in_flight[2].isdisjoint(keys):
-                        finish()  # another state of one of its conversations is being written: read after it
-                    reading = reader.submit(reads.execute_read, read_state, keys)
-                upcoming = next(source, None)
-                upcoming_read = read_ahead(upcoming, keys, in_flight[2] if in_flight is not None else ())
-                batch, rows = writer.rows(batch)  # the state hashes, computed once (the server reads meanwhile)
-                stored = reading.result()
-                if not batch:
-                    continue
-                keys = [c.key for c in batch]
-                swapping = sorted({old["swapping_in"] for old in stored.values() if old["swapping_in"]})
-                if swapping:  # a swap a stopped (or a concurrent) load began: finished before they are written
-                    finish()
-                    for key in swapping:
-                        total.add(writer.finish_swap(session, key))
-                    stored = session.execute_read(read_state, keys)
-                if len(batch) == 1 and len(batch[0].messages) > stage_messages:
-                    finish()  # the batches before it first (on_batch in order)
-                    total.add(writer.staged(session, batch[0], rows[0], stored))
-                    committed(batch)
-                    continue
-                total.add(writer.discard(session, [k for key in keys for k in writer.stages.pop(key, [])]))
-                quiet = nothing_to_write(rows, stored)
-                if quiet is not None:
-                    finish()  # the batches before it first (on_batch in order)
-                    total.add(quiet)
-                    committed(batch)
-                    continue
-                if parallel and not stored:  # all new (and none in the batch in flight)
-                    if in_flight is None:  # on the second session, while the next batch is read and written here
-                        if lane is None:
-                            lane = (stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="chatetl-graph")),
-                                    stack.enter_context(write_session(driver, database)))
-                        in_flight = (lane[0].submit(writer.batch, lane[1], batch, rows, stored), batch, set(keys))
-                        continue
-                    summary = writer.batch(session, batch, rows, stored)  # beside the one in flight
-                    finish()
-                else:
-                    finish()  # states that replace others are written alone (a batch of only new ones: parallel off)
-                    if stored:
-                        summary = writer.in_parts(session, batch, rows, stored)
-                    else:
-                        summary = writer.batch(session, batch, rows, stored)
-                total.add(summary)
-                committed(batch)
-            finish()
-            total.add(writer.failures)
-            if writer.garbage:
-                total.add(writer.clean(session))
+            load.run(batches(conversations, batch_messages, stage_messages))
         finally:
-            if in_flight is not None:  # an error here: the batch in flight still ends before the sessions close
-                in_flight[0].exception()
-    return total
+            load.settle()  # an error here: the batch in flight still ends before the sessions close
+        return load.total
+
+
+class _InFlight(NamedTuple):
+    """A batch being written on the second session: its write, its conversations and their keys."""
+
+    future: Future[LoadSummary]
+    batch: list[Conversation]
+    keys: set[str]
+
+
+class _Load:
+    """One load's sessions and threads, and the order its batches are written and committed in: the next batch's
+    stored states read on a thread of their own while this one is written; a batch of new conversations written
+    on a second session (the lane), while the next batch is read and written on the first. `on_batch` sees the
+    batches in their order whichever session wrote them."""
+
+    def __init__(self, stack: ExitStack, driver: Driver, database: str | None, on_batch: Callable[[list[Conversation]], None] | None,
+                 parallel: bool, *, deep: bool, stage_messages: int, swap_messages: int) -> None:
+        self.stack, self.driver, self.database = stack, driver, database
+        self.on_batch, self.parallel = on_batch, parallel
+        self.session = stack.enter_context(write_session(driver, database))
+        self.reads = stack.enter_context(write_session(driver, database))  # the reader thread's (a session is not shared)
+        self.reader = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="chatetl-graph-read"))
+        self.writer = Writer(deep, stage_messages, swap_messages, self.session.execute_read(pending_stages))
+        self.lane: tuple[ThreadPoolExecutor, GraphSession] | None = None  # the second session, and its thread
+        self.in_flight: _InFlight | None = None
+        self.total = LoadSummary()
+
+    def run(self, source: Iterator[list[Conversation]]) -> None:
+        """Every batch of `source` written, each batch's stored states read ahead where they can be."""
+        self.total.add(self.writer.clean(self.session))  # what a stopped load left
+        upcoming = next(source, None)
+        upcoming_read = self._read_ahead(upcoming)
+        while upcoming is not None:
+            batch, reading = upcoming, upcoming_read
+            keys = [c.key for c in batch]
+            if reading is None:  # not read ahead
+                if self.in_flight is not None and not self.in_flight.keys.isdisjoint(keys):
+                    self._finish()  # another state of one of its conversations is being written: read after it
+                reading = self.reader.submit(self.reads.execute_read, read_state, keys)
+            upcoming = next(source, None)
+            upcoming_read = self._read_ahead(upcoming, keys, self.in_flight.keys if self.in_flight is not None else ())
+            batch, rows = self.writer.rows(batch)  # the state hashes, computed once (the server reads meanwhile)
+            stored = reading.result()
+            if batch:
+                self._write(batch, rows, stored)
+        self._finish()
+        self.total.add(self.writer.failures)
+        if self.writer.garbage:
+            self.total.add(self.writer.clean(self.session))
+
+    def settle(self) -> None:
+        """The batch in flight ended (whatever happened here), before the sessions close."""
+        if self.in_flight is not None:
+            self.in_flight.future.exception()
+
+    def _read_ahead(self, upcoming: list[Conversation] | None, *written: Iterable[str]) -> Future[Stored] | None:
+        """The next batch's stored states, read while this one is written, unless one of its conversations is in
+        a batch not yet committed (another state of it: read after that one, in its turn)."""
+        if upcoming is None:
+            return None
+        keys = [c.key for c in upcoming]
+        wanted = set(keys)
+        if any(not wanted.isdisjoint(other) for other in written):
+            return None
+        return self.reader.submit(self.reads.execute_read, read_state, keys)
+
+    def _write(self, batch: list[Conversation], rows: list[Row], stored: Stored) -> None:
+        """One batch, by the way its stored states call for: staged, counted without a write, on the lane, in parts
+        (it replaces stored states) or whole."""
+        writer, session = self.writer, self.session
+        keys = [c.key for c in batch]
+        stored = self._swaps_finished(keys, stored)
+        if len(batch) == 1 and len(batch[0].messages) > writer.step:
+            self._finish()  # the batches before it first (on_batch in order)
+            self._committed(batch, writer.staged(session, batch[0], rows[0], stored))
+            return
+        self.total.add(writer.discard(session, [k for key in keys for k in writer.stages.pop(key, [])]))
+        quiet = nothing_to_write(rows, stored)
+        if quiet is not None:
+            self._finish()  # the batches before it first (on_batch in order)
+            self._committed(batch, quiet)
+            return
+        if self.parallel and not stored:  # all new (and none in the batch in flight)
+            if self.in_flight is None:  # on the second session, while the next batch is read and written here
+                lane = self._lane()
+                self.in_flight = _InFlight(lane[0].submit(writer.batch, lane[1], batch, rows, stored), batch, set(keys))
+                return
+            summary = writer.batch(session, batch, rows, stored)  # beside the one in flight
+            self._finish()
+        else:
+            self._finish()  # states that replace others are written alone (a batch of only new ones: parallel off)
+            summary = writer.in_parts(session, batch, rows, stored) if stored else writer.batch(session, batch, rows, stored)
+        self._committed(batch, summary)
+
+    def _swaps_finished(self, keys: list[str], stored: Stored) -> Stored:
+        """Swaps a stopped (or a concurrent) load began on these conversations finished before they are written;
+        their stored states then read again."""
+        swapping = sorted({old["swapping_in"] for old in stored.values() if old["swapping_in"]})
+        if not swapping:
+            return stored
+        self._finish()
+        for key in swapping:
+            self.total.add(self.writer.finish_swap(self.session, key))
+        return self.session.execute_read(read_state, keys)
+
+    def _lane(self) -> tuple[ThreadPoolExecutor, GraphSession]:
+        """The second session and its thread, opened when first needed."""
+        if self.lane is None:
+            self.lane = (self.stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="chatetl-graph")),
+                         self.stack.enter_context(write_session(self.driver, self.database)))
+        return self.lane
+
+    def _finish(self) -> None:
+        """The batch in flight committed (and counted, and given to `on_batch`)."""
+        if self.in_flight is not None:
+            future, done, _ = self.in_flight
+            self.in_flight = None
+            self._committed(done, future.result())
+
+    def _committed(self, batch: list[Conversation], summary: LoadSummary) -> None:
+        self.total.add(summary)
+        if self.on_batch is not None:
+            written = [c for c in batch if c.key not in self.writer.failed]
+            if written:
+                self.on_batch(written)
 
 
 def load_graph_partition(store: ObjectStore, driver: Driver, day: str, database: str | None = None, deep: bool = False) -> LoadSummary:

@@ -10,6 +10,7 @@ file, REX record ...) is recorded beside it (`sources`, `state_source`). Where a
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from chatetl.model import SOURCE_FIDELITY, Conversation, Message, state_hash, state_version
@@ -126,8 +127,8 @@ def message_links(conv: Conversation) -> dict[str, tuple[str | None, str | None]
 
 def next_ids(conv: Conversation) -> dict[str, str]:
     """message id -> the next visible turn's id, along the active branch (what NEXT links)."""
-    turns = sorted((m for m in conv.messages if m.seq is not None), key=lambda m: m.seq)  # type: ignore[arg-type, return-value]
-    return {a.message_id: b.message_id for a, b in zip(turns, turns[1:])}
+    turns = sorted((m.seq, n, m.message_id) for n, m in enumerate(conv.messages) if m.seq is not None)  # (n: ties in order)
+    return {a[2]: b[2] for a, b in itertools.pairwise(turns)}
 
 
 def conversation_graph_row(conv: Conversation, deep: bool, props: bool = True) -> dict[str, Any]:

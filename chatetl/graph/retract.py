@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from chatetl.graph.connection import quiet, write_session
 from chatetl.graph.load import load_conversations
@@ -36,7 +36,7 @@ from chatetl.storage import ObjectStore
 from chatetl.tally import Tally
 
 if TYPE_CHECKING:
-    from neo4j import Driver
+    from neo4j import Driver, ManagedTransaction
 
 RETRACT_BATCH = 5000  # nodes deleted per write transaction
 KEYS_PER_STATEMENT = 500
@@ -135,6 +135,12 @@ class RetractSummary(Tally):
     transactions: int = 0
 
 
+def _deleted(tx: ManagedTransaction, cypher: str, keys: list[str], limit: int) -> int:
+    """One bounded deleting step of `cypher` over `keys`: how many nodes it deleted."""
+    record = tx.run(cypher, quiet({"keys": keys, "limit": limit})).single()
+    return cast("int", record["deleted"]) if record else 0
+
+
 def retract_conversations(driver: Driver, keys: Iterable[str], database: str | None = None, batch: int = RETRACT_BATCH) -> RetractSummary:
     """Delete these conversations and everything of theirs from the graph (keys it does not hold are no-ops)."""
     summary = RetractSummary()
@@ -144,8 +150,7 @@ def retract_conversations(driver: Driver, keys: Iterable[str], database: str | N
             part = ordered[lo:lo + KEYS_PER_STATEMENT]
             for name, cypher in _STEPS:
                 while True:
-                    record = session.execute_write(lambda tx, q=cypher, k=part: tx.run(q, quiet({"keys": k, "limit": batch})).single())
-                    deleted = record["deleted"] if record else 0
+                    deleted = session.execute_write(_deleted, cypher, part, batch)
                     summary.transactions += 1
                     setattr(summary, name, getattr(summary, name) + deleted)
                     if deleted < batch:

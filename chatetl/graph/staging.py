@@ -53,7 +53,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from chatetl.graph.properties import MESSAGE_PROPERTIES, message_columns, message_links
 from chatetl.model import Conversation
@@ -295,7 +295,7 @@ def complete_stage(run: Run, key: str) -> str | None:
     rows = run(_CHECK_STAGE, key=key)
     if not rows or rows[0]["token"] is None or rows[0]["staged"] < rows[0]["messages"]:
         return None
-    return rows[0]["token"]
+    return cast("str", rows[0]["token"])
 
 
 def begin_swap(run: Run, conversation_key: str, key: str) -> None:
@@ -339,7 +339,7 @@ def conversation_of(key: str) -> str:
 def drop_stages(run: Run, keys: list[str]) -> int:
     """Discard stages: their LoadStage nodes go (one small write); their StagedMessages are garbage from then on."""
     [rec] = run(_DROP_STAGES, keys=keys)
-    return rec["dropped"]
+    return cast("int", rec["dropped"])
 
 
 def has_garbage(tx: ManagedTransaction) -> bool:
@@ -350,4 +350,4 @@ def has_garbage(tx: ManagedTransaction) -> bool:
 def delete_garbage(run: Run, limit: int) -> int:
     """One clean-up step in the caller's transaction: up to `limit` StagedMessages of no stage deleted."""
     [rec] = run(_DELETE_ABANDONED, limit=limit)
-    return rec["deleted"]
+    return cast("int", rec["deleted"])

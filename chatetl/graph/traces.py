@@ -42,18 +42,55 @@ def _plural(n: int, word: str) -> str:
 
 def trace_for(conv: Conversation) -> dict[str, Any] | None:
     """The trace row of a conversation (None when its active branch used no tool)."""
-    tid = trace_id(conv)
-    steps: list[dict[str, Any]] = []
-    open_calls: list[dict[str, Any]] = []  # call steps without a result yet, oldest first
-    calls_by_id: dict[str, dict[str, Any]] = {}
-    last_text = ""
+    walk = _StepWalk(conv)
+    for m in _trace_messages(conv):
+        walk.message(m)
+    if not walk.steps:
+        return None
+    return _trace_row(conv, walk.steps, unanswered=len(walk.open_calls))
 
-    def step(kind: str, name: str, observation: str, thought: str, m: Message) -> dict[str, Any]:
+
+class _StepWalk:
+    """The TraceSteps of a conversation, made as its messages are walked in order: a step per tool call, a step per
+    tool result, paired with its call (by id, else the oldest open call of its tool, else the oldest open call)."""
+
+    def __init__(self, conv: Conversation) -> None:
+        self.conv = conv
+        self.tid = trace_id(conv)
+        self.steps: list[dict[str, Any]] = []
+        self.open_calls: list[dict[str, Any]] = []  # call steps without a result yet, oldest first
+        self.calls_by_id: dict[str, dict[str, Any]] = {}
+        self.last_text = ""  # the last user/assistant text or reasoning: what triggered a call that says nothing
+
+    def message(self, m: Message) -> None:
+        """One message's calls and results (a result in the message of its call follows the call), then its text."""
+        pending = list(m.tool_results)
+        if m.tool_calls:
+            own_text = m.text.strip() if m.kind is MessageKind.TURN else ""
+            trigger = (m.reasoning or "").strip() or own_text or self.last_text
+            for call in m.tool_calls:
+                s = self._step("tool_use", call.name or UNKNOWN_TOOL, call.input, trigger, m)
+                s["tool_call_id"] = call.id
+                self.open_calls.append(s)
+                if call.id:
+                    self.calls_by_id.setdefault(call.id, s)
+                    # a message holding both (Claude.ai: tool_use then its tool_result blocks): the result follows its call
+                    for result in [r for r in pending if r.tool_call_id == call.id]:
+                        pending.remove(result)
+                        self._result(result, m)
+        for result in pending:
+            self._result(result, m)
+        if m.role in (Role.USER, Role.ASSISTANT) and m.kind in (MessageKind.TURN, MessageKind.REASONING) and m.content_type != "reasoning_recap":
+            text = (m.text or m.reasoning or "").strip()
+            if text:
+                self.last_text = text
+
+    def _step(self, kind: str, name: str, observation: str, thought: str, m: Message) -> dict[str, Any]:
         obs, obs_cut, obs_len = cut(observation, OBSERVATION_LIMIT)
         s = {
-            "key": f"{tid}:{len(steps)}",
-            "trace_id": tid,
-            "index": len(steps),
+            "key": f"{self.tid}:{len(self.steps)}",
+            "trace_id": self.tid,
+            "index": len(self.steps),
             "thought": cut(thought, THOUGHT_LIMIT)[0],
             "action": f"{kind}:{name}",
             "kind": kind,
@@ -61,64 +98,50 @@ def trace_for(conv: Conversation) -> dict[str, Any] | None:
             "observation": obs,
             "observation_truncated": obs_cut,
             "observation_length": obs_len,
-            "message_key": message_key(conv, m.message_id),
+            "message_key": message_key(self.conv, m.message_id),
             "tool_call_id": None,
             "paired_step": None,
             "is_error": False,
         }
-        steps.append(s)
+        self.steps.append(s)
         return s
 
-    def add_result(result: ToolResult, m: Message) -> None:
-        call_step = calls_by_id.get(result.tool_call_id) if result.tool_call_id else None
+    def _result(self, result: ToolResult, m: Message) -> None:
+        open_calls = self.open_calls
+        call_step = self.calls_by_id.get(result.tool_call_id) if result.tool_call_id else None
         if call_step is None and open_calls:
             same_tool = [c for c in open_calls if result.name and c["tool_name"] == result.name]
             call_step = (same_tool or open_calls)[0]
         if call_step is not None and any(c is call_step for c in open_calls):
             open_calls[:] = [c for c in open_calls if c is not call_step]
         name = result.name or (call_step["tool_name"] if call_step else None) or UNKNOWN_TOOL
-        s = step("tool_result", name, result.output, call_step["thought"] if call_step else last_text, m)
+        s = self._step("tool_result", name, result.output, call_step["thought"] if call_step else self.last_text, m)
         s["is_error"] = result.is_error
         if call_step is not None:
             s["tool_call_id"] = call_step["tool_call_id"] or result.tool_call_id
             s["paired_step"] = call_step["key"]
 
-    for m in _trace_messages(conv):
-        pending = list(m.tool_results)
-        if m.tool_calls:
-            own_text = m.text.strip() if m.kind is MessageKind.TURN else ""
-            trigger = (m.reasoning or "").strip() or own_text or last_text
-            for call in m.tool_calls:
-                s = step("tool_use", call.name or UNKNOWN_TOOL, call.input, trigger, m)
-                s["tool_call_id"] = call.id
-                open_calls.append(s)
-                if call.id:
-                    calls_by_id.setdefault(call.id, s)
-                    # a message holding both (Claude.ai: tool_use then its tool_result blocks): the result follows its call
-                    for result in [r for r in pending if r.tool_call_id == call.id]:
-                        pending.remove(result)
-                        add_result(result, m)
-        for result in pending:
-            add_result(result, m)
-        if m.role in (Role.USER, Role.ASSISTANT) and m.kind in (MessageKind.TURN, MessageKind.REASONING) and m.content_type != "reasoning_recap":
-            text = (m.text or m.reasoning or "").strip()
-            if text:
-                last_text = text
 
-    if not steps:
-        return None
-    calls = [s for s in steps if s["kind"] == "tool_use"]
-    results = [s for s in steps if s["kind"] == "tool_result"]
+def _outcome(calls: list[dict[str, Any]], results: list[dict[str, Any]], errors: int, unanswered: int) -> str:
+    """The trace's outcome: its tool calls (per tool, the most used first), results, errors, calls without a result."""
     tools = Counter(s["tool_name"] for s in calls)
-    errors = sum(1 for s in results if s["is_error"])
     outcome = _plural(len(calls), "tool call")
     if tools:
         outcome += " (" + ", ".join(f"{name} ×{n}" for name, n in sorted(tools.items(), key=lambda kv: (-kv[1], kv[0]))) + ")"
     outcome += f", {_plural(len(results), 'result')}"
     if errors:
         outcome += f", {_plural(errors, 'error')}"
-    if open_calls:
-        outcome += f", {len(open_calls)} without a result"
+    if unanswered:
+        outcome += f", {unanswered} without a result"
+    return outcome
+
+
+def _trace_row(conv: Conversation, steps: list[dict[str, Any]], unanswered: int) -> dict[str, Any]:
+    """The DecisionTrace row of a conversation's steps (`unanswered`: its calls left without a result)."""
+    tid = trace_id(conv)
+    calls = [s for s in steps if s["kind"] == "tool_use"]
+    results = [s for s in steps if s["kind"] == "tool_result"]
+    errors = sum(1 for s in results if s["is_error"])
     title = conv.title or f"conv-{conv.conversation_id}"
     return {
         "id": tid,
@@ -129,11 +152,11 @@ def trace_for(conv: Conversation) -> dict[str, Any] | None:
             "conversation_id": conv.conversation_id,
             "source": conv.platform,
             "task": f"Tool usage in: {title}",
-            "outcome": outcome,
+            "outcome": _outcome(calls, results, errors, unanswered),
             "tool_calls": len(calls),
             "tool_results": len(results),
             "errors": errors,
-            "unanswered_calls": len(open_calls),
+            "unanswered_calls": unanswered,
             "step_count": len(steps),
         },
         "steps": steps,

@@ -99,6 +99,24 @@ def write_batch(tx: ManagedTransaction, convs: list[Conversation], deep: bool, s
         rows = [conversation_graph_row(c, deep, props=False) for c in convs]
     if stored is None:
         stored = read_state(tx, [c.key for c in convs])
+    outcomes = write_conversations(tx, summary, convs, rows, stored, safe)
+    created, updated = _counted_outcomes(summary, convs, outcomes)
+    accepted = created + updated
+    if not accepted:
+        return summary
+    replaced = accepted if safe else updated
+    write_messages(tx, summary, created, replaced, safe)
+    summary.messages_written = sum(len(c.messages) for c in accepted)
+
+    write_traces(tx, summary, accepted, replaced, deep, safe)
+    return summary
+
+
+def write_conversations(tx: ManagedTransaction, summary: LoadSummary, convs: list[Conversation], rows: list[Row],
+                        stored: Stored, safe: bool) -> dict[str, str]:
+    """The Conversation nodes of the states `plan` writes: created, or upserted (decided again under the lock).
+    Every conversation's outcome (created, updated, unchanged, skipped); DeletedMeanwhile or SwapInProgress when
+    the lock finds one deleted or being swapped in."""
     outcomes, to_create, to_upsert = plan(convs, rows, stored, safe)
     if to_create:
         run(tx, summary, CREATE_CONVERSATIONS, rows=sorted(to_create, key=lambda r: r["key"]))
@@ -113,6 +131,12 @@ def write_batch(tx: ManagedTransaction, convs: list[Conversation], deep: bool, s
             raise SwapInProgress(busy)
         for rec in records:
             outcomes[rec["key"]] = rec["outcome"]
+    return outcomes
+
+
+def _counted_outcomes(summary: LoadSummary, convs: list[Conversation],
+                      outcomes: dict[str, str]) -> tuple[list[Conversation], list[Conversation]]:
+    """The batch's outcomes counted in `summary`: the conversations created, and those updated (in batch order)."""
     created: list[Conversation] = []
     updated: list[Conversation] = []
     for conv in convs:
@@ -126,23 +150,23 @@ def write_batch(tx: ManagedTransaction, convs: list[Conversation], deep: bool, s
         else:
             summary.conversations_skipped += 1
     summary.conversations_created, summary.conversations_updated = len(created), len(updated)
-    accepted = created + updated
-    if not accepted:
-        return summary
-    fresh, replaced = ([], accepted) if safe else (created, updated)
-    if replaced and not safe:  # the old messages go, the state's are created: no lookups, no per-link MERGE
+    return created, updated
+
+
+def write_messages(tx: ManagedTransaction, summary: LoadSummary, created: list[Conversation], replaced: list[Conversation],
+                   safe: bool) -> None:
+    """The written states' messages and links: a replaced state's old messages deleted and the new ones created
+    with a created state's (no lookups, no per-link MERGE); `safe`: every state's upserted (`replace_messages`)."""
+    if safe:
+        replace_messages(tx, summary, replaced)
+        return
+    if replaced:
         stale = [{"key": c.key, "message_keys": [message_key(c, m.message_id) for m in c.messages]} for c in replaced]
         [record] = run(tx, summary, DROP_MESSAGES, convs=stale)
         summary.messages_removed += record["removed"]
-        fresh = created + updated
+    fresh = created + replaced
     if fresh:
         create_messages(tx, summary, fresh)
-    if replaced and safe:
-        replace_messages(tx, summary, replaced)
-    summary.messages_written = sum(len(c.messages) for c in accepted)
-
-    write_traces(tx, summary, accepted, replaced, deep, safe)
-    return summary
 
 
 def plan(convs: list[Conversation], rows: list[Row], stored: Stored,
@@ -195,7 +219,8 @@ def create_messages(tx: ManagedTransaction, summary: LoadSummary, group: list[Co
         nexts = next_ids(conv)
         for m in conv.messages:
             me = index[m.message_id]
-            nxt = index.get(nexts.get(m.message_id))  # type: ignore[arg-type]
+            next_id = nexts.get(m.message_id)
+            nxt = index.get(next_id) if next_id is not None else None
             if nxt is not None:
                 links[0].append(me)
                 links[1].append(nxt)

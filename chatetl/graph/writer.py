@@ -17,10 +17,11 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from chatetl.graph.connection import (
     GraphSession,
+    TransactionFunction,
     TransactionTooBig,
     value_fault,
     write_measured,
@@ -28,6 +29,7 @@ from chatetl.graph.connection import (
 from chatetl.graph.decide import WRITTEN, decide, quiet_outcome
 from chatetl.graph.properties import conversation_graph_row, conversation_props
 from chatetl.graph.staging import (
+    Run,
     StageDiscarded,
     StagePlan,
     delete_garbage,
@@ -55,6 +57,11 @@ if TYPE_CHECKING:
     from neo4j import ManagedTransaction
 
 log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+# what a write transaction of the load returns: its summary, alone or second of a pair
+Summarized = TypeVar("Summarized", bound="LoadSummary | tuple[Any, LoadSummary]")
 
 # A batch that replaces stored states writes the conversations it changes in transactions of about this many
 # messages: deleting the old messages makes a transaction's cost grow faster than its size.
@@ -87,18 +94,18 @@ def nothing_to_write(rows: list[Row], stored: Stored) -> LoadSummary | None:
     return summary
 
 
-def _counted(tx: ManagedTransaction, work: Callable[..., Any], *args: Any) -> tuple[Any, LoadSummary]:
-    """`work(run, *args)` in `tx` (chatetl.graph.staging's steps): its result and what the server counted."""
+def _counted(tx: ManagedTransaction, step: Callable[Concatenate[Run, P], T], *args: P.args, **kwargs: P.kwargs) -> tuple[T, LoadSummary]:
+    """`step(run, *args)` in `tx` (chatetl.graph.staging's steps): its result and what the server counted."""
     summary = LoadSummary()
-    result = work(functools.partial(run, tx, summary), *args)
+    result = step(functools.partial(run, tx, summary), *args, **kwargs)
     return result, summary
 
 
-def _write(session: GraphSession, work: Callable[..., Any], *args: Any) -> Any:
+def _write(session: GraphSession, work: TransactionFunction[P, Summarized], *args: P.args, **kwargs: P.kwargs) -> Summarized:
     """`work(tx, *args)` in one managed write transaction (chatetl.graph.connection.write_measured: TransactionTooBig
     at once where the server refuses it for its size); the LoadSummary it returns (alone, or second of a pair) gets
     the memory the server held for the transaction."""
-    result, held = write_measured(session, work, *args)
+    result, held = write_measured(session, work, *args, **kwargs)
     summary = result if isinstance(result, LoadSummary) else result[1]
     summary.largest_transaction_bytes = max(summary.largest_transaction_bytes, held)
     return result

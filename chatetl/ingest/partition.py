@@ -37,7 +37,7 @@ from chatetl.ingest.ledger import (
     write_location,
 )
 from chatetl.ingest.states import summary_rows
-from chatetl.ingest.upload import normalize_upload
+from chatetl.ingest.upload import NormalizeResult, normalize_upload
 from chatetl.layout import (
     NORMALIZED_PREFIX,
     QUARANTINE_PREFIX,
@@ -86,15 +86,15 @@ class PartitionIngest(Tally):
     conversations_in_skipped: int = 0
     bytes_read: int = 0
     bytes_written: int = 0
-    rows_written: Counter = field(default_factory=Counter)  # table -> rows in the files written
+    rows_written: Counter[str] = field(default_factory=Counter)  # table -> rows in the files written
     sources: dict[str, SourceCounts] = field(default_factory=lambda: defaultdict(SourceCounts))
     errors: list[str] = field(default_factory=list)
-    error_reasons: Counter = field(default_factory=Counter)
+    error_reasons: Counter[str] = field(default_factory=Counter)
     failed_uploads: list[str] = field(default_factory=list)  # processed, nothing readable
     quarantined: list[str] = field(default_factory=list)
-    drift: Counter = field(default_factory=Counter)
-    records_skipped: Counter = field(default_factory=Counter)
-    formats: Counter = field(default_factory=Counter)
+    drift: Counter[str] = field(default_factory=Counter)
+    records_skipped: Counter[str] = field(default_factory=Counter)
+    formats: Counter[str] = field(default_factory=Counter)
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     preview: list[dict[str, Any]] = summed_by(capped(PREVIEW_ROWS), default_factory=list)  # noqa: RUF009
@@ -113,7 +113,7 @@ def _read_states(store: ObjectStore, key: str) -> list[dict[str, Any]]:
         return summary_rows(store.download(key, Path(tmp, "conversations.parquet")))
 
 
-def _state(row: dict[str, Any]) -> tuple:
+def _state(row: dict[str, Any]) -> tuple[Any, ...]:
     return (row.get("updated_at"), row.get("message_count"), row.get("total_messages"), row.get("title"))
 
 
@@ -156,7 +156,30 @@ def ingest_partition(
     out = PartitionIngest(day)
     ledger = Ledger.load(store, day)
     outputs_now = {o.key: o.etag for t in TABLES for o in store.list(f"{NORMALIZED_PREFIX}{t}/date={day}/")}
+    todo = _uploads_of_day(store, day, uploads, ledger, out, warn)
+    out.uploads = len(todo)
 
+    last_save = time.monotonic()
+    for info in todo:
+        entry = ledger.entries.get(info.key)
+        if not reprocess and ledger.is_current(info.key, info.etag, outputs_now):
+            assert entry is not None
+            _count_skipped(out, info.key, entry)
+            continue
+        ledger.record(_ingest_upload(store, day, info, outputs_now, out, warn))
+        if time.monotonic() - last_save > LEDGER_SAVE_SECONDS:
+            ledger.save(store)  # a run cut short keeps what it finished
+            last_save = time.monotonic()
+    ledger.save(store)
+    _preview_from_skipped(store, ledger, out)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def _uploads_of_day(store: ObjectStore, day: str, uploads: list[ObjectInfo], ledger: Ledger, out: PartitionIngest,
+                    warn: Callable[[str], None]) -> list[ObjectInfo]:
+    """The uploads whose current version belongs to the day; those the ledger knows that were deleted from raw/ or
+    replaced on another day have their outputs of the day retracted (and leave the ledger)."""
     # the truth is the bucket now: HEAD the day's uploads and whatever the ledger remembers
     keys = sorted({u.key for u in uploads} | set(ledger.entries))
     now = current_state(store, keys)
@@ -171,113 +194,123 @@ def ingest_partition(
             ledger.drop(key)
             out.retracted[key] = why
             warn(f"{key}: {why}; its outputs of {day} were removed")
-    out.uploads = len(todo)
+    return todo
 
-    last_save = time.monotonic()
-    for info in todo:
-        uid = upload_id(info.key)
-        entry = ledger.entries.get(info.key)
-        if not reprocess and ledger.is_current(info.key, info.etag, outputs_now):
-            assert entry is not None
-            out.skipped.append(info.key)
-            out.conversations_in_skipped += entry.conversations
-            out.unchanged.extend(entry.outputs)
-            for source, n in (entry.sources or {"unknown": entry.conversations}).items():
-                out.sources[source].uploads += 1
-                out.sources[source].uploads_skipped += 1
-                out.sources[source].skipped += n
-            continue
 
-        conv_key = table_key("conversations", day, uid)
-        previous = {r["conversation_key"]: r for r in _read_states(store, conv_key)} if conv_key in outputs_now else {}
-        where = read_location(store, uid)
-        if where and where.get("day") not in (None, day) and where.get("key") == info.key:
-            # the upload was replaced on this later day: its outputs leave the earlier one
-            retract(store, where["day"], uid, info.key, f"replaced: moved to partition {day}", day)
-            out.retracted[info.key] = f"replaced: moved here from partition {where['day']}"
+def _count_skipped(out: PartitionIngest, key: str, entry: LedgerEntry) -> None:
+    """An upload skipped as unchanged, counted from what the ledger recorded of it."""
+    out.skipped.append(key)
+    out.conversations_in_skipped += entry.conversations
+    out.unchanged.extend(entry.outputs)
+    for source, n in (entry.sources or {"unknown": entry.conversations}).items():
+        out.sources[source].uploads += 1
+        out.sources[source].uploads_skipped += 1
+        out.sources[source].skipped += n
 
-        result = normalize_upload(store, info, day, previous=previous)
-        report = result.report
-        write_location(store, uid, info.key, day, info.etag)
-        for key, n in result.duplicates.items():
-            warn(f"{info.key}: {n} states of conversation {key} (the same id twice): kept the newest "
-                 f"(update time, then format, then state hash), the same one in every output")
-            out.duplicates.append(f"{info.key}: {key}")
-        for key in result.kept_newer:
-            warn(f"{info.key}: its new version holds an older state of conversation {key} than the version it "
-                 f"replaced: kept the newer state (an older upload never rolls an output back)")
-            out.kept_newer.append(f"{info.key}: {key}")
-        rows = result.rows
-        out.processed.append(info.key)
-        out.bytes_read += info.size
-        out.bytes_written += result.bytes_written
-        out.conversations += result.conversations
-        out.messages += result.messages
-        if result.written:
-            out.rows_written["conversations"] += result.conversations
-            out.rows_written["messages"] += result.messages
-        out.written += result.written
-        out.unchanged += result.unchanged
-        out.quarantined += result.quarantined
-        out.errors += [str(e) for e in report.errors]
-        out.error_reasons.update(e.reason.split(":")[0][:80] for e in report.errors)
-        out.drift.update(report.drift)
-        out.records_skipped.update(report.skipped)
-        out.formats.update(report.formats)
-        if result.conversations == 0:
-            out.failed_uploads.append(info.key)
 
-        per_source: Counter = Counter()
-        seen_sources: set[str] = set()
-        for row in rows:
-            counts = out.sources[row["source"]]
-            seen_sources.add(row["source"])
-            per_source[row["source"]] += 1
-            counts.conversations += 1
-            counts.messages += row.get("total_messages") or 0
-            old = previous.pop(row["conversation_key"], None)
-            if old is None:
-                counts.new += 1
-            elif _state(old) == _state(row):
-                counts.unchanged += 1
-            else:
-                counts.updated += 1
-            if len(out.preview) < PREVIEW_ROWS:
-                out.preview.append({k: row.get(k) for k in ("platform", "title", "message_count", "updated_at")} | {"upload": info.key})
-        for old in previous.values():
-            out.sources[old["source"]].removed += 1
-        if previous:  # no longer in this upload: the later stages take them out (or another upload's state)
-            record_retraction(store, day, info.key, "no longer in the upload's new version", previous)
-        for source in seen_sources or {"(nothing readable)"}:
-            out.sources[source].uploads += 1
+def _ingest_upload(store: ObjectStore, day: str, info: ObjectInfo, outputs_now: dict[str, str], out: PartitionIngest,
+                   warn: Callable[[str], None]) -> LedgerEntry:
+    """One upload normalized into the day (its outputs of an earlier day retracted when it was replaced here), what
+    it did counted in `out`: the ledger's entry for it."""
+    uid = upload_id(info.key)
+    conv_key = table_key("conversations", day, uid)
+    previous = {r["conversation_key"]: r for r in _read_states(store, conv_key)} if conv_key in outputs_now else {}
+    where = read_location(store, uid)
+    if where and where.get("day") not in (None, day) and where.get("key") == info.key:
+        # the upload was replaced on this later day: its outputs leave the earlier one
+        retract(store, where["day"], uid, info.key, f"replaced: moved to partition {day}", day)
+        out.retracted[info.key] = f"replaced: moved here from partition {where['day']}"
 
-        outputs = {}
-        for key in output_keys(day, uid):
-            head = store.head(key)
-            if head is not None:
-                outputs[key] = head.etag
-        ledger.record(
-            LedgerEntry(
-                key=info.key,
-                etag=info.etag,
-                size=info.size,
-                upload_id=uid,
-                parser=parser_fingerprint(),
-                conversations=result.conversations,
-                messages=result.messages,
-                errors=len(report.errors),
-                outputs=outputs,
-                sources=dict(per_source),
-                quarantined=len(result.quarantined),
-            )
-        )
-        if time.monotonic() - last_save > LEDGER_SAVE_SECONDS:
-            ledger.save(store)  # a run cut short keeps what it finished
-            last_save = time.monotonic()
-    ledger.save(store)
-    _preview_from_skipped(store, ledger, out)
-    out.seconds = time.monotonic() - started
-    return out
+    result = normalize_upload(store, info, day, previous=previous)
+    write_location(store, uid, info.key, day, info.etag)
+    _warn_of_states(info.key, result, out, warn)
+    _count_result(out, info, result)
+    per_source = _compare_with_previous(store, day, info.key, result.rows, previous, out)
+
+    outputs = {}
+    for key in output_keys(day, uid):
+        head = store.head(key)
+        if head is not None:
+            outputs[key] = head.etag
+    return LedgerEntry(
+        key=info.key,
+        etag=info.etag,
+        size=info.size,
+        upload_id=uid,
+        parser=parser_fingerprint(),
+        conversations=result.conversations,
+        messages=result.messages,
+        errors=len(result.report.errors),
+        outputs=outputs,
+        sources=dict(per_source),
+        quarantined=len(result.quarantined),
+    )
+
+
+def _warn_of_states(upload: str, result: NormalizeResult, out: PartitionIngest, warn: Callable[[str], None]) -> None:
+    """A warning (and a line in `out`) for each conversation reduced to one state in the upload's tables."""
+    for key, n in result.duplicates.items():
+        warn(f"{upload}: {n} states of conversation {key} (the same id twice): kept the newest "
+             f"(update time, then format, then state hash), the same one in every output")
+        out.duplicates.append(f"{upload}: {key}")
+    for key in result.kept_newer:
+        warn(f"{upload}: its new version holds an older state of conversation {key} than the version it "
+             f"replaced: kept the newer state (an older upload never rolls an output back)")
+        out.kept_newer.append(f"{upload}: {key}")
+
+
+def _count_result(out: PartitionIngest, info: ObjectInfo, result: NormalizeResult) -> None:
+    """What normalizing one upload read, wrote and reported, added to the day's counts."""
+    report = result.report
+    out.processed.append(info.key)
+    out.bytes_read += info.size
+    out.bytes_written += result.bytes_written
+    out.conversations += result.conversations
+    out.messages += result.messages
+    if result.written:
+        out.rows_written["conversations"] += result.conversations
+        out.rows_written["messages"] += result.messages
+    out.written += result.written
+    out.unchanged += result.unchanged
+    out.quarantined += result.quarantined
+    out.errors += [str(e) for e in report.errors]
+    out.error_reasons.update(e.reason.split(":")[0][:80] for e in report.errors)
+    out.drift.update(report.drift)
+    out.records_skipped.update(report.skipped)
+    out.formats.update(report.formats)
+    if result.conversations == 0:
+        out.failed_uploads.append(info.key)
+
+
+def _compare_with_previous(store: ObjectStore, day: str, upload: str, rows: list[dict[str, Any]],
+                           previous: dict[str, dict[str, Any]], out: PartitionIngest) -> Counter[str]:
+    """The upload's conversations against its previous version's (new, updated, unchanged, removed: counted per
+    source, the preview filled); those no longer in it recorded for the later stages to retract. Its conversations
+    per source. `previous` is emptied of the conversations still there."""
+    per_source: Counter[str] = Counter()
+    seen_sources: set[str] = set()
+    for row in rows:
+        counts = out.sources[row["source"]]
+        seen_sources.add(row["source"])
+        per_source[row["source"]] += 1
+        counts.conversations += 1
+        counts.messages += row.get("total_messages") or 0
+        old = previous.pop(row["conversation_key"], None)
+        if old is None:
+            counts.new += 1
+        elif _state(old) == _state(row):
+            counts.unchanged += 1
+        else:
+            counts.updated += 1
+        if len(out.preview) < PREVIEW_ROWS:
+            out.preview.append({k: row.get(k) for k in ("platform", "title", "message_count", "updated_at")} | {"upload": upload})
+    for old in previous.values():
+        out.sources[old["source"]].removed += 1
+    if previous:  # no longer in this upload: the later stages take them out (or another upload's state)
+        record_retraction(store, day, upload, "no longer in the upload's new version", previous)
+    for source in seen_sources or {"(nothing readable)"}:
+        out.sources[source].uploads += 1
+    return per_source
 
 
 def _preview_from_skipped(store: ObjectStore, ledger: Ledger, out: PartitionIngest, max_files: int = 3) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow.parquet as pq
 
@@ -30,8 +30,8 @@ SUMMARY_COLUMNS = ["conversation_key", "source", "platform", "title", "updated_a
 def summary_rows(conversations_file: str | Path) -> list[dict[str, Any]]:
     """The SUMMARY_COLUMNS of every row of a conversations file (those it has)."""
     pf = pq.ParquetFile(conversations_file)
-    rows: list[dict[str, Any]] = pf.read(columns=[c for c in SUMMARY_COLUMNS if c in pf.schema_arrow.names]).to_pylist()
-    return rows
+    rows = pf.read(columns=[c for c in SUMMARY_COLUMNS if c in pf.schema_arrow.names]).to_pylist()
+    return cast("list[dict[str, Any]]", rows)  # (pyarrow has no types: Table.to_pylist gives one dict per row)
 
 
 def keep_previous_newer(store: ObjectStore, day: str, uid: str, paths: dict[str, Path],

@@ -209,7 +209,7 @@ class _DocumentsWriter:
         return found
 
     def in_graph(self, hashes: list[str]) -> dict[str, Any]:  # (for chunks made a second time: `previous` is read in step once)
-        if self.model is None or self.driver is None:
+        if self.driver is None or self.model is None:
             return {}
         return stored_embeddings(self.driver, self.model.name, hashes, database=self.database)
 
@@ -242,8 +242,7 @@ class _DocumentsWriter:
         contents = {doc.key: doc.props["content_sha256"] for doc, _ in group}
         unchanged: set[str] = set()
         if driver is not None and model is not None and self.vectors_out is None and graph:
-            # lifted when the engine/winner branches land: graph.chunks takes list[ChunkRow], not a list of a ChunkRow
-            digests = {key: chunks_digest(chunks, model.name) for key, chunks in graph.items()}  # type: ignore[arg-type]
+            digests = {key: chunks_digest(chunks, model.name) for key, chunks in graph.items()}
             unchanged = documents_holding_chunks(driver, digests, contents, database)[1]
         self.embed([c for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in unchanged for c in chunks])
         for chunks in chunked:
@@ -252,10 +251,10 @@ class _DocumentsWriter:
             self.settle()
             if self.writes is None:
                 self.result.chunks_in_graph.add(
-                    load_chunks(driver, graph, contents, database=database, unchanged=unchanged))  # type: ignore[arg-type]  # (as above)
+                    load_chunks(driver, graph, contents, database=database, unchanged=unchanged))
             else:
                 self.in_flight.append(
-                    self.writes.submit(load_chunks, driver, graph, contents, database=database, unchanged=unchanged))  # type: ignore[arg-type]  # (as above)
+                    self.writes.submit(load_chunks, driver, graph, contents, database=database, unchanged=unchanged))
 
     def alone(self, doc: Document, offsets: list[tuple[int, int]]) -> None:
         """A Document of more than CHUNK_WINDOW chunks: a window at a time, to the rag/ files and the graph."""
@@ -269,7 +268,7 @@ class _DocumentsWriter:
             self.embed(chunks)
             self.written(chunks)
             if graph is not None:
-                graph.add(chunks)  # type: ignore[arg-type]  # (as above)
+                graph.add(chunks)
 
         def again() -> Iterator[list[Chunk]]:
             for lo in windows:
@@ -278,7 +277,7 @@ class _DocumentsWriter:
                 yield chunks
 
         if graph is not None:
-            self.result.chunks_in_graph.add(graph.finish(again))  # type: ignore[arg-type]  # (as above)
+            self.result.chunks_in_graph.add(graph.finish(again))
 
 
 def write_upload_documents(

@@ -129,7 +129,7 @@ def test_without_a_vectors_file_an_unchanged_rerun_neither_embeds_nor_reads_a_ve
     are found before anything is embedded, so the rerun calls neither the model nor the graph's stored vectors, and
     writes nothing; a changed chat's chunks all get their vectors (the new ones embedded, the others reused); each
     graph is the one a clean load of the same chats makes."""
-    import chatetl.rag.partition as partition
+    from chatetl.rag import partition
 
     driver = no_vector_index
     long = "\n\n".join(f"Step {i}: the ferry to the island leaves at dawn and returns by dusk." for i in range(8))
@@ -197,7 +197,7 @@ def test_chunks_written_beside_the_next_groups_embedding_make_the_graph_written_
     (`overlap`, the default): the graph and the counts are those of writing each group in its turn, with many
     groups (a small CHUNK_WINDOW), Documents of more chunks than a window (written alone) between them, several
     batches, a conversation's older state among the newer ones, and a rerun that changes one chat."""
-    import chatetl.rag.partition as partition
+    from chatetl.rag import partition
 
     monkeypatch.setattr(partition, "CHUNK_WINDOW", 12)
     monkeypatch.setattr(partition, "BATCH", 7)

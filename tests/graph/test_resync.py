@@ -76,9 +76,9 @@ def test_loading_every_source_twice_changes_nothing(clean_graph, tmp_path):
 # ----------------------------------------------------------------------------- resyncs
 
 
-V1 = dict(turns=["q0", "a0", "q1", "a1", "q2", "a2"], branch_after=2, tool_after=1, updated=T0 + timedelta(days=1))
-V2 = dict(turns=["q0", "a0", "q1 edited", "a1'", "q2'", "a2'", "q3'"], ids=["m0", "m1", "n2", "n3", "n4", "n5", "n6"],
-          updated=T0 + timedelta(days=2))
+V1 = {"turns": ["q0", "a0", "q1", "a1", "q2", "a2"], "branch_after": 2, "tool_after": 1, "updated": T0 + timedelta(days=1)}
+V2 = {"turns": ["q0", "a0", "q1 edited", "a1'", "q2'", "a2'", "q3'"], "ids": ["m0", "m1", "n2", "n3", "n4", "n5", "n6"],
+      "updated": T0 + timedelta(days=2)}
 
 
 def test_a_newer_state_replaces_the_older_one(clean_graph):
