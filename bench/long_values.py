@@ -7,7 +7,7 @@ and after it small:
   and copying its buffer on each (the splitter's `_more` as it was); now: reads as big as the
   record held so far.
 - object: one object then another (JSON Lines read as one). Before: ijson behind the DepthGuard
-  (jsonstream's Layout.OBJECT path as it was); now: chatetl.readers.values.ValueSplitter.
+  (jsonstream's Layout.OBJECT path as it was); now: chatetl.readers.jsonscan.values.ValueSplitter.
 - grok: a Grok export whose `conversations` come after a section holding the string. Before:
   ijson streaming `conversations.item`; now: the section scanned past unheld (values.seek_member).
 - guard: the DepthGuard alone over the file. Before: its string patterns as they were (they
@@ -73,10 +73,12 @@ def run_one(kind: str, mode: str, path: str) -> dict:
 
     if mode in ("before", "now"):  # (before issue 14 there was no cap)
         os.environ["CHATETL_MAX_VALUE_BYTES"] = str(64 * 1024 * MB)
-    from chatetl.readers import Entry, ReadReport, depthguard, jsonstream
-    from chatetl.readers.detect import Layout
-    from chatetl.readers.grok import iter_conversation_records
-    from chatetl.readers.splitter import ArraySplitter
+    from chatetl.readers import Entry, ReadReport
+    from chatetl.readers.jsonscan import depthguard
+    from chatetl.readers.jsonscan import records as jsonstream
+    from chatetl.readers.inputs.detect import Layout
+    from chatetl.readers.platforms.grok import iter_conversation_records
+    from chatetl.readers.jsonscan.splitter import ArraySplitter
 
     entry = Entry.from_path(path)
     report = ReadReport()

@@ -4,16 +4,16 @@ For each input (ChatGPT-shaped files of 20 and 200 MB by default, 1 GB with --si
 a 200 MB Claude.ai conversations.json; a zip of 4 sharded ChatGPT files, read from the zip),
 prints MB/s (median of --runs) and peak RSS of:
 - bare ijson: `ijson.items` over the records (the streaming parser alone, yajl2_c),
-- split+orjson: chatetl.readers.splitter cutting the array, orjson decoding each record (the ceiling),
+- split+orjson: chatetl.readers.jsonscan.splitter cutting the array, orjson decoding each record (the ceiling),
 - normalize 1 proc: `chatetl normalize` (detect, read, canonical model, branches, Parquet),
-- normalize 2 cores: `chatetl normalize --workers 2` (chatetl.readers.parallel: the file, or the zip's
-  members, read in pieces (chatetl.readers.pieces), each to its Parquet part by whichever of this process
+- normalize 2 cores: `chatetl normalize --workers 2` (chatetl.normalize.pool: the file, or the zip's
+  members, read in pieces (chatetl.normalize.pieces), each to its Parquet part by whichever of this process
   and its one worker is free),
 - 2 x 1 proc at once: two independent one-process runs of the file side by side (both files' bytes
   counted): what the two cores give this work at all, shared caches and all (the 2-core ceiling),
 and normalize's ratios to bare ijson, of 2 cores to 1 process and of 2 cores to that ceiling, measured in the
 same run (the targets: >= 0.75 of bare ijson with both cores, and faster than one process). Under the zip: bare
-ijson over its members inflated by ISA-L, as normalize inflates them (chatetl.readers.member_stream; the row's bare
+ijson over its members inflated by ISA-L, as normalize inflates them (chatetl.readers.inputs.member_stream; the row's bare
 ijson inflates with zipfile's zlib, about half as fast), and 2 cores' ratio to it. Each case runs in its
 own process; peak RSS is the largest of its processes (the workers' too, sampled from /proc while it
 runs), the target being per process; beside it, in brackets, the largest anonymous memory (RssAnon, sampled
@@ -70,19 +70,20 @@ _MEMBERS = (
 _BARE_IJSON = "import ijson\nprint(sum(sum(1 for _ in ijson.items(f,'item',use_float=True)) for f in members(sys.argv[1])))"
 CASES = {
     "bare ijson": _MEMBERS.format(opener="zf.open") + _BARE_IJSON,
-    "split+orjson": _MEMBERS.format(opener="zf.open") + "from chatetl.readers.splitter import ArraySplitter\nprint(sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1])))",
+    "split+orjson": _MEMBERS.format(opener="zf.open") + "from chatetl.readers.jsonscan.splitter import ArraySplitter\nprint(sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1])))",
     "normalize 1 proc": None,
     "normalize 2 cores": None,
     "2 x 1 proc at once": None,
 }
-# bare ijson over the zip's members inflated as normalize inflates them (ISA-L: chatetl.readers.member_stream), beside
+# bare ijson over the zip's members inflated as normalize inflates them (ISA-L: chatetl.readers.inputs.member_stream), beside
 # the row's bare ijson (zipfile's own zlib): the zip's ceiling with normalize's inflater
-_ISAL_MEMBERS = "from chatetl.readers.member_stream import open_member\n" + _MEMBERS.format(opener="(lambda i: open_member(zf,i))")
+_ISAL_MEMBERS = "from chatetl.readers.inputs.member_stream import open_member\n" + _MEMBERS.format(opener="(lambda i: open_member(zf,i))")
 ISAL_IJSON = _ISAL_MEMBERS + _BARE_IJSON
 COMPARE = """
 import sys
 import pyarrow.parquet as pq
-from chatetl.readers import ReadReport, jsonstream, read_path
+from chatetl.readers import ReadReport, read_path
+from chatetl.readers.jsonscan import records as jsonstream
 from chatetl.tables import TableWriter
 jsonstream.FAST = False
 report = ReadReport()
@@ -152,7 +153,7 @@ print("EQUAL" if ok else "DIFFERENT")
 # tables normalize wrote (read back, written again by a TableWriter, a batch's row groups at a time)
 _CPU = "import resource\ndef cpu():\n    r = resource.getrusage(resource.RUSAGE_SELF)\n    return r.ru_utime + r.ru_stime\n"
 SPLIT_CPU = (_CPU + _ISAL_MEMBERS
-             + "from chatetl.readers.splitter import ArraySplitter\nc = cpu()\n"
+             + "from chatetl.readers.jsonscan.splitter import ArraySplitter\nc = cpu()\n"
                "n = sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1]))\nprint(cpu() - c)\n")
 WRITE_CPU = _CPU + """
 import sys

@@ -10,7 +10,7 @@ peak RSS of the largest process:
 - baseline 1 proc: `chatetl normalize --workers 1` with the code of --baseline (a git revision, checked out in a
   temporary worktree; default: the revision before the one checked out now),
 - normalize 1 proc: the same command with the code checked out now,
-- normalize auto: `chatetl normalize` with its default workers (chatetl.workers.resolve_workers),
+- normalize auto: `chatetl normalize` with its default workers (chatetl.normalize.workers.resolve_workers),
 and the ratios of now to the baseline and to bare ijson. The cases alternate within each run, so the host's drift
 falls on all of them alike. Under each row: whether the tables now equal the baseline's (Table.equals, row order
 included), which proves a speed-up changed nothing of what is written.

@@ -4,7 +4,7 @@ The collector's passes run over every object made since the last one; when a ste
 (a long record decoded and its rows made, a part of the messages table read back into the model), those
 passes cost more than the work itself, and none of these objects form cycles. Measured where it is used:
 one 233 MB ChatGPT conversation, `chatetl normalize` median of 2, 21.2 s with the collector on, 13.2 s
-with it off (its decode alone 0.7-0.8 s off, 2.6-8.1 s on; chatetl.readers.splitter); the read-back of the
+with it off (its decode alone 0.7-0.8 s off, 2.6-8.1 s on; chatetl.readers.jsonscan.splitter); the read-back of the
 100k messages of a bench/graph_load.py partition, median of 5, 2.3 s on, 1.6-1.8 s off (chatetl.tables).
 """
 

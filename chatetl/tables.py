@@ -192,7 +192,7 @@ class TableBatch:
     """One batch of rows of both tables: one Python list per column, turned into Arrow one column
     at a time (`pa.array`) every CHUNK_BYTES, the batch's tables being those chunks. What a
     TableWriter builds before writing, and what the two-core path's workers build and send back as
-    Arrow tables (chatetl.readers.parallel).
+    Arrow tables (chatetl.normalize.pool).
 
     Why chunks: rows held as Python objects take several times their size in the heap (small
     objects, freed in pieces the allocator keeps), Arrow's buffers only theirs; a 4 MB batch held
@@ -289,7 +289,7 @@ class TableWriter:
     ParquetWriter: about 40 KB a row group of both tables, 12 MB for a 1 GB ChatGPT file).
     `TableWriter.in_parts` writes folders of part files instead, closing both every `PART_ROW_GROUPS`
     batches, so its memory does not grow with the input; parts written elsewhere (a worker's pieces,
-    chatetl.readers.pieces) take their place among them by `adopt`, renamed, not encoded again.
+    chatetl.normalize.pieces) take their place among them by `adopt`, renamed, not encoded again.
     """
 
     PART_ROW_GROUPS = 64  # batches (row groups) in one part file: about 130 MB of text, 2.5 MB of metadata held
@@ -340,7 +340,7 @@ class TableWriter:
 
     def beside_parts(self, name: str) -> tuple[Path, Path] | None:
         """Paths in this writer's part folders for a part written elsewhere (a worker's piece,
-        chatetl.readers.pieces), read as a part only once `adopt` has named it; None for a writer
+        chatetl.normalize.pieces), read as a part only once `adopt` has named it; None for a writer
         of one file per table."""
         if self._part_paths is None:
             return None

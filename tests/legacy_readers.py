@@ -14,7 +14,7 @@ from chatetl.model import Attachment, Citation, Conversation, Message, MessageKi
 from chatetl.readers.fields import known_role, text_or_none
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
-from chatetl.readers.claude_ai import (
+from chatetl.readers.platforms.claude_ai import (
     _EXTRA_FIELDS,
     _META_FIELDS,
     KNOWN_CONVERSATION_FIELDS as CLAUDE_CONVERSATION_FIELDS,
@@ -28,7 +28,7 @@ from chatetl.readers.claude_ai import (
     _tool_call,
     _tool_result,
 )
-from chatetl.readers.jsonstream import raw_bytes
+from chatetl.readers.convert import raw_bytes
 from chatetl.readers.tree import TreeProblems
 
 KNOWN_MESSAGE_FIELDS = frozenset(

@@ -24,7 +24,7 @@ its array members are then read whole, each by whichever process is free, as a l
 ChatGPT zip from the local S3 server, 4 alternating runs: 2.38-2.46 s read from the stream, 1.98-2.09 s copied
 first). An array file is not copied: its records are cut from the stream as it arrives and converted on both cores
 (200 MB ChatGPT file: 2.44-2.82 s from the stream, 3.45-3.91 s copied first and read in pieces, the copy itself
-0.5-2.0 s on this machine's disk). chatetl.workers.AUTO_MIN_BYTES: where two cores start to pay at all."""
+0.5-2.0 s on this machine's disk). chatetl.normalize.workers.AUTO_MIN_BYTES: where two cores start to pay at all."""
 
 def _s3_store(uri: str) -> tuple[S3ObjectStore, str]:
     bucket, _, prefix = uri[len("s3://"):].partition("/")
@@ -70,8 +70,8 @@ def iter_inputs(inputs: tuple[str, ...], report: ReadReport) -> Iterator[Convers
 
 def iter_leaves(inputs: tuple[str, ...], report: ReadReport) -> Iterator[tuple]:
     """The leaves (entry, format, layout) of the inputs, in the order `iter_inputs` reads them."""
-    from chatetl.readers.archive import expand
-    from chatetl.readers.parallel import path_leaves
+    from chatetl.readers.inputs.archive import expand
+    from chatetl.normalize.pool import path_leaves
 
     for item in inputs:
         if item.startswith("s3://"):
@@ -83,7 +83,7 @@ def iter_leaves(inputs: tuple[str, ...], report: ReadReport) -> Iterator[tuple]:
 
 def leaf_groups(inputs: tuple[str, ...], report: ReadReport, copy_to: Path | None = None) -> Iterator[Iterable[tuple]]:
     """The leaves of `iter_leaves`, in groups to be read one after the other, each whole before the next is asked for
-    (normalize: chatetl.readers.parallel.read_into on each). Without `copy_to`: one group. With it, each zip in S3 of
+    (normalize: chatetl.normalize.pool.read_into on each). Without `copy_to`: one group. With it, each zip in S3 of
     COPY_MIN_BYTES or more is copied (streamed) into `copy_to` first and is a group of its own, read from the copy
     under its s3:// name, so its members are read on every core as a local zip's are; the copy is removed when the
     next group is asked for. The leaves between such zips are one group. A zip that cannot be copied is reported
@@ -91,8 +91,8 @@ def leaf_groups(inputs: tuple[str, ...], report: ReadReport, copy_to: Path | Non
     if copy_to is None:
         yield iter_leaves(inputs, report)
         return
-    from chatetl.readers.archive import copied_if_zip, expand
-    from chatetl.readers.parallel import path_leaves
+    from chatetl.readers.inputs.archive import copied_if_zip, expand
+    from chatetl.normalize.pool import path_leaves
 
     def items() -> Iterator[tuple[int, Path | Entry | None, tuple | None]]:
         """(n, the n-th zip's copy, its entry) for each zip copied, else (0, None, leaf)."""

@@ -1,7 +1,7 @@
 """`chatetl normalize`: inputs into the normalized tables in a local folder.
 
 The command decides how many processes it converts on and, for more than one, starts their
-forkserver (chatetl.workers) before it imports the readers and pyarrow, so the forkserver's own
+forkserver (chatetl.normalize.workers) before it imports the readers and pyarrow, so the forkserver's own
 imports run meanwhile on the other core: this module imports nothing heavy at the top.
 """
 
@@ -49,21 +49,21 @@ def _input_bytes(inputs: tuple[str, ...]) -> int | None:
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
 @click.option(
     "--workers", type=click.IntRange(min=1), default=None,
-    help="Processes converting records: this one and N-1 workers (chatetl.readers.parallel); 1: this one alone. Default: both cores for inputs of 32 MB and more (s3:// ones listed first; a zip there of 32 MB or more is copied to a temporary folder first), else one.",
+    help="Processes converting records: this one and N-1 workers (chatetl.normalize.pool); 1: this one alone. Default: both cores for inputs of 32 MB and more (s3:// ones listed first; a zip there of 32 MB or more is copied to a temporary folder first), else one.",
 )
 @quiet_and_progress
 def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bool, progress: bool | None) -> None:
     """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages
     (part-00000.parquet, part-00001.parquet ...); print a one-line JSON summary."""
-    from chatetl.workers import resolve_workers, start_forkserver
+    from chatetl.normalize.workers import resolve_workers, start_forkserver
 
     n = resolve_workers(workers, None if workers else _input_bytes(inputs))
     if n > 1:
         start_forkserver()
-    import chatetl.readers.lean_pyarrow  # noqa: F401  (before pyarrow: see the module's docstring)
+    import chatetl.normalize.lean_pyarrow  # noqa: F401  (before pyarrow: see the module's docstring)
     from chatetl.cli.inputs import input_meter, leaf_groups
     from chatetl.readers import ReadReport
-    from chatetl.readers.parallel import read_into
+    from chatetl.normalize.pool import read_into
     from chatetl.tables import TableWriter
 
     report = ReadReport()

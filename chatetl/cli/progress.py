@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, Self, TextIO
 
-from chatetl.readers.counting_stream import CountingStream
-from chatetl.readers.detect import SIDECARS
+from chatetl.readers.inputs.counting_stream import CountingStream
+from chatetl.readers.inputs.detect import SIDECARS
 from chatetl.readers.entry import Entry
 
-Leaf = tuple[Entry, Any, Any]  # (entry, Format, Layout | None), as chatetl.readers.archive.expand yields them
+Leaf = tuple[Entry, Any, Any]  # (entry, Format, Layout | None), as chatetl.readers.inputs.archive.expand yields them
 
 
 def show_progress(progress: bool | None, quiet: bool, stream: TextIO | None = None) -> bool:

@@ -17,11 +17,11 @@ from typing import Any
 from chatetl.layout import TABLES, quarantine_prefix, table_key, upload_id
 from chatetl.model import state_order
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.archive import copied_if_zip, expand
-from chatetl.readers.parallel import read_into
+from chatetl.readers.inputs.archive import copied_if_zip, expand
+from chatetl.normalize.pool import read_into
 from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
 from chatetl.tables import TableWriter, iter_conversations, read_rows
-from chatetl.workers import resolve_workers
+from chatetl.normalize.workers import resolve_workers
 
 
 @dataclass
@@ -52,8 +52,8 @@ def normalize_upload(
 ) -> NormalizeResult:
     """Read one upload (streamed) into the normalized tables of its partition; quarantine what fails.
 
-    `workers`: processes converting records (chatetl.readers.parallel); None: the automatic choice
-    (chatetl.workers.resolve_workers: with AUTO on, as it is, both cores for an upload of at least
+    `workers`: processes converting records (chatetl.normalize.pool); None: the automatic choice
+    (chatetl.normalize.workers.resolve_workers: with AUTO on, as it is, both cores for an upload of at least
     AUTO_MIN_BYTES, else this process alone). On more than one, a zip in S3 is first copied to `workdir`
     (streamed), so its members are read whole on every core as a local zip's are (chatetl.cli.inputs.COPY_MIN_BYTES
     says what that and the alternative measured); an array file is read from the stream, its records cut here and

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from chatetl.model import Conversation
-from chatetl.readers.archive import expand, expand_folder, until_damaged
-from chatetl.readers.detect import SIDECARS, Format, Layout
+from chatetl.readers.inputs.archive import expand, expand_folder, until_damaged
+from chatetl.readers.inputs.detect import SIDECARS, Format, Layout
 from chatetl.readers.entry import Entry
 from chatetl.readers.report import ReadError, ReadReport
 
@@ -27,22 +27,22 @@ Reader = Callable[[Entry, Layout | None, ReadReport], Iterator[Conversation]]
 
 # format -> "module:function"; each reader yields conversations with branches resolved
 READERS: dict[Format, str] = {
-    Format.CHATGPT: "chatetl.readers.chatgpt:read",
-    Format.CLAUDE_AI: "chatetl.readers.claude_ai:read",
-    Format.CHAT_EXPORT_JSON: "chatetl.readers.chat_export.json:read_json",
-    Format.CHAT_EXPORT_SHAREGPT: "chatetl.readers.chat_export.json:read_sharegpt1",
-    Format.CHAT_EXPORT_MD: "chatetl.readers.chat_export.markdown:read_markdown",
-    Format.CHAT_EXPORT_YAML: "chatetl.readers.chat_export.yaml:read_yaml",
-    Format.SHAREGPT: "chatetl.readers.sharegpt:read",
-    Format.REX: "chatetl.readers.rex:read",
-    Format.CLAUDE_CODE: "chatetl.readers.claude_code:read",
-    Format.GEMINI: "chatetl.readers.gemini:read",
-    Format.GEMINI_HTML: "chatetl.readers.gemini:read_html",
-    Format.DEEPSEEK: "chatetl.readers.deepseek:read",
-    Format.GROK: "chatetl.readers.grok:read",
-    Format.OPEN_WEBUI: "chatetl.readers.open_webui:read",
-    Format.AI_STUDIO: "chatetl.readers.ai_studio:read",
-    Format.LE_CHAT: "chatetl.readers.le_chat:read",
+    Format.CHATGPT: "chatetl.readers.platforms.chatgpt:read",
+    Format.CLAUDE_AI: "chatetl.readers.platforms.claude_ai:read",
+    Format.CHAT_EXPORT_JSON: "chatetl.readers.platforms.chat_export.json:read_json",
+    Format.CHAT_EXPORT_SHAREGPT: "chatetl.readers.platforms.chat_export.json:read_sharegpt1",
+    Format.CHAT_EXPORT_MD: "chatetl.readers.platforms.chat_export.markdown:read_markdown",
+    Format.CHAT_EXPORT_YAML: "chatetl.readers.platforms.chat_export.yaml:read_yaml",
+    Format.SHAREGPT: "chatetl.readers.platforms.sharegpt:read",
+    Format.REX: "chatetl.readers.platforms.rex:read",
+    Format.CLAUDE_CODE: "chatetl.readers.platforms.claude_code:read",
+    Format.GEMINI: "chatetl.readers.platforms.gemini:read",
+    Format.GEMINI_HTML: "chatetl.readers.platforms.gemini:read_html",
+    Format.DEEPSEEK: "chatetl.readers.platforms.deepseek:read",
+    Format.GROK: "chatetl.readers.platforms.grok:read",
+    Format.OPEN_WEBUI: "chatetl.readers.platforms.open_webui:read",
+    Format.AI_STUDIO: "chatetl.readers.platforms.ai_studio:read",
+    Format.LE_CHAT: "chatetl.readers.platforms.le_chat:read",
 }
 
 

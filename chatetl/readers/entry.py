@@ -11,9 +11,9 @@ from typing import BinaryIO, Callable
 @dataclass(frozen=True)
 class ZipMember:
     """Where a zip member lies when its zip is a file on local disk, so another process can open it
-    (chatetl.readers.pieces): the zip's path and the member's header offset (names may repeat in a
+    (chatetl.normalize.pieces): the zip's path and the member's header offset (names may repeat in a
     zip). `took(position)` counts what another process inflated from it against the upload's cap
-    (chatetl.readers.archive.Inflated); `readable_elsewhere()` tells whether reading it there whole
+    (chatetl.readers.inputs.archive.Inflated); `readable_elsewhere()` tells whether reading it there whole
     cannot take the upload past that cap (what the upload's zips declare so far is within it).
     `share`: its size over that of all the zip's `.json` members (one big `conversations.json`
     near 1, one of four shards near 0.25)."""

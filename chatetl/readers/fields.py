@@ -5,7 +5,7 @@ the record still reads) and never dropped in silence: it is counted in the ReadR
 drift (`<reader>.<what>:<name>`) and kept raw in the Conversation.meta or Message.extra it
 came with, so nothing a file held is lost and a later reader can map it. What a record cannot
 be read without (it is not an object, its message list is not a list) raises ValueError,
-which `jsonstream.convert_records` reports with the record's place before going on.
+which `convert.convert_records` reports with the record's place before going on.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Issue 14: a streaming parser slowed with the square of one string's length, so a 1 MB zip that
 inflated to one 1 GiB string kept a worker busy for an hour. Reading is linear now
-(chatetl.readers.splitter), and these caps bound what it holds and inflates:
+(chatetl.readers.jsonscan.splitter), and these caps bound what it holds and inflates:
 
 - `max_value_bytes` (CHATETL_MAX_VALUE_BYTES, 64 MiB): a JSON string longer than this makes its
   record (a conversation, a line) bad: reported in its place (`record N`, `line N`) and listed in
@@ -67,7 +67,7 @@ def current() -> Limits:
 @contextmanager
 def given_by(limits: Limits) -> Iterator[None]:
     """`current()` is `limits` inside (a worker reads a batch of files under the limits of the process that
-    queued it, whose environment it may not share: chatetl.readers.pieces.convert_leaves)."""
+    queued it, whose environment it may not share: chatetl.normalize.pieces.convert_leaves)."""
     global _GIVEN
     before, _GIVEN = _GIVEN, limits
     try:

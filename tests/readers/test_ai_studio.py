@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from chatetl import tables
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.samples.ai_studio import sample
 
 FOLDER = "Takeout/Drive/Google AI Studio"

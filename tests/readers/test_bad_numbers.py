@@ -15,9 +15,10 @@ import pytest
 from reader_inputs import chatgpt_record
 
 from chatetl.ingest.upload import normalize_upload
-from chatetl.readers import Entry, ReadReport, parallel, read_path, timeutil
-from chatetl.readers.detect import Format, detect
-from chatetl.readers.splitter import decode, without_constants
+from chatetl.normalize import pool as parallel
+from chatetl.readers import Entry, ReadReport, read_path, timeutil
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.splitter import decode, without_constants
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter
 

@@ -14,12 +14,12 @@ from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_entry, read_path
-from chatetl.readers.chat_export.json import read_json, read_sharegpt1
-from chatetl.readers.chat_export.markdown import read_markdown
-from chatetl.readers.chat_export.yaml import read_yaml
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.platforms.chat_export.json import read_json, read_sharegpt1
+from chatetl.readers.platforms.chat_export.markdown import read_markdown
+from chatetl.readers.platforms.chat_export.yaml import read_yaml
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
-from chatetl.readers.platforms import derived_id, id_from_url, normalize_platform
+from chatetl.readers.platform_names import derived_id, id_from_url, normalize_platform
 
 EXPORTED = datetime(2026, 11, 12, 5, 0, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_entry, read_path
-from chatetl.readers.claude_ai import read
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.platforms.claude_ai import read
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
 
 ROOT = "00000000-0000-4000-8000-000000000000"

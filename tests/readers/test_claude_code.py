@@ -10,8 +10,8 @@ import pytest
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_path
-from chatetl.readers.claude_code import read
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.platforms.claude_code import read
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
 
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "claude-code" / "-experiments-ideas" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"

@@ -10,7 +10,7 @@ from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.samples import chatgpt_export
 from chatetl.tables import TableWriter
 

@@ -1,4 +1,4 @@
-"""Strict detection (chatetl.readers.detect): a file that merely shares a key name with a chat format
+"""Strict detection (chatetl.readers.inputs.detect): a file that merely shares a key name with a chat format
 is not taken for it, every built-in sample is taken for its own format, and a file no reader
 understands is refused with an error naming it, so `chatetl normalize` on it exits non-zero."""
 
@@ -15,8 +15,8 @@ from reader_inputs import chatgpt_record, claude_code_line, zip_bytes
 import chatetl.samples
 from chatetl.cli import main
 from chatetl.readers import READERS, Entry, ReadReport, read_entry
-from chatetl.readers.archive import expand
-from chatetl.readers.detect import SIDECARS, Format, Layout, detect, resembles
+from chatetl.readers.inputs.archive import expand
+from chatetl.readers.inputs.detect import SIDECARS, Format, Layout, detect, resembles
 from chatetl.samples import sample_uploads
 
 
@@ -202,8 +202,8 @@ def test_normalize_on_a_good_file_still_succeeds(tmp_path):
 def test_a_head_nested_past_the_limit_is_cut_there_and_a_shallower_one_read_whole():
     """The head's depth guard runs only where the head holds as many brackets as the limit (for speed): a head
     nested past it still stops at the limit, with the keys seen before; one a level short reads whole."""
-    from chatetl.readers.depthguard import MAX_JSON_DEPTH
-    from chatetl.readers.detect import _first_record_head
+    from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
+    from chatetl.readers.inputs.detect import _first_record_head
 
     def head(levels: int) -> bytes:
         return b'[{"title": "t", "mapping": ' + b'{"a": ' * levels + b"1" + b"}" * levels + b', "create_time": 1}]'
@@ -223,7 +223,7 @@ def test_a_head_decoded_whole_shows_what_its_events_show(monkeypatch):
 
     import orjson
 
-    from chatetl.readers import detect
+    from chatetl.readers.inputs import detect
 
     rng = random.Random(8)
     names = ["mapping", "message", "title", "name", "type", "schema", "header", "id", "content", "parts", "chat_messages", "a"]

@@ -1,4 +1,4 @@
-"""The normalize fast path (arrays cut by chatetl.readers.splitter and decoded by orjson, the
+"""The normalize fast path (arrays cut by chatetl.readers.jsonscan.splitter and decoded by orjson, the
 columnar TableWriter) writes the same tables as the reference path (ijson behind the DepthGuard,
 rows through Table.from_pylist), row order included, and reports the same errors in the same
 places; past the reference, it reads on after a record nested too deep or not decodable."""
@@ -14,9 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from chatetl import tables
-from chatetl.readers import ReadReport, jsonstream, read_path
-from chatetl.readers.depthguard import MAX_JSON_DEPTH
-from chatetl.readers.splitter import ArraySplitter, BadRecord, SplitError
+from chatetl.readers import ReadReport, convert, read_path
+from chatetl.readers.jsonscan import records as jsonstream
+from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
+from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
 from chatetl.samples import chatgpt_conversations, chatgpt_export, claude_export
 
 
@@ -184,10 +185,10 @@ def _reference_reader(monkeypatch):
     """The reference path of _tables, with the frozen conversion and branch resolver."""
     import legacy_readers
 
-    from chatetl.readers import chatgpt
+    from chatetl.readers.platforms import chatgpt
 
     monkeypatch.setattr(chatgpt, "conversation_from_chatgpt", legacy_readers.conversation_from_chatgpt)
-    monkeypatch.setattr(jsonstream, "resolve_branches", legacy_readers.resolve_branches)
+    monkeypatch.setattr(convert, "resolve_branches", legacy_readers.resolve_branches)
 
 
 def _generated_file(tmp_path, copies: int = 25):
@@ -289,13 +290,13 @@ def _generated_claude(tmp_path, copies: int = 20):
 def test_fast_claude_construction_gives_the_tables_and_models_of_the_validated_conversion(tmp_path, monkeypatch):
     import legacy_readers
 
-    from chatetl.readers import claude_ai
+    from chatetl.readers.platforms import claude_ai
 
     path = _generated_claude(tmp_path)
     fast = _tables(path, tmp_path, True, monkeypatch)
     fast_models = list(read_path(path, ReadReport()))
     monkeypatch.setattr(claude_ai, "conversation_from_claude_ai", legacy_readers.conversation_from_claude_ai)
-    monkeypatch.setattr(jsonstream, "resolve_branches", legacy_readers.resolve_branches)
+    monkeypatch.setattr(convert, "resolve_branches", legacy_readers.resolve_branches)
     ref = _tables(path, tmp_path, False, monkeypatch)
     ref_models = list(read_path(path, ReadReport()))
     assert fast[0].num_rows == ref[0].num_rows > 20
@@ -315,8 +316,8 @@ def test_a_long_record_is_decoded_and_handed_out_with_the_garbage_collector_paus
     the splitter no longer holds its bytes, and its offset is still the record's."""
     import gc
 
-    from chatetl.readers import splitter
-    from chatetl.readers.values import ValueSplitter
+    from chatetl.readers.jsonscan import splitter
+    from chatetl.readers.jsonscan.values import ValueSplitter
 
     monkeypatch.setattr(splitter, "BIG_VALUE", 1000)  # (ValueSplitter hands out through ArraySplitter's _hand_out)
     decoded_with: list[bool] = []
@@ -361,7 +362,7 @@ def test_possessive_openings_find_what_backtracking_ones_find(first):
     import random
     import re
 
-    from chatetl.readers import splitter
+    from chatetl.readers.jsonscan import splitter
 
     s = ArraySplitter(io.BytesIO(b"[]"))
     s._learn(first)
@@ -405,8 +406,8 @@ class _TokenByTokenSplitter(ArraySplitter):
     def _exact_end(self):
         import re
 
-        from chatetl.readers.depthguard import NestingTooDeep
-        from chatetl.readers.jsonstrings import ValueTooLong
+        from chatetl.readers.jsonscan.depthguard import NestingTooDeep
+        from chatetl.readers.jsonscan.strings import ValueTooLong
 
         first = self._at(0)
         if first != b"{" and first != b"[":

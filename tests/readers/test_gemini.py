@@ -19,8 +19,9 @@ import pytest
 
 from chatetl.ingest.checks import check_normalized_pair
 from chatetl.model import MessageKind, Role, Source
-from chatetl.readers import Entry, ReadReport, gemini, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl.readers.platforms import gemini
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.readers.htmltext import html_to_text
 from chatetl.samples.gemini import sample
 from chatetl.tables import TableWriter, iter_conversations

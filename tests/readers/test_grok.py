@@ -11,8 +11,8 @@ from reader_inputs import zip_bytes
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
-from chatetl.readers.grok import mongo_time
+from chatetl.readers.inputs.detect import Format, Layout, detect
+from chatetl.readers.platforms.grok import mongo_time
 from chatetl.tables import TableWriter
 
 T0 = 1772323200000  # 2026-03-01T00:00:00Z in milliseconds

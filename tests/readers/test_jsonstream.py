@@ -1,4 +1,4 @@
-"""JSONL records (chatetl.readers.jsonstream): a line longer than the cap is skipped and named by
+"""JSONL records (chatetl.readers.jsonscan.records): a line longer than the cap is skipped and named by
 its line number while a line of exactly the cap reads; a JSONL object on the real S3 server,
 whatever its name, streams line by line, so one overlong line costs only itself."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from reader_inputs import claude_code_line
 
-from chatetl.readers import Entry, ReadReport, jsonstream, read_entry
+from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl.readers.jsonscan import records as jsonstream
 
 
 def test_jsonl_line_longer_than_the_cap_is_skipped_with_its_line_number(monkeypatch):

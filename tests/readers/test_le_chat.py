@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from chatetl import tables
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.samples.le_chat import sample
 
 CHAT = "0b7f6c3e-1d2a-4c5b-9e8f-123456789abc"

@@ -23,12 +23,14 @@ from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.ingest.upload import normalize_upload
 from chatetl.layout import quarantine_prefix, upload_id
-from chatetl.readers import Entry, ReadReport, jsonstream, parallel, read_entry
-from chatetl.readers.detect import Layout
-from chatetl.readers.grok import iter_conversation_records
-from chatetl.readers.jsonstrings import first_long_string, string_end
-from chatetl.readers.splitter import ArraySplitter, BadRecord
-from chatetl.readers.values import ValueSplitter
+from chatetl.normalize import pool as parallel
+from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl.readers.jsonscan import records as jsonstream
+from chatetl.readers.inputs.detect import Layout
+from chatetl.readers.platforms.grok import iter_conversation_records
+from chatetl.readers.jsonscan.strings import first_long_string, string_end
+from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord
+from chatetl.readers.jsonscan.values import ValueSplitter
 from chatetl.settings import Settings
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter

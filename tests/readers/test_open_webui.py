@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from chatetl import tables
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.samples.open_webui import sample
 
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z

@@ -1,4 +1,4 @@
-"""Normalize on worker processes (chatetl.readers.parallel) writes the one-process path's tables
+"""Normalize on worker processes (chatetl.normalize.pool) writes the one-process path's tables
 (Table.equals, row order included) and leaves the same report (errors with their places and bad
 bytes, drift, skips, counts), whatever the files hold: branches, tools, damaged records, a record
 nested too deep, a file cut short, sharded zips, a damaged zip member, other formats between."""
@@ -15,10 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 from reader_inputs import damaged_zip, member_data_start, zip_bytes
 
-from chatetl import workers
+from chatetl.normalize import workers
 from chatetl.ingest.upload import normalize_upload
-from chatetl.readers import ReadReport, parallel, pieces, read_path
-from chatetl.readers.depthguard import MAX_JSON_DEPTH
+from chatetl.normalize import pieces
+from chatetl.normalize import pool as parallel
+from chatetl.readers import ReadReport, read_path
+from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
 from chatetl.samples import ai_studio, chatgpt_conversations, chatgpt_export, claude_export, le_chat
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter
@@ -113,7 +115,7 @@ def small_tasks(monkeypatch):
 def mode(request, monkeypatch):
     """Both ways a local array file is read on two cores: cut here into tasks (`stream`, as the one
     big member of a zip or an s3:// input always is), or in pieces of a few KB by byte range (a zip's
-    several members whole; chatetl.readers.pieces)."""
+    several members whole; chatetl.normalize.pieces)."""
     if request.param == "pieces":
         monkeypatch.setattr(parallel, "PIECES", True)
         monkeypatch.setattr(pieces, "PIECE_BYTES", 3000)
@@ -168,7 +170,7 @@ def test_damaged_member_longer_than_a_read_keeps_what_one_process_keeps(tmp_path
 
     from reader_inputs import zip_bytes
 
-    from chatetl.readers import member_stream
+    from chatetl.readers.inputs import member_stream
 
     records = []
     for i in range(round(2.2 * member_stream.BLOCK / 12_000)):  # (about 2.2 blocks; the workers read with the real BLOCK)
@@ -251,7 +253,7 @@ def test_the_command_line_starts_the_forkserver_before_its_heavy_imports():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     code = (
-        "from chatetl import workers; from multiprocessing import forkserver;"
+        "from chatetl.normalize import workers; from multiprocessing import forkserver;"
         "workers.start_forkserver(); pid = forkserver._forkserver._forkserver_pid;"
         "from concurrent.futures import ProcessPoolExecutor; import os;"
         "pool = ProcessPoolExecutor(1, mp_context=workers.context());"
@@ -304,7 +306,7 @@ def test_cli_workers_option_gives_the_same_tables_summary_and_errors(tmp_path):
 
 
 def test_records_past_the_fast_cuts_search_go_to_the_exact_scanner(tmp_path, monkeypatch, mode):
-    from chatetl.readers import splitter
+    from chatetl.readers.jsonscan import splitter
 
     monkeypatch.setattr(splitter, "CUT_SEARCH", 3000)
     path = tmp_path / "conversations.json"
@@ -314,7 +316,7 @@ def test_records_past_the_fast_cuts_search_go_to_the_exact_scanner(tmp_path, mon
 
 def test_workers_run_pyarrow_without_numpy():
     """The workers' forkserver imports pyarrow without numpy (21 MB of each worker's memory) and without its cloud
-    filesystems and on the system allocator (chatetl.readers.lean_pyarrow), and they still build Arrow tables and hand
+    filesystems and on the system allocator (chatetl.normalize.lean_pyarrow), and they still build Arrow tables and hand
     them back (IPC streams)."""
     from concurrent.futures import ProcessPoolExecutor
 

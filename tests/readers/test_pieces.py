@@ -1,4 +1,4 @@
-"""A local array file read in pieces by byte range (chatetl.readers.pieces) on two processes gives the
+"""A local array file read in pieces by byte range (chatetl.normalize.pieces) on two processes gives the
 one-process tables (Table.equals) and report (errors in their places, counted over the whole file,
 with their bytes), wherever the pieces' planned starts land: on records, on objects nested inside
 one (the piece before reads on to the end), past a break in the array, in trailing data. The pieces
@@ -18,9 +18,11 @@ import pytest
 from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.ingest.upload import normalize_upload
-from chatetl.readers import ReadReport, parallel, pieces, read_path
+from chatetl.normalize import pieces
+from chatetl.normalize import pool as parallel
+from chatetl.readers import ReadReport, read_path
 from chatetl.readers.entry import Entry
-from chatetl.readers.splitter import ArraySplitter
+from chatetl.readers.jsonscan.splitter import ArraySplitter
 from chatetl.samples import chatgpt_conversations
 from chatetl.tables import TableWriter
 
@@ -155,7 +157,7 @@ def test_adopted_parts_follow_the_writers_own(tmp_path):
     from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, TableBatch
 
     from chatetl.readers.tree import resolve_branches
-    from chatetl.readers.chatgpt import conversation_from_chatgpt
+    from chatetl.readers.platforms.chatgpt import conversation_from_chatgpt
 
     chats = []
     for raw in _chats(2):
@@ -246,7 +248,7 @@ def test_members_over_the_inflate_cap_stay_in_this_process(tmp_path, monkeypatch
 def test_a_members_inflated_bytes_count_against_the_cap(tmp_path):
     """A member read as a piece counts what it inflated, as the readers' reading of it does."""
     from chatetl.readers import limits
-    from chatetl.readers.archive import Inflated, expand
+    from chatetl.readers.inputs.archive import Inflated, expand
 
     members = {f"conversations-{i:03d}.json": _shard(i) for i in range(3)}
     path = tmp_path / "export.zip"
@@ -307,7 +309,7 @@ def test_the_command_line_reads_s3_inputs_on_two_cores_as_one_process_does(s3_st
     the one process's, in the same order, and no copy is left behind."""
     from click.testing import CliRunner
 
-    from chatetl import workers
+    from chatetl.normalize import workers
     from chatetl.cli import inputs, main
 
     monkeypatch.setattr(workers, "AUTO_MIN_BYTES", 10_000)

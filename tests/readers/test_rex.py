@@ -10,8 +10,8 @@ import pytest
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_path
-from chatetl.readers import rex as rex_module
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.platforms import rex as rex_module
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
 
 CONV = "abc123de-4567-89ab-cdef-0123456789ab"

@@ -10,9 +10,9 @@ import pytest
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_path
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
-from chatetl.readers.sharegpt import read
+from chatetl.readers.platforms.sharegpt import read
 
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "sharegpt" / "fastchat-dummy_conversation.json"
 
@@ -276,7 +276,7 @@ def test_repeats_in_the_normalized_tables_pass_the_table_checks(tmp_path):
 
 
 def test_fingerprints_are_a_bounded_table_not_the_records(monkeypatch):
-    from chatetl.readers import sharegpt
+    from chatetl.readers.platforms import sharegpt
 
     table = sharegpt.Fingerprints(capacity=10_000, slots=8)
     keys = [sharegpt._digest(f"id-{i}") for i in range(5_000)]

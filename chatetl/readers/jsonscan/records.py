@@ -1,0 +1,199 @@
+"""Stream JSON records out of a file, whatever its layout, with errors that say where."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Generator, Iterator
+from typing import Any
+
+import ijson
+
+from chatetl.readers import limits
+from chatetl.readers.entry import Entry
+from chatetl.readers.inputs.detect import Layout
+from chatetl.readers.jsonscan.depthguard import DepthGuard, NestingTooDeep
+from chatetl.readers.jsonscan.splitter import (
+    ArraySplitter,
+    BadRecord,
+    Repaired,
+    SplitError,
+    decode,
+    describe_repairs,
+)
+from chatetl.readers.jsonscan.strings import ValueTooLong, first_long_string
+from chatetl.readers.jsonscan.values import ValueSplitter
+from chatetl.readers.report import ReadReport
+
+# A JSON Lines line is one record held whole in memory: real ones reach tens of MB (one
+# conversation per line); a longer line is reported and skipped unread, so a file without
+# line breaks cannot take the memory.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+
+def iter_records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    """Yield (where, record) for each top-level record; report damage and keep going where possible."""
+    if layout is Layout.JSONL:
+        yield from _iter_jsonl(entry, report)
+        return
+    if layout is Layout.ARRAY and FAST:
+        yield from _iter_array(entry, report)
+        return
+    if layout is not Layout.ARRAY:
+        yield from _iter_values(entry, report)
+        return
+    prefix = "item" if layout is Layout.ARRAY else ""
+    index = -1
+    try:
+        with DepthGuard(entry.open()) as f:
+            # multiple_values: JSONL whose first line is longer than the detection head looks like one object
+            records = ijson.items(f, prefix, use_float=True, multiple_values=layout is not Layout.ARRAY)
+            for index, record in enumerate(records):
+                yield (f"record {index}" if layout is Layout.ARRAY or index > 0 else ""), record
+    except (ijson.common.IncompleteJSONError, ijson.common.JSONError) as exc:
+        after = f"after record {index}" if index >= 0 else "before the first record"
+        report.error(entry.name, f"{after}", f"invalid or truncated JSON: {_short(exc)}")
+    except NestingTooDeep as exc:
+        report.error(entry.name, f"record {index + 1}", str(exc))
+    except RecursionError:
+        report.error(entry.name, f"record {index + 1}", "JSON nested too deeply")
+
+
+# Arrays are cut into records and decoded by orjson (chatetl.readers.jsonscan.splitter); False reads them
+# with ijson behind the DepthGuard, as before (kept as the reference the fast path is tested against).
+FAST = True
+
+
+def _iter_array(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    with entry.open() as f:
+        yield from array_records(ArraySplitter(f), entry.name, report)
+
+
+def array_records(splitter: ArraySplitter, name: str, report: ReadReport, stop: int | None = None,
+                  from_start: bool = True) -> Generator[tuple[str, Any], None, bool]:
+    """(where, record) for each record `splitter` hands out; a bad record reported in its place (with
+    its bytes) and skipped, a damaged array reported where it broke. `stop`: the byte offset of a
+    record not to hand out (chatetl.normalize.pieces: where the next piece starts); returns whether
+    a record started exactly there (when none does, it reads on to the end). `from_start` False: the
+    splitter starts at a record inside the array, so a break before its first record is "after" one."""
+    watching = stop is not None
+    try:
+        for item in splitter:
+            if watching and splitter.offset >= stop:  # type: ignore[operator]
+                if splitter.offset == stop:
+                    return True
+                watching = False  # no record starts at `stop`: read on to the end
+            where = f"record {splitter.records - 1}"
+            if isinstance(item, BadRecord):
+                report.error(name, where, item.reason, raw=item.raw)
+                continue
+            if isinstance(item, Repaired):
+                report_repairs(report, name, where, item[1], item.found, bytes(item[0]))
+            held, item = [item[1]], None  # (neither its bytes nor its value held here while the caller reads it)
+            yield where, held.pop()
+    except SplitError as exc:
+        done = splitter.records
+        after = f"after record {done - 1}" if done or not from_start else "before the first record"
+        report.error(name, after, f"invalid or truncated JSON: {exc}")
+    return False
+
+
+def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    """One object (or values one after another, as JSONL whose first line is longer than the
+    detection head): `""` for the first, `record N` after it; linear in the input (ijson, which read
+    these before, slowed with the square of one string's length: issue 14, chatetl.readers.jsonscan.values)."""
+    with entry.open() as f:
+        values = ValueSplitter(f)
+        try:
+            for item in values:
+                index = values.records - 1
+                where = f"record {index}" if index else ""
+                if isinstance(item, BadRecord):
+                    report.error(entry.name, where, item.reason, raw=item.raw)
+                    continue
+                if isinstance(item, Repaired):
+                    report_repairs(report, entry.name, where, item[1], item.found, bytes(item[0]))
+                held, item = [item[1]], None  # (as array_records)
+                yield where, held.pop()
+        except SplitError as exc:
+            done = values.records
+            after = f"after record {done - 1}" if done else "before the first record"
+            report.error(entry.name, after, f"invalid or truncated JSON: {exc}")
+
+
+def jsonl_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[int, bytes, bytes, ValueTooLong | None]]:
+    """(line number, raw line, stripped line, past the cap) for each non-empty line of a JSON Lines
+    file: a line over MAX_LINE_BYTES is skipped and reported here; a line holding a string past the
+    value cap comes with its `ValueTooLong` and without its bytes (not kept for quarantine), for the
+    reader to report in its place. The one line loop of every JSON Lines reader."""
+    limit = MAX_LINE_BYTES
+    max_value = limits.current().max_value_bytes
+    with entry.open() as f:
+        lineno = 0
+        while raw := f.readline(limit + 1):
+            lineno += 1
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                raw = b""  # let the line go before skipping the rest of it
+                while (rest := f.readline(1024 * 1024)) and not rest.endswith(b"\n"):
+                    pass
+                report.error(entry.name, f"line {lineno}", f"line longer than {limit} bytes: skipped")
+                continue
+            line = raw.strip()
+            if not line:
+                continue
+            if len(line) > max_value and (at := first_long_string(line, max_value)) is not None:
+                raw = line = b""  # (past the cap: not kept for quarantine)
+                yield lineno, raw, line, ValueTooLong(max_value, at, "line")
+                continue
+            yield lineno, raw, line, None
+
+
+def decoded_line(report: ReadReport, file: str, lineno: int, raw: bytes, line: bytes,
+                 too_long: ValueTooLong | None) -> tuple[Any, Counter[str] | None] | None:
+    """A line `jsonl_lines` gave, decoded: (record, repairs), or None when it is reported here (a string past the
+    cap, nesting too deep). A line that is not JSON raises its ValueError: what it is depends on the reader
+    (the Claude Code session log's last line may be one still being written)."""
+    if too_long is not None:
+        report.error(file, f"line {lineno}", str(too_long))
+        return None
+    try:
+        return decode(line)
+    except RecursionError:
+        report.error(file, f"line {lineno}", "JSON nested too deeply", raw=raw)
+        return None
+
+
+def _iter_jsonl(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    for lineno, raw, line, too_long in jsonl_lines(entry, report):
+        try:
+            decoded = decoded_line(report, entry.name, lineno, raw, line, too_long)
+        except ValueError as exc:
+            report.error(entry.name, f"line {lineno}", f"invalid JSON: {_short(exc)}", raw=raw)
+            continue
+        if decoded is None:
+            continue
+        record, repairs = decoded
+        if repairs:
+            report_repairs(report, entry.name, f"line {lineno}", record, repairs, raw)
+        yield f"line {lineno}", record
+
+
+def report_repairs(report: ReadReport, file: str, where: str, record: Any, found: Counter[str], raw: bytes | None) -> None:
+    """A record read with values no JSON reader holds (or no table column holds) as null: reported
+    in its place with its bytes (quarantine), each kind counted as drift; the record itself is read."""
+    report.error(file, record_place(where, record), describe_repairs(found), raw=raw)
+    for what, n in found.items():
+        report.unknown(what, n)
+
+
+def record_place(where: str, record: Any) -> str:
+    """`where`, with the id of the conversation the record names (for a report's place)."""
+    if isinstance(record, dict):
+        ident = record.get("id") or record.get("uuid") or record.get("conversation_id") or record.get("identifier")
+        if isinstance(ident, str) and ident:
+            return f"{where} (conversation {ident})" if where else f"conversation {ident}"
+    return where
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "..."
