@@ -44,7 +44,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from chatgpt_shaped import conversation as chatgpt_conversation  # noqa: E402
 
-from chatetl.exports.files import conversation_files, temporary_collector, training_lines  # noqa: E402
+from chatetl.exports.files import (  # noqa: E402
+    conversation_files,
+    temporary_collector,
+    training_lines,
+)
 from chatetl.exports.formats import PER_CONVERSATION  # noqa: E402
 from chatetl.exports.markdown import _render, markdown_equivalent  # noqa: E402
 from chatetl.exports.meta import export_views  # noqa: E402

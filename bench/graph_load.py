@@ -69,6 +69,7 @@ from chatetl.graph.properties import (
     message_props,
 )
 from chatetl.graph.schema import ensure_schema
+from chatetl.layout import table_key
 from chatetl.model import (
     Conversation,
     Message,
@@ -78,7 +79,6 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.layout import table_key
 from chatetl.readers.tree import resolve_branches
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter

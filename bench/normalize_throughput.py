@@ -54,7 +54,12 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chatgpt_shaped import write_chatgpt_file, write_claude_file, write_one_conversation, write_sharded_zip
+from chatgpt_shaped import (
+    write_chatgpt_file,
+    write_claude_file,
+    write_one_conversation,
+    write_sharded_zip,
+)
 
 PY = sys.executable
 # `members(path)`: the file, or a zip's conversations-* members opened by `opener` (zipfile's own: its zlib)

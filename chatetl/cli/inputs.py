@@ -69,9 +69,9 @@ def iter_inputs(inputs: tuple[str, ...], report: ReadReport) -> Iterator[Convers
 
 
 def iter_leaves(inputs: tuple[str, ...], report: ReadReport) -> Iterator[tuple]:
-    """The leaves (entry, format, layout) of the inputs, in the order `iter_inputs` reads them."""
-    from chatetl.readers.inputs.archive import expand
+    """The leaves (entry, format, shape) of the inputs, in the order `iter_inputs` reads them."""
     from chatetl.normalize.pool import path_leaves
+    from chatetl.readers.inputs.archive import expand
 
     for item in inputs:
         if item.startswith("s3://"):
@@ -91,8 +91,8 @@ def leaf_groups(inputs: tuple[str, ...], report: ReadReport, copy_to: Path | Non
     if copy_to is None:
         yield iter_leaves(inputs, report)
         return
-    from chatetl.readers.inputs.archive import copied_if_zip, expand
     from chatetl.normalize.pool import path_leaves
+    from chatetl.readers.inputs.archive import copied_if_zip, expand
 
     def items() -> Iterator[tuple[int, Path | Entry | None, tuple | None]]:
         """(n, the n-th zip's copy, its entry) for each zip copied, else (0, None, leaf)."""

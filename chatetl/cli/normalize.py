@@ -62,8 +62,8 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
         start_forkserver()
     import chatetl.normalize.lean_pyarrow  # noqa: F401  (before pyarrow: see the module's docstring)
     from chatetl.cli.inputs import input_meter, leaf_groups
-    from chatetl.readers import ReadReport
     from chatetl.normalize.pool import read_into
+    from chatetl.readers import ReadReport
     from chatetl.tables import TableWriter
 
     report = ReadReport()

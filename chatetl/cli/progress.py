@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, Self, TextIO
 
+from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.counting_stream import CountingStream
 from chatetl.readers.inputs.detect import SIDECARS
-from chatetl.readers.entry import Entry
 
-Leaf = tuple[Entry, Any, Any]  # (entry, Format, Layout | None), as chatetl.readers.inputs.archive.expand yields them
+Leaf = tuple[Entry, Any, Any]  # (entry, Format, Shape | None), as chatetl.readers.inputs.archive.expand yields them
 
 
 def show_progress(progress: bool | None, quiet: bool, stream: TextIO | None = None) -> bool:
@@ -99,15 +99,15 @@ class InputMeter:
 
     def _counted_leaves(self, leaves: Iterable[Leaf]) -> Iterator[Leaf]:
         try:
-            for entry, fmt, layout in leaves:
+            for entry, fmt, shape in leaves:
                 self._finish_current()
                 if fmt in SIDECARS:  # skipped unopened (and not in the total)
-                    yield entry, fmt, layout
+                    yield entry, fmt, shape
                     continue
                 count = _LeafCount(entry.size or 0)
                 self._current = count
                 opener = entry.opener
-                yield replace(entry, opener=lambda opener=opener, count=count: CountingStream(opener(), count.advanced)), fmt, layout
+                yield replace(entry, opener=lambda opener=opener, count=count: CountingStream(opener(), count.advanced)), fmt, shape
         finally:
             self._finish_current()
 

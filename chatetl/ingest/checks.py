@@ -18,7 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from chatetl.storage import ObjectStore
-from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, download_table, partition_table_pairs, read_rows
+from chatetl.tables import (
+    CONVERSATIONS_SCHEMA,
+    MESSAGES_SCHEMA,
+    download_table,
+    partition_table_pairs,
+    read_rows,
+)
 from chatetl.tally import Tally, all_passed, capped, summed_by
 
 MAX_PROBLEMS = 50

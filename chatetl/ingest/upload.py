@@ -16,12 +16,17 @@ from typing import Any
 
 from chatetl.layout import TABLES, quarantine_prefix, table_key, upload_id
 from chatetl.model import state_order
+from chatetl.normalize.pool import read_into
+from chatetl.normalize.workers import resolve_workers
 from chatetl.readers import Entry, ReadReport, read_entry
 from chatetl.readers.inputs.archive import copied_if_zip, expand
-from chatetl.normalize.pool import read_into
-from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
+from chatetl.storage import (
+    ObjectInfo,
+    ObjectStore,
+    put_bytes_if_changed,
+    put_if_changed,
+)
 from chatetl.tables import TableWriter, iter_conversations, read_rows
-from chatetl.normalize.workers import resolve_workers
 
 
 @dataclass

@@ -52,15 +52,15 @@ import pyarrow as pa
 
 from chatetl.model import Conversation
 from chatetl.readers import limits
+from chatetl.readers.convert import convert_records
+from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.archive import until_damaged
 from chatetl.readers.inputs.counting_stream import CountingStream
 from chatetl.readers.inputs.detect import Format
-from chatetl.readers.entry import Entry
-from chatetl.readers.convert import convert_records
-from chatetl.readers.jsonscan.records import array_records
 from chatetl.readers.inputs.member_stream import open_member
-from chatetl.readers.report import ReadReport
+from chatetl.readers.jsonscan.records import array_records
 from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
+from chatetl.readers.report import ReadReport
 from chatetl.tables import TableBatch, TableWriter
 
 PIECE_BYTES = 8 * 1024 * 1024  # a piece's planned size (4 MB: more pieces, no faster; 16 MB: a longer tail)
@@ -283,7 +283,9 @@ def convert_piece(
     record. A record past `stop` without one at it: the piece reads on to the end (`reached`
     False). A damaged zip member ends the piece where it broke, as in one process: the
     conversations before it stand, the damage is reported after them."""
-    from chatetl.normalize.pool import CONVERTERS  # (the per-record conversions, each reader's own)
+    from chatetl.normalize.pool import (
+        CONVERTERS,  # (the per-record conversions, each reader's own)
+    )
 
     report = PieceReport()
     result = PieceResult(reached=stop is None)
@@ -356,14 +358,14 @@ def _to_files(target: tuple[str, ...], upload_key: str | None, batch_bytes: int,
 @dataclass(frozen=True)
 class LeafSpec:
     """A leaf another process reads with its reader: a member of a zip on local disk (its header offset:
-    names may repeat), as `expand` found it, its format and layout."""
+    names may repeat), as `expand` found it, its format and shape."""
 
     name: str
     zip_path: str
     header_offset: int
     size: int | None
     fmt: str
-    layout: str | None
+    shape: str | None
 
 
 def convert_leaves(leaves: list[LeafSpec], given: limits.Limits, rows: IpcRows | ParquetRows | Callable[[Conversation], None],
@@ -377,8 +379,10 @@ def convert_leaves(leaves: list[LeafSpec], given: limits.Limits, rows: IpcRows |
 
 def _convert_leaves(leaves: list[LeafSpec], rows: IpcRows | ParquetRows | Callable[[Conversation], None],
                     add: Callable[[Conversation], Any] | None) -> PieceResult:
-    from chatetl.readers import _read_leaves  # (the readers' registry imports this module's neighbours)
-    from chatetl.readers.inputs.detect import Layout
+    from chatetl.readers import (
+        _read_leaves,  # (the readers' registry imports this module's neighbours)
+    )
+    from chatetl.readers.jsonscan.records import Shape
 
     report = PieceReport()
     result = PieceResult(inflated_each=[0] * len(leaves))
@@ -393,7 +397,7 @@ def _convert_leaves(leaves: list[LeafSpec], rows: IpcRows | ParquetRows | Callab
         return lambda: CountingStream(open_member(zf, infos[spec.header_offset]), took)  # type: ignore[return-value]
 
     entries = [(Entry(name=spec.name, opener=opener(i, spec), size=spec.size), Format(spec.fmt),
-                Layout(spec.layout) if spec.layout is not None else None) for i, spec in enumerate(leaves)]
+                Shape(spec.shape) if spec.shape is not None else None) for i, spec in enumerate(leaves)]
     for conv in _read_leaves(entries, report):
         add(conv)
     _finished(result, report, rows)

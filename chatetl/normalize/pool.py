@@ -73,16 +73,20 @@ import pyarrow as pa
 
 from chatetl.model import Conversation
 from chatetl.normalize import pieces
+from chatetl.normalize.workers import context
 from chatetl.readers import _read_leaves, limits
-from chatetl.readers.jsonscan import records as jsonstream
-from chatetl.readers.platforms import chatgpt, claude_ai
-from chatetl.readers.inputs.archive import DAMAGED_MEMBER, damage_reason, expand, expand_folder
-from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
-from chatetl.readers.inputs.detect import Format, Layout
-from chatetl.readers.entry import Entry
 from chatetl.readers.convert import convert_records
-from chatetl.readers.jsonscan.records import report_repairs
-from chatetl.readers.report import ReadReport
+from chatetl.readers.entry import Entry
+from chatetl.readers.inputs.archive import (
+    DAMAGED_MEMBER,
+    damage_reason,
+    expand,
+    expand_folder,
+)
+from chatetl.readers.inputs.detect import Format
+from chatetl.readers.jsonscan import records as jsonstream
+from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
+from chatetl.readers.jsonscan.records import Shape, report_repairs
 from chatetl.readers.jsonscan.splitter import (
     ArraySplitter,
     BadRecord,
@@ -90,8 +94,9 @@ from chatetl.readers.jsonscan.splitter import (
     decode,
     nests_too_deep,
 )
+from chatetl.readers.platforms import chatgpt, claude_ai
+from chatetl.readers.report import ReadReport
 from chatetl.tables import TableBatch, TableWriter
-from chatetl.normalize.workers import context
 
 if TYPE_CHECKING:  # imported where the pool starts: one process never imports multiprocessing (~25 ms)
     from concurrent.futures import ProcessPoolExecutor
@@ -111,7 +116,7 @@ MEMBER_SHARE = 0.6
 # (chatetl.normalize.pieces.convert_leaves); a batch is one Parquet part
 LEAF_BATCH_BYTES = 4 * 1024 * 1024
 WAIT_FOR_WORKERS = False  # True: the first task waits for the first worker (the tests, so workers take part)
-Leaf = tuple[Entry, Format, "Layout | None"]
+Leaf = tuple[Entry, Format, "Shape | None"]
 
 
 def path_leaves(path: Any, report: ReadReport) -> Iterable[Leaf]:
@@ -150,8 +155,8 @@ def read_into(
             writer.add(conv, upload_key=upload_key)
         return Shares()
     with _Pool(workers - 1, writer, report, upload_key) as pool:
-        for leaf, fmt, layout in leaves:
-            if fmt in CONVERTERS and (layout or Layout.ARRAY) is Layout.ARRAY and jsonstream.FAST:
+        for leaf, fmt, shape in leaves:
+            if fmt in CONVERTERS and (shape or Shape.ARRAY) is Shape.ARRAY and jsonstream.FAST:
                 pool.flush_leaves()
                 report.files += 1
                 report.formats[fmt.value] += 1
@@ -163,10 +168,10 @@ def read_into(
                 else:
                     pool.read_whole(leaf, fmt)
             elif jsonstream.FAST and leaf.member is not None and leaf.member.readable_elsewhere():
-                pool.add_leaf(leaf, fmt, layout)  # read by its reader in a batch of its zip's members
+                pool.add_leaf(leaf, fmt, shape)  # read by its reader in a batch of its zip's members
             else:
                 pool.drain()  # what came before is written first
-                for conv in _read_leaves([(leaf, fmt, layout)], report):
+                for conv in _read_leaves([(leaf, fmt, shape)], report):
                     writer.add(conv, upload_key=upload_key)
     return pool.shares
 
@@ -417,14 +422,14 @@ class _Pool:
         self._add(_Job(fmt, source, leaf.name, None, None, None, None, member))
         self._run_jobs(until_done=False)
 
-    def add_leaf(self, leaf: Entry, fmt: Format, layout: Layout | None) -> None:
+    def add_leaf(self, leaf: Entry, fmt: Format, shape: Shape | None) -> None:
         """A zip member read whole by its reader, in a batch of its zip's members (LEAF_BATCH_BYTES), by a
         worker or here; merged in its place like a piece."""
         member = leaf.member
         if self._leaves and self._leaves[0][0].zip_path != member.zip_path:  # type: ignore[union-attr]
             self.flush_leaves()
         spec = pieces.LeafSpec(leaf.name, member.zip_path, member.header_offset, leaf.size, fmt.value,  # type: ignore[union-attr]
-                               layout.value if layout is not None else None)
+                               shape.value if shape is not None else None)
         self._leaves.append((spec, member))
         self._leaves_bytes += leaf.size or 0
         if self._leaves_bytes >= LEAF_BATCH_BYTES:

@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from chatetl.model import Conversation
-from chatetl.readers.inputs.archive import expand, expand_folder, until_damaged
-from chatetl.readers.inputs.detect import SIDECARS, Format, Layout
 from chatetl.readers.entry import Entry
+from chatetl.readers.inputs.archive import expand, expand_folder, until_damaged
+from chatetl.readers.inputs.detect import SIDECARS, Format
+from chatetl.readers.jsonscan.records import Shape
 from chatetl.readers.report import ReadError, ReadReport
 
 __all__ = ["Entry", "Format", "ReadError", "ReadReport", "read_entry", "read_entries", "read_path"]
 
-Reader = Callable[[Entry, Layout | None, ReadReport], Iterator[Conversation]]
+Reader = Callable[[Entry, Shape | None, ReadReport], Iterator[Conversation]]
 
 # format -> "module:function"; each reader yields conversations with branches resolved
 READERS: dict[Format, str] = {
@@ -57,8 +58,8 @@ def reader_for(fmt: Format) -> Reader | None:
         return None
 
 
-def _read_leaves(leaves: Iterable[tuple[Entry, Format, Layout | None]], report: ReadReport) -> Iterator[Conversation]:
-    for leaf, fmt, layout in leaves:
+def _read_leaves(leaves: Iterable[tuple[Entry, Format, Shape | None]], report: ReadReport) -> Iterator[Conversation]:
+    for leaf, fmt, shape in leaves:
         if fmt in SIDECARS:
             report.skip(f"{fmt.value} file")
             continue
@@ -68,7 +69,7 @@ def _read_leaves(leaves: Iterable[tuple[Entry, Format, Layout | None]], report: 
             continue
         report.files += 1
         report.formats[fmt.value] += 1
-        yield from until_damaged(reader(leaf, layout, report), leaf.name, report)
+        yield from until_damaged(reader(leaf, shape, report), leaf.name, report)
 
 
 def read_entry(entry: Entry, report: ReadReport) -> Iterator[Conversation]:

@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 from chatetl import tables
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.inputs.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
 from chatetl.samples.ai_studio import sample
 
 FOLDER = "Takeout/Drive/Google AI Studio"
@@ -245,8 +246,8 @@ def test_detection_takes_prompt_files_and_only_them():
     def fmt(obj):
         return detect(Entry.from_bytes("My prompt", json.dumps(obj, indent=2).encode()))
 
-    assert fmt(prompt(qa())) == (Format.AI_STUDIO, Layout.OBJECT)
-    assert fmt({"chunkedPrompt": {"chunks": []}}) == (Format.AI_STUDIO, Layout.OBJECT)
+    assert fmt(prompt(qa())) == (Format.AI_STUDIO, Shape.OBJECT)
+    assert fmt({"chunkedPrompt": {"chunks": []}}) == (Format.AI_STUDIO, Shape.OBJECT)
     # a key in common is not enough
     assert fmt({"chunkedPrompt": "a template literal helper", "name": "x"})[0] is None
     assert fmt({"runSettings": {"model": "m"}, "contents": []})[0] is None

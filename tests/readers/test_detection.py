@@ -16,7 +16,8 @@ import chatetl.samples
 from chatetl.cli import main
 from chatetl.readers import READERS, Entry, ReadReport, read_entry
 from chatetl.readers.inputs.archive import expand
-from chatetl.readers.inputs.detect import SIDECARS, Format, Layout, detect, resembles
+from chatetl.readers.inputs.detect import SIDECARS, Format, detect, resembles
+from chatetl.readers.jsonscan.records import Shape
 from chatetl.samples import sample_uploads
 
 
@@ -101,7 +102,7 @@ def test_a_chatgpt_mapping_cut_by_the_detection_head_is_still_chatgpt():
     record = chatgpt_record("big", text="x" * 200_000)
     record["mapping"] = {"root": {"id": "root", "message": None, "parent": None, "children": ["m1"]}, **record["mapping"]}
     record["mapping"]["m1"]["parent"] = "root"
-    assert detect(Entry.from_bytes("conversations.json", json.dumps([record]).encode())) == (Format.CHATGPT, Layout.ARRAY)
+    assert detect(Entry.from_bytes("conversations.json", json.dumps([record]).encode())) == (Format.CHATGPT, Shape.ARRAY)
 
 
 # --- every built-in sample is taken for its own format -------------------------------------------
@@ -202,8 +203,8 @@ def test_normalize_on_a_good_file_still_succeeds(tmp_path):
 def test_a_head_nested_past_the_limit_is_cut_there_and_a_shallower_one_read_whole():
     """The head's depth guard runs only where the head holds as many brackets as the limit (for speed): a head
     nested past it still stops at the limit, with the keys seen before; one a level short reads whole."""
-    from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
     from chatetl.readers.inputs.detect import _first_record_head
+    from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
 
     def head(levels: int) -> bytes:
         return b'[{"title": "t", "mapping": ' + b'{"a": ' * levels + b"1" + b"}" * levels + b', "create_time": 1}]'

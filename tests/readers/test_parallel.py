@@ -15,13 +15,18 @@ import pyarrow.parquet as pq
 import pytest
 from reader_inputs import damaged_zip, member_data_start, zip_bytes
 
-from chatetl.normalize import workers
 from chatetl.ingest.upload import normalize_upload
-from chatetl.normalize import pieces
+from chatetl.normalize import pieces, workers
 from chatetl.normalize import pool as parallel
 from chatetl.readers import ReadReport, read_path
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
-from chatetl.samples import ai_studio, chatgpt_conversations, chatgpt_export, claude_export, le_chat
+from chatetl.samples import (
+    ai_studio,
+    chatgpt_conversations,
+    chatgpt_export,
+    claude_export,
+    le_chat,
+)
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter
 

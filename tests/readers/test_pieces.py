@@ -154,10 +154,9 @@ def test_shift_place():
 
 def test_adopted_parts_follow_the_writers_own(tmp_path):
     """TableWriter.adopt: parts written elsewhere take the next part numbers, between the writer's own."""
-    from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, TableBatch
-
-    from chatetl.readers.tree import resolve_branches
     from chatetl.readers.platforms.chatgpt import conversation_from_chatgpt
+    from chatetl.readers.tree import resolve_branches
+    from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, TableBatch
 
     chats = []
     for raw in _chats(2):
@@ -309,8 +308,8 @@ def test_the_command_line_reads_s3_inputs_on_two_cores_as_one_process_does(s3_st
     the one process's, in the same order, and no copy is left behind."""
     from click.testing import CliRunner
 
-    from chatetl.normalize import workers
     from chatetl.cli import inputs, main
+    from chatetl.normalize import workers
 
     monkeypatch.setattr(workers, "AUTO_MIN_BYTES", 10_000)
     monkeypatch.setattr(workers, "AUTO", True)

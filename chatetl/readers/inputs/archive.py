@@ -41,14 +41,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from chatetl.readers import limits
+from chatetl.readers.entry import Entry, ZipMember
 from chatetl.readers.inputs import claude_ai_manifest
 from chatetl.readers.inputs.counting_stream import CountingStream
-from chatetl.readers.jsonscan.depthguard import DepthGuard, NestingTooDeep
-from chatetl.readers.inputs.detect import ZIP_MAGIC, Format, Layout, detect, resembles
+from chatetl.readers.inputs.detect import ZIP_MAGIC, Format, detect, resembles
 from chatetl.readers.inputs.encodings import INVALID_SEQUENCE, utf8_entry, wide_encoding
-from chatetl.readers.entry import Entry, ZipMember
-from chatetl.readers.limits import size_text
 from chatetl.readers.inputs.member_stream import INFLATE_ERRORS, open_member
+from chatetl.readers.jsonscan.depthguard import DepthGuard, NestingTooDeep
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.limits import size_text
 from chatetl.readers.report import ReadReport
 
 if TYPE_CHECKING:
@@ -62,11 +63,11 @@ DAMAGED_MEMBER = (zipfile.BadZipFile, *INFLATE_ERRORS, EOFError)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
-Leaf = tuple[Entry, Format, "Layout | None"]
+Leaf = tuple[Entry, Format, "Shape | None"]
 
 
 def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: int = 0, inflated: Inflated | None = None) -> Iterator[Leaf]:
-    """Yield (leaf entry, format, layout) for every chat file inside `entry` (`inflated`: what the
+    """Yield (leaf entry, format, shape) for every chat file inside `entry` (`inflated`: what the
     zips around it inflate to so far, shared by a nested zip with the upload's)."""
     try:
         head = entry.head()
@@ -83,22 +84,22 @@ def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: i
     if encoding is not None:  # UTF-16/32 (Windows tools): read as UTF-8, streamed
         entry = utf8_entry(entry, encoding, lambda n: report.unknown(INVALID_SEQUENCE, n))
         head = entry.head()
-    fmt, layout = detect(entry, head)
+    fmt, shape = detect(entry, head)
     if fmt is Format.ZIP:
         yield from _expand_zip(entry, report, depth, top_level, inflated)
         return
     if fmt is None:
         near = resembles(entry, head)
         if top_level or near is not None:
-            report.error(entry.name, "", f"unrecognized format: {_why_unrecognized(head, layout, near)}")
+            report.error(entry.name, "", f"unrecognized format: {_why_unrecognized(head, shape, near)}")
         else:
             report.skip("not a chat file")
         return
-    yield entry, fmt, layout
+    yield entry, fmt, shape
 
 
-def _why_unrecognized(head: bytes, layout: Layout | None, near: Format | None) -> str:
-    if layout is None:
+def _why_unrecognized(head: bytes, shape: Shape | None, near: Format | None) -> str:
+    if shape is None:
         return "content no reader knows (not JSON, JSONL, chat-export Markdown or YAML)"
     try:
         guard = DepthGuard(io.BytesIO(head))

@@ -16,9 +16,14 @@ from typing import Any
 import ijson
 import orjson
 
-from chatetl.readers.inputs import claude_ai_manifest
-from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH, DepthGuard, NestingTooDeep
 from chatetl.readers.entry import Entry
+from chatetl.readers.inputs import claude_ai_manifest
+from chatetl.readers.jsonscan.depthguard import (
+    MAX_JSON_DEPTH,
+    DepthGuard,
+    NestingTooDeep,
+)
+from chatetl.readers.jsonscan.records import Shape
 from chatetl.readers.jsonscan.splitter import without_constants, without_lone_surrogates
 
 ZIP_MAGIC = b"PK\x03\x04"
@@ -54,13 +59,6 @@ SIDECARS = frozenset({Format.CHATGPT_SIDECAR, Format.CLAUDE_AI_SIDECAR, Format.C
 # a ```md fence whose first line is a chat-export label (sys, sources, user:, assistant:, grok: ...):
 # a Markdown note that merely shows a ```md code block is no chat export
 _MD_LABELLED_FENCE = re.compile(r"^`{3,}md[ \t]*\n(?:sys|sources|[A-Za-z][A-Za-z0-9 _.\-]*:)[ \t]*$", re.MULTILINE)
-
-
-class Layout(StrEnum):
-    ARRAY = "array"  # top-level JSON array of records
-    OBJECT = "object"  # one top-level JSON object
-    JSONL = "jsonl"  # one JSON object per line
-    TEXT = "text"
 
 
 @dataclass
@@ -440,7 +438,7 @@ def _decode_head(data: bytes) -> str | None:
 MAX_FIRST_LINE_BYTES = 256 * 1024 * 1024
 
 
-def _long_first_line_jsonl(entry: Entry) -> tuple[Format | None, Layout] | None:
+def _long_first_line_jsonl(entry: Entry) -> tuple[Format | None, Shape] | None:
     """JSON Lines whose first line is longer than the head (a big Claude conversation): read that
     one line (bounded) and look past it; (format, JSONL) when more records follow, else None."""
     try:
@@ -463,19 +461,19 @@ def _long_first_line_jsonl(entry: Entry) -> tuple[Format | None, Layout] | None:
         return None
     if not isinstance(obj, dict):
         return None
-    return classify(Head.of(obj)), Layout.JSONL
+    return classify(Head.of(obj)), Shape.JSONL
 
 
-def _checked(fmt: Format | None, entry: Entry, layout: Layout) -> Format | None:
+def _checked(fmt: Format | None, entry: Entry, shape: Shape) -> Format | None:
     """A Claude.ai manifest is one whole JSON object whose every item names a .zip (read to make
     sure: it is small); a record that only has a manifest's keys is none."""
-    if fmt is Format.CLAUDE_AI_MANIFEST and (layout is not Layout.OBJECT or claude_ai_manifest.read_parts(entry) is None):
+    if fmt is Format.CLAUDE_AI_MANIFEST and (shape is not Shape.OBJECT or claude_ai_manifest.read_parts(entry) is None):
         return None
     return fmt
 
 
-def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layout | None]:
-    """Return (format, layout) of an entry, or (None, None) when it is no chat format known."""
+def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Shape | None]:
+    """Return (format, shape) of an entry, or (None, None) when it is no chat format known."""
     if head is None:
         head = entry.head()
     if head.startswith((ZIP_MAGIC, EMPTY_ZIP_MAGIC)):
@@ -484,7 +482,7 @@ def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layo
     if not text:
         return None, None
     if text[:1] == b"[":
-        return _checked(classify(_first_record_head(text, array=True)), entry, Layout.ARRAY), Layout.ARRAY
+        return _checked(classify(_first_record_head(text, array=True)), entry, Shape.ARRAY), Shape.ARRAY
     if text[:1] == b"{":
         first_line = text.split(b"\n", 1)[0].strip()
         single_line_record = False
@@ -505,15 +503,15 @@ def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layo
                 except (ValueError, RecursionError):
                     continue
                 if isinstance(obj, dict):
-                    fmt = _checked(classify(Head.of(obj)), entry, Layout.JSONL)
+                    fmt = _checked(classify(Head.of(obj)), entry, Shape.JSONL)
                     if fmt is not None:
-                        return fmt, Layout.JSONL
-            return None, Layout.JSONL
+                        return fmt, Shape.JSONL
+            return None, Shape.JSONL
         if b"\n" not in text.strip():
             jsonl = _long_first_line_jsonl(entry)
             if jsonl is not None:
-                return _checked(jsonl[0], entry, Layout.JSONL), Layout.JSONL
-        return _checked(classify(_first_record_head(text, array=False)), entry, Layout.OBJECT), Layout.OBJECT
+                return _checked(jsonl[0], entry, Shape.JSONL), Shape.JSONL
+        return _checked(classify(_first_record_head(text, array=False)), entry, Shape.OBJECT), Shape.OBJECT
     sample = _decode_head(text)
     if sample is None:
         return None, None
@@ -521,12 +519,12 @@ def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Layo
         return None, None
     sample = sample.replace("\r\n", "\n")  # files saved with Windows line ends
     if _is_gemini_activity_html(entry, sample):
-        return Format.GEMINI_HTML, Layout.TEXT
+        return Format.GEMINI_HTML, Shape.TEXT
     if _MD_LABELLED_FENCE.search(sample):
-        return Format.CHAT_EXPORT_MD, Layout.TEXT
+        return Format.CHAT_EXPORT_MD, Shape.TEXT
     lines = sample.splitlines()[:200]
     has_messages = any(line.startswith("messages:") for line in lines)
     has_meta = any(line.startswith(("platform:", "title:", "url:", "exported_at:", "chat_id:")) for line in lines)
     if has_messages and has_meta:
-        return Format.CHAT_EXPORT_YAML, Layout.TEXT
+        return Format.CHAT_EXPORT_YAML, Shape.TEXT
     return None, None

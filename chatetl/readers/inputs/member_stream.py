@@ -28,8 +28,8 @@ from typing import Any, BinaryIO
 
 from isal import isal_zlib
 
-from chatetl.readers.jsonscan.splitter import CHUNK
 from chatetl.readers.inputs.wrapped_stream import WrappedStream
+from chatetl.readers.jsonscan.splitter import CHUNK
 
 BLOCK = CHUNK  # the splitter's read: a whole block is handed out without a copy
 

@@ -1,16 +1,16 @@
-"""Stream JSON records out of a file, whatever its layout, with errors that say where."""
+"""Stream JSON records out of a file, whatever its shape, with errors that say where."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Generator, Iterator
+from enum import StrEnum
 from typing import Any
 
 import ijson
 
 from chatetl.readers import limits
 from chatetl.readers.entry import Entry
-from chatetl.readers.inputs.detect import Layout
 from chatetl.readers.jsonscan.depthguard import DepthGuard, NestingTooDeep
 from chatetl.readers.jsonscan.splitter import (
     ArraySplitter,
@@ -24,31 +24,41 @@ from chatetl.readers.jsonscan.strings import ValueTooLong, first_long_string
 from chatetl.readers.jsonscan.values import ValueSplitter
 from chatetl.readers.report import ReadReport
 
+
+class Shape(StrEnum):
+    """How the records lie in a file: what detection tells and the readers read by."""
+
+    ARRAY = "array"  # top-level JSON array of records
+    OBJECT = "object"  # one top-level JSON object
+    JSONL = "jsonl"  # one JSON object per line
+    TEXT = "text"  # not JSON: Markdown, YAML, HTML
+
+
 # A JSON Lines line is one record held whole in memory: real ones reach tens of MB (one
 # conversation per line); a longer line is reported and skipped unread, so a file without
 # line breaks cannot take the memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
 
 
-def iter_records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[tuple[str, Any]]:
+def iter_records(entry: Entry, shape: Shape, report: ReadReport) -> Iterator[tuple[str, Any]]:
     """Yield (where, record) for each top-level record; report damage and keep going where possible."""
-    if layout is Layout.JSONL:
+    if shape is Shape.JSONL:
         yield from _iter_jsonl(entry, report)
         return
-    if layout is Layout.ARRAY and FAST:
+    if shape is Shape.ARRAY and FAST:
         yield from _iter_array(entry, report)
         return
-    if layout is not Layout.ARRAY:
+    if shape is not Shape.ARRAY:
         yield from _iter_values(entry, report)
         return
-    prefix = "item" if layout is Layout.ARRAY else ""
+    prefix = "item" if shape is Shape.ARRAY else ""
     index = -1
     try:
         with DepthGuard(entry.open()) as f:
             # multiple_values: JSONL whose first line is longer than the detection head looks like one object
-            records = ijson.items(f, prefix, use_float=True, multiple_values=layout is not Layout.ARRAY)
+            records = ijson.items(f, prefix, use_float=True, multiple_values=shape is not Shape.ARRAY)
             for index, record in enumerate(records):
-                yield (f"record {index}" if layout is Layout.ARRAY or index > 0 else ""), record
+                yield (f"record {index}" if shape is Shape.ARRAY or index > 0 else ""), record
     except (ijson.common.IncompleteJSONError, ijson.common.JSONError) as exc:
         after = f"after record {index}" if index >= 0 else "before the first record"
         report.error(entry.name, f"{after}", f"invalid or truncated JSON: {_short(exc)}")

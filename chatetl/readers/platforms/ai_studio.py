@@ -44,17 +44,32 @@ from urllib.parse import urlparse
 
 import orjson
 
-from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.model import (
+    Attachment,
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
 from chatetl.readers import limits
-from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
-from chatetl.readers.inputs.detect import Layout
-from chatetl.readers.entry import Entry
-from chatetl.readers.fields import expect_object, keep_unknown, known_role, list_field, text_or_none
 from chatetl.readers.convert import convert_records, json_text, raw_bytes
-from chatetl.readers.jsonscan.records import iter_records
+from chatetl.readers.entry import Entry
+from chatetl.readers.fields import (
+    expect_object,
+    keep_unknown,
+    known_role,
+    list_field,
+    text_or_none,
+)
+from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
+from chatetl.readers.jsonscan.records import Shape, iter_records
+from chatetl.readers.jsonscan.splitter import nests_too_deep
 from chatetl.readers.jsonscan.strings import first_long_string
 from chatetl.readers.report import ReadReport
-from chatetl.readers.jsonscan.splitter import nests_too_deep
 from chatetl.readers.timeutil import parse_iso_time
 from chatetl.readers.tree import turn_kind
 
@@ -81,8 +96,8 @@ _TOOL_KEYS = ("executableCode", "codeExecutionResult", "functionCall", "function
 _UPLOAD_KEYS = frozenset({*(key for key, _ in _DRIVE), *(key for key, _ in _INLINE), "youtubeVideo"})
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, _records(entry, layout or Layout.OBJECT, report), report, record_converter(entry.name, report))
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
+    yield from convert_records(entry, _records(entry, shape or Shape.OBJECT, report), report, record_converter(entry.name, report))
 
 
 # A prompt file is one object, one chat: read whole and decoded by orjson (several times the rate of
@@ -93,8 +108,8 @@ def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Co
 MAX_WHOLE_BYTES = 256 * 1024 * 1024
 
 
-def _records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[tuple[str, Any]]:
-    if layout is Layout.OBJECT and entry.size is not None and entry.size <= MAX_WHOLE_BYTES:
+def _records(entry: Entry, shape: Shape, report: ReadReport) -> Iterator[tuple[str, Any]]:
+    if shape is Shape.OBJECT and entry.size is not None and entry.size <= MAX_WHOLE_BYTES:
         with entry.open() as f:
             data = f.read(MAX_WHOLE_BYTES + 1)
         max_value = limits.current().max_value_bytes
@@ -109,7 +124,7 @@ def _records(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[tuple
                     return
             del value
         del data  # (let go before the streaming path reads the file again)
-    yield from iter_records(entry, layout, report)
+    yield from iter_records(entry, shape, report)
 
 
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:

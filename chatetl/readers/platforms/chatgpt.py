@@ -52,11 +52,10 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers.inputs.detect import Layout
+from chatetl.readers.convert import convert_records
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
-from chatetl.readers.convert import convert_records
-from chatetl.readers.jsonscan.records import iter_records
+from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import turn_kind
@@ -100,8 +99,8 @@ _CITE_MARKER = re.compile("\ue200[^\ue200\ue201]*\ue201|【[^】\n]{0,200}†[^�
 _IMAGE_TOOL = re.compile(r"dalle|image_gen|text2im|imagegen|^t2uay3k\.", re.IGNORECASE)
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, record_converter(entry.name, report))
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
+    yield from convert_records(entry, iter_records(entry, shape or Shape.ARRAY, report), report, record_converter(entry.name, report))
 
 
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:

@@ -54,11 +54,15 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers.inputs.detect import Layout
+from chatetl.readers.convert import convert_records, json_text, raw_bytes
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import text_or_none
-from chatetl.readers.convert import convert_records, json_text, raw_bytes
-from chatetl.readers.jsonscan.records import decoded_line, jsonl_lines, report_repairs
+from chatetl.readers.jsonscan.records import (
+    Shape,
+    decoded_line,
+    jsonl_lines,
+    report_repairs,
+)
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import turn_kind
@@ -99,7 +103,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CUT_LAST_LINE = "claude-code.cut last line"
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     # A session log is always JSON Lines (a first line longer than the detection head looks like an object).
     def convert(_record: Any, _where: str) -> Conversation | None:
         return conversation_from_session(entry, session_lines(entry, report), report)

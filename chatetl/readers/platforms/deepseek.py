@@ -44,11 +44,10 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers.inputs.detect import Layout
+from chatetl.readers.convert import convert_records, json_text
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, text_or_none
-from chatetl.readers.convert import convert_records, json_text
-from chatetl.readers.jsonscan.records import iter_records
+from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
 
@@ -81,8 +80,8 @@ _ROLES = {"USER": Role.USER, "ASSISTANT": Role.ASSISTANT}  # the web API's `role
 _NOT_TOOL_INPUT = frozenset({"id", "type", "results", "content", "output", "status", "stage_id", "elapsed_secs", "error", "references"})
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, record_converter(entry.name, report))
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
+    yield from convert_records(entry, iter_records(entry, shape or Shape.ARRAY, report), report, record_converter(entry.name, report))
 
 
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:

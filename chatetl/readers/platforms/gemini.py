@@ -81,12 +81,11 @@ from urllib.parse import urlparse
 import orjson
 
 from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, Source
-from chatetl.readers.inputs.detect import Layout
+from chatetl.readers.convert import convert_records, raw_bytes
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, list_field, text_or_none
 from chatetl.readers.htmltext import html_to_text
-from chatetl.readers.convert import convert_records, raw_bytes
-from chatetl.readers.jsonscan.records import iter_records
+from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 
@@ -152,13 +151,13 @@ class _Row(NamedTuple):
     extra: dict[str, Any]  # kept fields (subtitles, details ...), unknown ones
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A Takeout `MyActivity.json`: its Gemini rows grouped into conversations."""
-    rows = _activity_rows(entry, layout or Layout.ARRAY, report)
+    rows = _activity_rows(entry, shape or Shape.ARRAY, report)
     yield from _conversations(entry, rows, report)
 
 
-def read_html(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+def read_html(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A Takeout `MyActivity.html`: the same conversations as its JSON would give."""
     yield from _conversations(entry, _cell_rows(entry, report), report)
 
@@ -166,8 +165,8 @@ def read_html(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterat
 # ---- JSON rows -----------------------------------------------------------------------------
 
 
-def _activity_rows(entry: Entry, layout: Layout, report: ReadReport) -> Iterator[_Row | None]:
-    for index, (where, record) in enumerate(iter_records(entry, layout, report)):
+def _activity_rows(entry: Entry, shape: Shape, report: ReadReport) -> Iterator[_Row | None]:
+    for index, (where, record) in enumerate(iter_records(entry, shape, report)):
         try:
             yield row_from_activity(record, index, where, report)
         except RecursionError:

@@ -54,15 +54,14 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers.inputs.detect import Layout
+from chatetl.readers.convert import convert_records, json_text, raw_bytes
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
-from chatetl.readers.convert import convert_records, json_text, raw_bytes
-from chatetl.readers.jsonscan.records import iter_records
-from chatetl.readers.report import ReadReport
+from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
-from chatetl.readers.timeutil import parse_time
 from chatetl.readers.jsonscan.values import seek_member
+from chatetl.readers.report import ReadReport
+from chatetl.readers.timeutil import parse_time
 
 PLATFORM = "grok"
 URL = "https://grok.com/chat/{}"
@@ -119,8 +118,8 @@ _OBJECT_OPENS_WITH_CONVERSATIONS = re.compile(rb'\A(?:\xef\xbb\xbf)?[ \t\r\n]*\{
 _HEAD = 4096
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, iter_conversation_records(entry, layout, report), report, record_converter(entry.name, report))
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
+    yield from convert_records(entry, iter_conversation_records(entry, shape, report), report, record_converter(entry.name, report))
 
 
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
@@ -131,10 +130,10 @@ def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conv
 # ---- streaming `conversations` out of the one object ----
 
 
-def iter_conversation_records(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[tuple[str, Any]]:
+def iter_conversation_records(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[tuple[str, Any]]:
     """Yield (where, item) for each item of the top-level object's `conversations`, one at a time."""
-    if layout is Layout.JSONL:  # an export object per line (not how xAI ships it, but cheap to take)
-        for where, record in iter_records(entry, Layout.JSONL, report):
+    if shape is Shape.JSONL:  # an export object per line (not how xAI ships it, but cheap to take)
+        for where, record in iter_records(entry, Shape.JSONL, report):
             items = record.get("conversations") if isinstance(record, dict) else None
             for index, item in enumerate(items if isinstance(items, list) else ()):
                 yield f"{where} conversations[{index}]", item

@@ -34,12 +34,20 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 from urllib.parse import urlparse
 
-from chatetl.model import Attachment, Citation, Conversation, Message, Role, Source, ToolCall, ToolResult
-from chatetl.readers.inputs.detect import Layout
+from chatetl.model import (
+    Attachment,
+    Citation,
+    Conversation,
+    Message,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
+from chatetl.readers.convert import convert_records, json_text, raw_bytes
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import keep_unknown, known_role, text_or_none
-from chatetl.readers.convert import convert_records, json_text, raw_bytes
-from chatetl.readers.jsonscan.records import iter_records
+from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
 from chatetl.readers.tree import reply_kind
@@ -58,9 +66,9 @@ _CHAT_FILE = re.compile(r"chat-([0-9A-Za-z][0-9A-Za-z-]*)\.json$")
 TITLE_CHARS = 80
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """The one conversation of a `chat-<uuid>.json` file: its records gathered, then converted."""
-    records = list(iter_records(entry, layout or Layout.ARRAY, report))
+    records = list(iter_records(entry, shape or Shape.ARRAY, report))
     if not records:
         return
     convert = chat_converter(entry.name, report)

@@ -35,12 +35,21 @@ from urllib.parse import urlparse
 
 import orjson
 
-from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
-from chatetl.readers.inputs.detect import Layout
+from chatetl.model import (
+    Attachment,
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
+from chatetl.readers.convert import convert_records, json_text, raw_bytes
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
-from chatetl.readers.convert import convert_records, json_text, raw_bytes
-from chatetl.readers.jsonscan.records import iter_records
+from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import reply_kind
@@ -75,8 +84,8 @@ _THINK = re.compile(r"^\s*<(think|thinking|reason)>(.*?)</\1>\s*", re.DOTALL)
 _FENCE = re.compile(r"^\s*```[^\n]*\n(.*?)\n?```\s*$", re.DOTALL)
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, iter_records(entry, layout or Layout.ARRAY, report), report, record_converter(entry.name, report))
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
+    yield from convert_records(entry, iter_records(entry, shape or Shape.ARRAY, report), report, record_converter(entry.name, report))
 
 
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:

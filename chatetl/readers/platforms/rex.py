@@ -17,14 +17,21 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from chatetl.model import Citation, Conversation, Message, MessageKind, Role, Source, ToolResult
-from chatetl.readers.platforms.chatgpt import message_from_chatgpt, pair_tool_results
-from chatetl.readers.inputs.detect import Layout
+from chatetl.model import (
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolResult,
+)
+from chatetl.readers.convert import convert_records
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, list_field
-from chatetl.readers.convert import convert_records
-from chatetl.readers.jsonscan.records import iter_records
+from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.platform_names import derived_id, normalize_platform
+from chatetl.readers.platforms.chatgpt import message_from_chatgpt, pair_tool_results
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import iso, parse_time
 
@@ -81,11 +88,11 @@ def _newness(record: dict, index: int) -> tuple:
     )
 
 
-def _winners(entry: Entry, layout: Layout, report: ReadReport) -> set[int]:
+def _winners(entry: Entry, shape: Shape, report: ReadReport) -> set[int]:
     """Pass 1: the record index holding the newest state of each identifier."""
     best: dict[str, tuple[tuple, int]] = {}
     winners: set[int] = set()
-    for index, (_where, record) in enumerate(iter_records(entry, layout, report)):
+    for index, (_where, record) in enumerate(iter_records(entry, shape, report)):
         if not isinstance(record, dict) or record.get("name") != CONVERSATION:
             continue
         ident = _str(record.get("identifier"))
@@ -100,13 +107,13 @@ def _winners(entry: Entry, layout: Layout, report: ReadReport) -> set[int]:
     return winners
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    layout = layout or Layout.ARRAY
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
+    shape = shape or Shape.ARRAY
     # pass 1 reports nothing: pass 2 meets the same damage and reports it once
-    winners = _winners(entry, layout, ReadReport())
+    winners = _winners(entry, shape, ReadReport())
 
     def records() -> Iterator[tuple[str, Any]]:
-        for index, (where, record) in enumerate(iter_records(entry, layout, report)):
+        for index, (where, record) in enumerate(iter_records(entry, shape, report)):
             if not isinstance(record, dict):
                 yield where, record  # reported by convert_records with its place
                 continue

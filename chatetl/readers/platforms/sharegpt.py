@@ -18,7 +18,7 @@ so no conversation id, message id or (conversation, seq) is written twice. What 
 16-byte fingerprint per record (id digest -> record digest, in one bytearray), never the
 records: 16 to 32 bytes a record, at most `MAX_FINGERPRINTS` records per file (past that, a
 repeat of a record not remembered is not caught; counted as `sharegpt.records past the
-duplicate check`). The layout follows FastChat's and LLaMA-Factory's dataset docs (the shared
+duplicate check`). The shape follows FastChat's and LLaMA-Factory's dataset docs (the shared
 FastChat sample).
 """
 
@@ -40,11 +40,10 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers.inputs.detect import Layout
+from chatetl.readers.convert import convert_records
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, list_field
-from chatetl.readers.convert import convert_records
-from chatetl.readers.jsonscan.records import iter_records
+from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.platform_names import derived_id, normalize_platform
 from chatetl.readers.report import ReadReport
 from chatetl.readers.tree import turn_kind
@@ -79,8 +78,8 @@ PAST_THE_CHECK = "sharegpt.records past the duplicate check"
 MAX_FINGERPRINTS = 4_000_000  # records remembered per file (a table of at most 128 MB)
 
 
-def read(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
-    records = iter_records(entry, layout or Layout.ARRAY, report)
+def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
+    records = iter_records(entry, shape or Shape.ARRAY, report)
     yield from convert_records(entry, records, report, record_converter(entry.name, report))
 
 

@@ -9,29 +9,28 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from chatetl.model import Conversation
-from chatetl.readers.platforms.chat_export.builder import conversation_from_export
-from chatetl.readers.inputs.detect import Layout
-from chatetl.readers.entry import Entry
 from chatetl.readers.convert import convert_records
-from chatetl.readers.jsonscan.records import iter_records
+from chatetl.readers.entry import Entry
+from chatetl.readers.jsonscan.records import Shape, iter_records
+from chatetl.readers.platforms.chat_export.builder import conversation_from_export
 from chatetl.readers.report import ReadReport
 
 
-def read_json(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+def read_json(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A `chat-export/1` JSON file (one object; an array of them is read too)."""
 
     def convert(record: Any, where: str) -> Conversation | None:
         return conversation_from_export(record, report, rendering="json", file=entry.name, where=where)
 
-    yield from convert_records(entry, iter_records(entry, layout or Layout.OBJECT, report), report, convert)
+    yield from convert_records(entry, iter_records(entry, shape or Shape.OBJECT, report), report, convert)
 
 
-def read_sharegpt1(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+def read_sharegpt1(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A `sharegpt/1` JSON file written by the extension: {"schema", "platform", "title", "conversations"}."""
 
     def convert(record: Any, where: str) -> Conversation | None:
         return conversation_from_export(record, report, rendering="sharegpt/1", file=entry.name, where=where)
 
-    yield from convert_records(entry, iter_records(entry, layout or Layout.OBJECT, report), report, convert)
+    yield from convert_records(entry, iter_records(entry, shape or Shape.OBJECT, report), report, convert)
 
 

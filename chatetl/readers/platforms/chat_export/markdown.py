@@ -12,10 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from chatetl.model import Conversation
-from chatetl.readers.platforms.chat_export.builder import MD_EXTRAS, conversation_from_export
-from chatetl.readers.inputs.detect import Layout
-from chatetl.readers.entry import Entry
 from chatetl.readers.convert import convert_records
+from chatetl.readers.entry import Entry
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.platforms.chat_export.builder import (
+    MD_EXTRAS,
+    conversation_from_export,
+)
 from chatetl.readers.report import ReadReport
 
 _MD_MARKER = re.compile(r"^(`{3,})md[ \t]*$")  # a fence whose info string is exactly `md`, at column 0
@@ -198,7 +201,7 @@ def parse_markdown_lines(lines: Iterator[str], report: ReadReport) -> MarkdownSt
     return state
 
 
-def read_markdown(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+def read_markdown(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A Markdown export: ```md fences mark meta (`sys`), each message (`user:` ...) and `sources`."""
 
     def records() -> Iterator[tuple[str, Any]]:

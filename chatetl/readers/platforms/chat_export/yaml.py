@@ -37,10 +37,10 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.resolver import Resolver
 
 from chatetl.model import Conversation
-from chatetl.readers.platforms.chat_export.builder import conversation_from_export
-from chatetl.readers.inputs.detect import Layout
-from chatetl.readers.entry import Entry
 from chatetl.readers.convert import convert_records
+from chatetl.readers.entry import Entry
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.platforms.chat_export.builder import conversation_from_export
 from chatetl.readers.report import ReadReport
 
 try:
@@ -170,7 +170,7 @@ else:  # pragma: no cover - PyYAML without LibYAML
     STREAM_LOADER = _PythonStreamLoader
 
 
-def read_yaml(entry: Entry, layout: Layout | None, report: ReadReport) -> Iterator[Conversation]:
+def read_yaml(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A YAML export: meta keys and a `messages:` list (block scalars for bodies)."""
 
     def records() -> Iterator[tuple[str, Any]]:
