@@ -314,7 +314,12 @@ _REFUSED_CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDe
 def s3_failure(exc: BaseException) -> str | None:
     """One line saying why S3 refused or could not be reached (no credential in it), for an error
     boto3 raises; None for anything else (a bug: its traceback is the useful thing)."""
-    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+    )
 
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})

@@ -61,7 +61,7 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     if n > 1:
         start_forkserver()
     import chatetl.normalize.lean_pyarrow  # noqa: F401  (before pyarrow: see the module's docstring)
-    from chatetl.cli.inputs import input_meter, leaf_groups
+    from chatetl.cli.inputs import chat_file_groups, input_meter
     from chatetl.normalize.pool import read_into
     from chatetl.readers import ReadReport
     from chatetl.tables import TableWriter
@@ -73,8 +73,8 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     copies = tempfile.TemporaryDirectory(prefix="chatetl-s3-copies-") if n > 1 and any(i.startswith("s3://") for i in inputs) else None
     with copies or nullcontext(), TableWriter.in_parts(out / "conversations", out / "messages") as writer, meter:
         meter.count_with(lambda: writer.conversations)
-        for group in leaf_groups(inputs, report, Path(copies.name) if copies else None):
-            read_into(writer, meter.leaves(group), report, n)
+        for group in chat_file_groups(inputs, report, Path(copies.name) if copies else None):
+            read_into(writer, meter.chat_files(group), report, n)
     report_errors(report.errors, quiet)
     summary = {"files": report.files, "conversations": writer.conversations, "messages": writer.messages, "errors": len(report.errors)}
     if report.skipped:

@@ -33,7 +33,15 @@ from typing import Any, Protocol
 
 import orjson
 
-from chatetl.graph.connection import quiet, run_read, run_read_values, run_write, value_fault, write_measured, write_session
+from chatetl.graph.connection import (
+    quiet,
+    run_read,
+    run_read_values,
+    run_write,
+    value_fault,
+    write_measured,
+    write_session,
+)
 from chatetl.tally import Tally, capped, summed_by
 
 log = logging.getLogger(__name__)

@@ -51,14 +51,14 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 
 from chatetl.model import Conversation
-from chatetl.readers import limits
+from chatetl.readers import limits, read_chat_files
 from chatetl.readers.convert import convert_records
 from chatetl.readers.entry import Entry
-from chatetl.readers.inputs.archive import until_damaged
+from chatetl.readers.inputs.archive import ChatFile, until_damaged
 from chatetl.readers.inputs.counting_stream import CountingStream
 from chatetl.readers.inputs.detect import Format
 from chatetl.readers.inputs.member_stream import open_member
-from chatetl.readers.jsonscan.records import array_records
+from chatetl.readers.jsonscan.records import Shape, array_records
 from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
 from chatetl.readers.report import ReadReport
 from chatetl.tables import TableBatch, TableWriter
@@ -370,7 +370,7 @@ class LeafSpec:
 
 def convert_leaves(leaves: list[LeafSpec], given: limits.Limits, rows: IpcRows | ParquetRows | Callable[[Conversation], None],
                    add: Callable[[Conversation], Any] | None = None) -> PieceResult:
-    """The leaves, members of one zip, read in order as one process reads them (`_read_leaves`: each by its
+    """The leaves, members of one zip, read in order as one process reads them (`read_chat_files`: each by its
     reader, a damaged one reported in its place) into `rows`, under the limits `given` (those of the process
     that queued them); each member's inflated bytes counted."""
     with limits.given_by(given):
@@ -379,10 +379,6 @@ def convert_leaves(leaves: list[LeafSpec], given: limits.Limits, rows: IpcRows |
 
 def _convert_leaves(leaves: list[LeafSpec], rows: IpcRows | ParquetRows | Callable[[Conversation], None],
                     add: Callable[[Conversation], Any] | None) -> PieceResult:
-    from chatetl.readers import (
-        _read_leaves,  # (the readers' registry imports this module's neighbours)
-    )
-    from chatetl.readers.jsonscan.records import Shape
 
     report = PieceReport()
     result = PieceResult(inflated_each=[0] * len(leaves))
@@ -396,9 +392,9 @@ def _convert_leaves(leaves: list[LeafSpec], rows: IpcRows | ParquetRows | Callab
 
         return lambda: CountingStream(open_member(zf, infos[spec.header_offset]), took)  # type: ignore[return-value]
 
-    entries = [(Entry(name=spec.name, opener=opener(i, spec), size=spec.size), Format(spec.fmt),
+    entries = [ChatFile(Entry(name=spec.name, opener=opener(i, spec), size=spec.size), Format(spec.fmt),
                 Shape(spec.shape) if spec.shape is not None else None) for i, spec in enumerate(leaves)]
-    for conv in _read_leaves(entries, report):
+    for conv in read_chat_files(entries, report):
         add(conv)
     _finished(result, report, rows)
     result.read_files, result.formats = report.files, dict(report.formats)

@@ -74,14 +74,12 @@ import pyarrow as pa
 from chatetl.model import Conversation
 from chatetl.normalize import pieces
 from chatetl.normalize.workers import context
-from chatetl.readers import _read_leaves, limits
+from chatetl.readers import limits, read_chat_files
 from chatetl.readers.convert import convert_records
 from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.archive import (
     DAMAGED_MEMBER,
     damage_reason,
-    expand,
-    expand_folder,
 )
 from chatetl.readers.inputs.detect import Format
 from chatetl.readers.jsonscan import records as jsonstream
@@ -119,19 +117,6 @@ WAIT_FOR_WORKERS = False  # True: the first task waits for the first worker (the
 Leaf = tuple[Entry, Format, "Shape | None"]
 
 
-def path_leaves(path: Any, report: ReadReport) -> Iterable[Leaf]:
-    """The leaves of a local file or folder, as `read_path` reads them."""
-    from pathlib import Path
-
-    p = Path(path)
-    if p.is_dir():
-        yield from expand_folder(p, report)
-    elif p.exists():
-        yield from expand(Entry.from_path(p), report)
-    else:
-        report.error(str(p), "", "no such file or folder")
-
-
 @dataclass
 class Shares:
     """What the pool did: tasks converted in this process and by the workers, and cuts that
@@ -151,7 +136,7 @@ def read_into(
     """Every conversation of `leaves` into `writer`, with `report` as `_read_leaves` leaves it; on
     `workers` processes (this one and `workers - 1` worker processes) when more than one."""
     if workers <= 1:
-        for conv in _read_leaves(leaves, report):
+        for conv in read_chat_files(leaves, report):
             writer.add(conv, upload_key=upload_key)
         return Shares()
     with _Pool(workers - 1, writer, report, upload_key) as pool:
@@ -171,7 +156,7 @@ def read_into(
                 pool.add_leaf(leaf, fmt, shape)  # read by its reader in a batch of its zip's members
             else:
                 pool.drain()  # what came before is written first
-                for conv in _read_leaves([(leaf, fmt, shape)], report):
+                for conv in read_chat_files([(leaf, fmt, shape)], report):
                     writer.add(conv, upload_key=upload_key)
     return pool.shares
 
@@ -739,4 +724,4 @@ class _Pool:
         self.writer.write_tables(convs, pa.concat_tables(msgs) if msgs else None)
 
 
-__all__ = ["CONVERTERS", "Shares", "convert_batch", "convert_in_worker", "path_leaves", "read_into"]
+__all__ = ["CONVERTERS", "Shares", "convert_batch", "convert_in_worker", "read_into"]

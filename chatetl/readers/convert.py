@@ -10,19 +10,33 @@ from typing import Any
 
 from chatetl.model import Conversation
 from chatetl.readers.entry import Entry
-from chatetl.readers.jsonscan.records import record_place, report_repairs
+from chatetl.readers.jsonscan.records import (
+    Shape,
+    iter_records,
+    record_place,
+    report_repairs,
+)
 from chatetl.readers.jsonscan.splitter import INT64, NUMBER_AS_NULL
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import OUT_OF_RANGE as TIME_OUT_OF_RANGE
 from chatetl.readers.timeutil import out_of_range_count
 from chatetl.readers.tree import resolve_branches
 
+# how one record of a file becomes a conversation: `converter(file name, report)(record, where)`, None to skip it
+Convert = Callable[[Any, str], Conversation | None]
+Converter = Callable[[str, ReadReport], Convert]
+
+
+def read_records(entry: Entry, shape: Shape, report: ReadReport, converter: Converter) -> Iterator[Conversation]:
+    """The conversations of a file whose records (in `shape`) each become one by `converter`."""
+    return convert_records(entry, iter_records(entry, shape, report), report, converter(entry.name, report))
+
 
 def convert_records(
     entry: Entry,
     records: Iterator[tuple[str, Any]],
     report: ReadReport,
-    convert: Callable[[Any, str], Conversation | None],
+    convert: Convert,
 ) -> Iterator[Conversation]:
     """Turn records into conversations one at a time; a bad record is reported and skipped.
 

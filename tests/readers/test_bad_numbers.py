@@ -17,6 +17,7 @@ from reader_inputs import chatgpt_record
 from chatetl.ingest.upload import normalize_upload
 from chatetl.normalize import pool as parallel
 from chatetl.readers import Entry, ReadReport, read_path, timeutil
+from chatetl.readers.inputs.archive import expand_path
 from chatetl.readers.inputs.detect import Format, detect
 from chatetl.readers.jsonscan.splitter import decode, without_constants
 from chatetl.storage import LocalObjectStore
@@ -90,7 +91,7 @@ def _normalize(path, tmp_path, workers: int = 1):
     report = ReadReport()
     c, m = tmp_path / f"c{workers}.parquet", tmp_path / f"m{workers}.parquet"
     with TableWriter(c, m, batch_bytes=20_000) as writer:
-        parallel.read_into(writer, parallel.path_leaves(path, report), report, workers)
+        parallel.read_into(writer, expand_path(path, report), report, workers)
     return pq.read_table(c), pq.read_table(m), report
 
 

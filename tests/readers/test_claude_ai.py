@@ -13,7 +13,7 @@ from chatetl.readers import ReadReport, read_entry, read_path
 from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.detect import Format, detect
 from chatetl.readers.jsonscan.records import Shape
-from chatetl.readers.platforms.claude_ai import read
+from chatetl.readers.registry import READERS
 
 ROOT = "00000000-0000-4000-8000-000000000000"
 
@@ -333,7 +333,7 @@ def test_unknown_block_is_drift_kept_raw_and_not_visible(tmp_path):
 def test_direct_reader_call_with_layout(tmp_path):
     data = json.dumps([simple_pair("d1")]).encode()
     report = ReadReport()
-    convs = list(read(Entry.from_bytes("mem.json", data), Shape.ARRAY, report))
+    convs = list(READERS[Format.CLAUDE_AI].conversations(Entry.from_bytes("mem.json", data), Shape.ARRAY, report))
     assert [c.conversation_id for c in convs] == ["d1"] and convs[0].source_file == "mem.json"
 
 

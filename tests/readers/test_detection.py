@@ -14,10 +14,11 @@ from reader_inputs import chatgpt_record, claude_code_line, zip_bytes
 
 import chatetl.samples
 from chatetl.cli import main
-from chatetl.readers import READERS, Entry, ReadReport, read_entry
+from chatetl.readers import Entry, ReadReport, read_entry
 from chatetl.readers.inputs.archive import expand
 from chatetl.readers.inputs.detect import SIDECARS, Format, detect, resembles
 from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.registry import READERS
 from chatetl.samples import sample_uploads
 
 

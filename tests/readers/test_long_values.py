@@ -25,6 +25,7 @@ from chatetl.ingest.upload import normalize_upload
 from chatetl.layout import quarantine_prefix, upload_id
 from chatetl.normalize import pool as parallel
 from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl.readers.inputs.archive import expand_path
 from chatetl.readers.jsonscan import records as jsonstream
 from chatetl.readers.jsonscan.records import Shape
 from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord
@@ -257,7 +258,7 @@ def test_on_two_cores_a_string_past_the_cap_costs_its_record_alone(tmp_path, cap
     for workers in (1, 2):
         report = ReadReport()
         with TableWriter(tmp_path / f"c{workers}.parquet", tmp_path / f"m{workers}.parquet") as writer:
-            parallel.read_into(writer, parallel.path_leaves(path, report), report, workers)
+            parallel.read_into(writer, expand_path(path, report), report, workers)
         ids = pq.read_table(tmp_path / f"c{workers}.parquet").column("conversation_id").to_pylist()
         results.append((ids, [(e.where, e.reason) for e in report.errors]))
     assert results[0] == results[1]

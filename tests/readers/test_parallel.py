@@ -19,6 +19,7 @@ from chatetl.ingest.upload import normalize_upload
 from chatetl.normalize import pieces, workers
 from chatetl.normalize import pool as parallel
 from chatetl.readers import ReadReport, read_path
+from chatetl.readers.inputs.archive import expand_path
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
 from chatetl.samples import (
     ai_studio,
@@ -88,7 +89,7 @@ def _one_process(path, out) -> tuple:
 def _workers(path, out, workers: int = 2) -> tuple:
     report = ReadReport()
     with TableWriter(out / "c2.parquet", out / "m2.parquet", batch_bytes=50_000) as writer:
-        shares = parallel.read_into(writer, parallel.path_leaves(path, report), report, workers)
+        shares = parallel.read_into(writer, expand_path(path, report), report, workers)
     assert shares.workers > 0  # (and this process, when the workers have enough)
     assert shares.pieces > 0 if parallel.PIECES else shares.pieces == 0  # (the mode fixture's choice was taken)
     return _result(out, "2", report, writer)
@@ -133,7 +134,7 @@ def test_generated_file_gives_the_one_process_tables_and_report(tmp_path, mode):
     convs, msgs, errors, summary, _ = _same(path, tmp_path)
     report = ReadReport()
     with TableWriter(tmp_path / "c3.parquet", tmp_path / "m3.parquet") as writer:
-        shares = parallel.read_into(writer, parallel.path_leaves(path, report), report, 2)
+        shares = parallel.read_into(writer, expand_path(path, report), report, 2)
     assert shares.workers and shares.here  # both processes converted tasks (pieces)
     # stream: the look-alikes cut records short, read on from them; pieces: a piece started at one
     # (an object nested in a record), the piece before it read on to the end

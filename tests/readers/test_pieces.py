@@ -22,6 +22,7 @@ from chatetl.normalize import pieces
 from chatetl.normalize import pool as parallel
 from chatetl.readers import ReadReport, read_path
 from chatetl.readers.entry import Entry
+from chatetl.readers.inputs.archive import expand_path
 from chatetl.readers.jsonscan.splitter import ArraySplitter
 from chatetl.samples import chatgpt_conversations
 from chatetl.tables import TableWriter
@@ -67,7 +68,7 @@ def _in_pieces(path, out, parts: bool) -> tuple:
     else:
         writer = TableWriter(out / "c2.parquet", out / "m2.parquet", batch_bytes=20_000)
     with writer:
-        shares = parallel.read_into(writer, parallel.path_leaves(path, report), report, 2)
+        shares = parallel.read_into(writer, expand_path(path, report), report, 2)
     if parts:
         assert not list((out / "c").glob(".*")) and not list((out / "m").glob(".*"))  # every piece renamed or removed
         read = [pa.concat_tables([pq.read_table(p) for p in sorted((out / t).glob("part-*.parquet"))]) for t in ("c", "m")]

@@ -1,4 +1,4 @@
-"""Open what an upload is made of: zips (nested too), folders and single files, into leaf entries.
+"""Open what an upload is made of: zips (nested too), folders and single files, into its chat files.
 
 Zip members are read where they lie, from the zip itself (never extracted, never written by
 name). A member with an unsafe name (`../x.json`, `/abs/x.json`, `C:\\x.json`, `..\\x.json`) is
@@ -38,7 +38,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from chatetl.readers import limits
 from chatetl.readers.entry import Entry, ZipMember
@@ -63,11 +63,17 @@ DAMAGED_MEMBER = (zipfile.BadZipFile, *INFLATE_ERRORS, EOFError)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
-Leaf = tuple[Entry, Format, "Shape | None"]
+
+class ChatFile(NamedTuple):
+    """A file of an input that holds chat data: how to open it, its format and its shape."""
+
+    entry: Entry
+    format: Format
+    shape: Shape | None
 
 
-def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: int = 0, inflated: Inflated | None = None) -> Iterator[Leaf]:
-    """Yield (leaf entry, format, shape) for every chat file inside `entry` (`inflated`: what the
+def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: int = 0, inflated: Inflated | None = None) -> Iterator[ChatFile]:
+    """Every chat file inside `entry` (`inflated`: what the
     zips around it inflate to so far, shared by a nested zip with the upload's)."""
     try:
         head = entry.head()
@@ -95,7 +101,7 @@ def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: i
         else:
             report.skip("not a chat file")
         return
-    yield entry, fmt, shape
+    yield ChatFile(entry, fmt, shape)
 
 
 def _why_unrecognized(head: bytes, shape: Shape | None, near: Format | None) -> str:
@@ -114,7 +120,18 @@ def _why_unrecognized(head: bytes, shape: Shape | None, near: Format | None) -> 
     return "JSON of a shape no reader knows"
 
 
-def expand_folder(folder: Path, report: ReadReport) -> Iterator[Leaf]:
+def expand_path(path: str | os.PathLike[str], report: ReadReport) -> Iterator[ChatFile]:
+    """Every chat file of a local file or folder."""
+    p = Path(path)
+    if p.is_dir():
+        yield from expand_folder(p, report)
+    elif p.exists():
+        yield from expand(Entry.from_path(p), report)
+    else:
+        report.error(str(p), "", "no such file or folder")
+
+
+def expand_folder(folder: Path, report: ReadReport) -> Iterator[ChatFile]:
     """Every chat file under a local folder (hidden files and folders left out)."""
     paths = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -123,12 +140,12 @@ def expand_folder(folder: Path, report: ReadReport) -> Iterator[Leaf]:
             paths.append(path)
     names = [p.name for p in paths]
     errors_before = len(report.errors)
-    leaves = 0
+    found = 0
     for path in paths:
-        for leaf in _with_manifest_check(expand(Entry.from_path(path), report, top_level=False), names, report):
-            leaves += 1
-            yield leaf
-    if not leaves and len(report.errors) == errors_before:
+        for chat_file in _with_manifest_check(expand(Entry.from_path(path), report, top_level=False), names, report):
+            found += 1
+            yield chat_file
+    if not found and len(report.errors) == errors_before:
         what = f"none of its {len(paths)} files is" if paths else "it holds no file, so none is"
         report.error(str(folder), "", f"unrecognized format: a folder, but {what} a chat format a reader knows")
 
@@ -142,12 +159,12 @@ def safe_member_name(name: str) -> str:
     return "/".join(parts) or "unnamed"
 
 
-def _expand_zip(entry: Entry, report: ReadReport, depth: int, top_level: bool, inflated: Inflated | None = None) -> Iterator[Leaf]:
+def _expand_zip(entry: Entry, report: ReadReport, depth: int, top_level: bool, inflated: Inflated | None = None) -> Iterator[ChatFile]:
     if depth >= MAX_ZIP_DEPTH:
         report.error(entry.name, "", f"zip nested more than {MAX_ZIP_DEPTH} levels deep: not opened")
         return
     errors_before = len(report.errors)
-    leaves = 0
+    found = 0
     with _local_copy(entry) as path:
         try:
             zf = zipfile.ZipFile(path)
@@ -181,28 +198,27 @@ def _expand_zip(entry: Entry, report: ReadReport, depth: int, top_level: bool, i
                 lies = None if entry.path is None else inflated.member(path, zf, info, member_name, info.file_size / json_bytes)
                 member = Entry(name=member_name, opener=opener, size=info.file_size, member=lies)
                 try:
-                    for leaf in _with_manifest_check(expand(member, report, top_level=False, depth=depth + 1, inflated=inflated), names, report):
-                        leaves += 1
-                        yield leaf
+                    for chat_file in _with_manifest_check(expand(member, report, top_level=False, depth=depth + 1, inflated=inflated), names, report):
+                        found += 1
+                        yield chat_file
                 except InflateLimit as exc:
                     report.error(member_name, "", str(exc))
                     return
                 except (*DAMAGED_MEMBER, OSError) as exc:
                     report.error(member_name, "", damage_reason(exc))
-    if top_level and not leaves and len(report.errors) == errors_before:
+    if top_level and not found and len(report.errors) == errors_before:
         what = f"none of its {len(infos)} files is" if infos else "it holds no file, so none is"
         report.error(entry.name, "", f"unrecognized format: a zip, but {what} a chat format a reader knows")
 
 
-def _with_manifest_check(leaves: Iterable[Leaf], present: list[str], report: ReadReport) -> Iterator[Leaf]:
-    """The leaves as they come; a Claude.ai manifest among them has the parts it names that are not
+def _with_manifest_check(chat_files: Iterable[ChatFile], present: list[str], report: ReadReport) -> Iterator[ChatFile]:
+    """The chat files as they come; a Claude.ai manifest among them has the parts it names that are not
     among `present` (the names beside it in the same zip or folder) reported as missing."""
-    for leaf in leaves:
-        entry, fmt, _layout = leaf
-        if fmt is Format.CLAUDE_AI_MANIFEST:
-            for part in claude_ai_manifest.missing_parts(claude_ai_manifest.read_parts(entry) or [], present):
-                report.warn(entry.name, "", f"missing from this upload: {part.name}, named by the Claude.ai manifest")
-        yield leaf
+    for chat_file in chat_files:
+        if chat_file.format is Format.CLAUDE_AI_MANIFEST:
+            for part in claude_ai_manifest.missing_parts(claude_ai_manifest.read_parts(chat_file.entry) or [], present):
+                report.warn(chat_file.entry.name, "", f"missing from this upload: {part.name}, named by the Claude.ai manifest")
+        yield chat_file
 
 
 def copied_if_zip(entry: Entry, path: Path) -> bool:

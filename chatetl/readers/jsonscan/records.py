@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from collections.abc import Generator, Iterator
 from enum import StrEnum
-from typing import Any
+from typing import Any, BinaryIO, NamedTuple
 
 import ijson
+import orjson
 
 from chatetl.readers import limits
 from chatetl.readers.entry import Entry
-from chatetl.readers.jsonscan.depthguard import DepthGuard, NestingTooDeep
+from chatetl.readers.jsonscan.depthguard import (
+    MAX_JSON_DEPTH,
+    DepthGuard,
+    NestingTooDeep,
+)
 from chatetl.readers.jsonscan.splitter import (
     ArraySplitter,
     BadRecord,
@@ -19,9 +25,11 @@ from chatetl.readers.jsonscan.splitter import (
     SplitError,
     decode,
     describe_repairs,
+    loads,
+    nests_too_deep,
 )
 from chatetl.readers.jsonscan.strings import ValueTooLong, first_long_string
-from chatetl.readers.jsonscan.values import ValueSplitter
+from chatetl.readers.jsonscan.values import BOM, ValueSplitter, seek_member
 from chatetl.readers.report import ReadReport
 
 
@@ -78,11 +86,22 @@ def _iter_array(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
         yield from array_records(ArraySplitter(f), entry.name, report)
 
 
+class Places(NamedTuple):
+    """How a file's records are named in the report: `item.format(n)` the n-th (from 0), `before_first` a
+    break before any."""
+
+    item: str = "record {}"
+    before_first: str = "before the first record"
+
+
+RECORDS = Places()
+
+
 def array_records(splitter: ArraySplitter, name: str, report: ReadReport, stop: int | None = None,
-                  from_start: bool = True) -> Generator[tuple[str, Any], None, bool]:
+                  from_start: bool = True, places: Places = RECORDS) -> Generator[tuple[str, Any], None, bool]:
     """(where, record) for each record `splitter` hands out; a bad record reported in its place (with
     its bytes) and skipped, a damaged array reported where it broke. `stop`: the byte offset of a
-    record not to hand out (chatetl.normalize.pieces: where the next piece starts); returns whether
+    record not to hand out (where the next piece of the file starts, read elsewhere); returns whether
     a record started exactly there (when none does, it reads on to the end). `from_start` False: the
     splitter starts at a record inside the array, so a break before its first record is "after" one."""
     watching = stop is not None
@@ -92,7 +111,7 @@ def array_records(splitter: ArraySplitter, name: str, report: ReadReport, stop: 
                 if splitter.offset == stop:
                     return True
                 watching = False  # no record starts at `stop`: read on to the end
-            where = f"record {splitter.records - 1}"
+            where = places.item.format(splitter.records - 1)
             if isinstance(item, BadRecord):
                 report.error(name, where, item.reason, raw=item.raw)
                 continue
@@ -102,15 +121,54 @@ def array_records(splitter: ArraySplitter, name: str, report: ReadReport, stop: 
             yield where, held.pop()
     except SplitError as exc:
         done = splitter.records
-        after = f"after record {done - 1}" if done or not from_start else "before the first record"
+        after = "after " + places.item.format(done - 1) if done or not from_start else places.before_first
         report.error(name, after, f"invalid or truncated JSON: {exc}")
     return False
+
+
+def member_records(entry: Entry, key: str, report: ReadReport, places: Places) -> Iterator[tuple[str, Any]]:
+    """(where, item) for each item of the array that is member `key` of the file's top-level object, one at a
+    time: the members before it are scanned past unheld, the ones after it not read. No such member (or null):
+    none, no error."""
+    with entry.open() as f:
+        try:
+            found = seek_member(f, key)
+        except SplitError as exc:
+            report.error(entry.name, places.before_first, f"invalid or truncated JSON: {exc}")
+            return
+        if found is None or found.startswith(b"null"):
+            return
+        yield from array_records(ArraySplitter(_Prepended(found, f), in_object=True), entry.name, report, places=places)
+
+
+class _Prepended(io.RawIOBase):
+    """Bytes already read, then the rest of a stream."""
+
+    def __init__(self, first: bytes, rest: BinaryIO) -> None:
+        self._first = first
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        if self._first:
+            if n is None or n < 0:
+                data, self._first = self._first + self._rest.read(), b""
+                return data
+            data, self._first = self._first[:n], self._first[n:]
+            return data
+        return self._rest.read(n)
 
 
 def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
     """One object (or values one after another, as JSONL whose first line is longer than the
     detection head): `""` for the first, `record N` after it; linear in the input (ijson, which read
     these before, slowed with the square of one string's length: issue 14, chatetl.readers.jsonscan.values)."""
+    whole = _whole_value(entry)
+    if whole is not None:
+        yield "", whole.pop()
+        return
     with entry.open() as f:
         values = ValueSplitter(f)
         try:
@@ -128,6 +186,27 @@ def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
             done = values.records
             after = f"after record {done - 1}" if done else "before the first record"
             report.error(entry.name, after, f"invalid or truncated JSON: {exc}")
+
+
+def _whole_value(entry: Entry) -> list[Any] | None:
+    """The one value of a file known to be no longer than the value cap, read at once and decoded by orjson (the
+    value splitter would read it in growing chunks first: what a zip of thousands of small one-object files pays
+    for each); None where the splitter reads it: a larger or unsized file, one orjson refuses (several values,
+    damage, NaN ...) or one that nests too deep (the splitter names the place)."""
+    max_value = limits.current().max_value_bytes
+    if entry.size is None or entry.size > max_value:
+        return None
+    with entry.open() as f:
+        data = f.read(max_value + 1)
+    if len(data) > max_value:
+        return None
+    try:
+        value = loads(data[3:] if data.startswith(BOM) else data)
+    except orjson.JSONDecodeError:
+        return None
+    if data.count(b"{") + data.count(b"[") >= MAX_JSON_DEPTH and nests_too_deep(value):
+        return None
+    return [value]
 
 
 def jsonl_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[int, bytes, bytes, ValueTooLong | None]]:

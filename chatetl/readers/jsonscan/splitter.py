@@ -249,8 +249,9 @@ class ArraySplitter:
     """
 
     def __init__(self, stream: BinaryIO, chunk: int = CHUNK, prove: bool = True, max_value: int | None = None,
-                 opening: re.Pattern[bytes] | None = None) -> None:
+                 opening: re.Pattern[bytes] | None = None, in_object: bool = False) -> None:
         self.stream = stream
+        self.in_object = in_object  # the array is a member of an object: what follows it is the object's rest, not read
         self.chunk = chunk
         self.prove = prove
         # a string longer than this makes its record bad, its bytes let go as they are scanned (limits)
@@ -388,6 +389,8 @@ class ArraySplitter:
         return 0
 
     def _expect_end(self, rel: int) -> None:
+        if self.in_object:
+            return
         rel = self._skip_ws(rel)
         if self.start + rel < len(self.buf):
             raise SplitError("trailing data after the array")

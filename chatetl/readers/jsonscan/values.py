@@ -36,7 +36,7 @@ from chatetl.readers.jsonscan.splitter import (
     nests_too_deep,
 )
 
-_BOM = b"\xef\xbb\xbf"
+BOM = b"\xef\xbb\xbf"
 _MEMBER_SCALAR = re.compile(rb"[^,}\]\s]+")  # a number, true, false or null: up to what ends a member
 
 
@@ -46,7 +46,7 @@ class ValueSplitter(ArraySplitter):
 
     def __iter__(self) -> Iterator[tuple[memoryview, Any] | Repaired | BadRecord]:
         pos = self._skip_ws(0)
-        if self._at(pos, 3) == _BOM:
+        if self._at(pos, 3) == BOM:
             pos = self._skip_ws(pos + 3)
         while self.start + pos < len(self.buf):
             self.start += pos
@@ -96,7 +96,7 @@ class _MemberSeeker(ArraySplitter):
         """The buffered bytes from the start of member `key`'s value (the stream reads on after
         them), or None when the object has no such member. Raises SplitError on damage."""
         pos = self._skip_ws(0)
-        if self._at(pos, 3) == _BOM:
+        if self._at(pos, 3) == BOM:
             pos = self._skip_ws(pos + 3)
         if self._at(pos) != b"{":
             raise SplitError("the file is not a JSON object")

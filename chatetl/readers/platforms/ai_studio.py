@@ -39,10 +39,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 from urllib.parse import urlparse
-
-import orjson
 
 from chatetl.model import (
     Attachment,
@@ -55,9 +53,7 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers import limits
-from chatetl.readers.convert import convert_records, json_text, raw_bytes
-from chatetl.readers.entry import Entry
+from chatetl.readers.convert import json_text, raw_bytes
 from chatetl.readers.fields import (
     expect_object,
     keep_unknown,
@@ -65,10 +61,6 @@ from chatetl.readers.fields import (
     list_field,
     text_or_none,
 )
-from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
-from chatetl.readers.jsonscan.records import Shape, iter_records
-from chatetl.readers.jsonscan.splitter import nests_too_deep
-from chatetl.readers.jsonscan.strings import first_long_string
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
 from chatetl.readers.tree import turn_kind
@@ -94,37 +86,6 @@ _DRIVE = (("driveDocument", "file"), ("driveImage", "image"), ("driveVideo", "vi
 _INLINE = (("inlineImage", "image"), ("inlineFile", "file"))
 _TOOL_KEYS = ("executableCode", "codeExecutionResult", "functionCall", "functionResponse")
 _UPLOAD_KEYS = frozenset({*(key for key, _ in _DRIVE), *(key for key, _ in _INLINE), "youtubeVideo"})
-
-
-def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, _records(entry, shape or Shape.OBJECT, report), report, record_converter(entry.name, report))
-
-
-# A prompt file is one object, one chat: read whole and decoded by orjson (several times the rate of
-# the streaming parser, which builds the same whole object anyway); past this size, when orjson
-# refuses it (damage, NaN ...) or when it holds a string past the value cap (CHATETL_MAX_VALUE_BYTES),
-# the streaming path reads it and reports what it finds in its place (the string past the cap: the
-# file refused, its bytes not kept, like a record of any other reader).
-MAX_WHOLE_BYTES = 256 * 1024 * 1024
-
-
-def _records(entry: Entry, shape: Shape, report: ReadReport) -> Iterator[tuple[str, Any]]:
-    if shape is Shape.OBJECT and entry.size is not None and entry.size <= MAX_WHOLE_BYTES:
-        with entry.open() as f:
-            data = f.read(MAX_WHOLE_BYTES + 1)
-        max_value = limits.current().max_value_bytes
-        if len(data) <= MAX_WHOLE_BYTES and (len(data) <= max_value or first_long_string(data, max_value) is None):
-            try:
-                value = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                value = None
-            else:
-                if data.count(b"{") + data.count(b"[") < MAX_JSON_DEPTH or not nests_too_deep(value):
-                    yield "", value
-                    return
-            del value
-        del data  # (let go before the streaming path reads the file again)
-    yield from iter_records(entry, shape, report)
 
 
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:

@@ -34,7 +34,7 @@ sample export in the shared samples.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
@@ -52,10 +52,7 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers.convert import convert_records
-from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
-from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import turn_kind
@@ -99,12 +96,8 @@ _CITE_MARKER = re.compile("\ue200[^\ue200\ue201]*\ue201|【[^】\n]{0,200}†[^�
 _IMAGE_TOOL = re.compile(r"dalle|image_gen|text2im|imagegen|^t2uay3k\.", re.IGNORECASE)
 
 
-def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, iter_records(entry, shape or Shape.ARRAY, report), report, record_converter(entry.name, report))
-
-
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
-    """How one record of file `name` becomes a Conversation (also what the two-core path calls)."""
+    """How one record of file `name` becomes a Conversation."""
     return lambda record, where: conversation_from_chatgpt(expect_object(record, "a conversation object"), report)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlparse
@@ -47,10 +47,8 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers.convert import convert_records, json_text, raw_bytes
-from chatetl.readers.entry import Entry
+from chatetl.readers.convert import json_text, raw_bytes
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
-from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
 
@@ -86,12 +84,8 @@ _BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 _MIN_TIME = datetime.min.replace(tzinfo=UTC)
 
 
-def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, iter_records(entry, shape or Shape.ARRAY, report), report, record_converter(entry.name, report))
-
-
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
-    """How one record of file `name` becomes a Conversation (also what the two-core path calls)."""
+    """How one record of file `name` becomes a Conversation."""
     return lambda record, where: conversation_from_claude_ai(expect_object(record, "a conversation object"), report, file=name, where=where)
 
 

@@ -30,7 +30,7 @@ the url is https://chat.deepseek.com/a/chat/s/<id>.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from chatetl.model import (
@@ -44,10 +44,8 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers.convert import convert_records, json_text
-from chatetl.readers.entry import Entry
+from chatetl.readers.convert import json_text
 from chatetl.readers.fields import expect_object, keep_unknown, text_or_none
-from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
 
@@ -78,10 +76,6 @@ KNOWN_FRAGMENT_FIELDS = frozenset(
 _CITATION_MARKER = re.compile(r"\[citation:\s*\d+\]")
 _ROLES = {"USER": Role.USER, "ASSISTANT": Role.ASSISTANT}  # the web API's `role`, where a message has one
 _NOT_TOOL_INPUT = frozenset({"id", "type", "results", "content", "output", "status", "stage_id", "elapsed_secs", "error", "references"})
-
-
-def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, iter_records(entry, shape or Shape.ARRAY, report), report, record_converter(entry.name, report))
 
 
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:

@@ -12,12 +12,10 @@ field mappings (xAI section), a `grok_parser.py` that walks `leaf_response_id` b
                                        "share_link": null}, ...]}, ...],
      "projects": [...], "tasks": [...], "media_posts": [...]}
 
-The file is one object: its `conversations` array is streamed one conversation at a time (the
-record splitter's array reading, started at the array inside the object; an export whose first
-key is not `conversations` has the sections before it scanned past unheld, chatetl.readers.jsonscan.values),
-so memory follows the largest conversation,
-never the file. The other top-level sections (projects, tasks, Imagine posts) hold no chats and
-are not read.
+The file is one object: its `conversations` array is streamed one conversation at a time
+(`member_records` of the JSON layer: the sections before it scanned past unheld), so memory
+follows the largest conversation, never the file. The other top-level sections (projects, tasks,
+Imagine posts) hold no chats and are not read.
 
 Every response becomes a Message: `sender` in any case (human, Human, ASSISTANT, and model names
 such as grok-3 for the assistant), times as ISO strings or Mongo `{"$date": ...}` (ISO, millis,
@@ -34,12 +32,11 @@ the url is https://grok.com/chat/<id>.
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
@@ -57,9 +54,7 @@ from chatetl.model import (
 from chatetl.readers.convert import convert_records, json_text, raw_bytes
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
-from chatetl.readers.jsonscan.records import Shape, iter_records
-from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
-from chatetl.readers.jsonscan.values import seek_member
+from chatetl.readers.jsonscan.records import Places, Shape, iter_records, member_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 
@@ -114,8 +109,6 @@ _CARD_FIELD = {
     name: re.compile(rf"<xai:{name}>\s*(?:<!\[CDATA\[(.*?)\]\]>|(.*?))\s*</xai:{name}>", re.DOTALL)
     for name in ("tool_usage_card_id", "tool_name", "tool_args")
 }
-_OBJECT_OPENS_WITH_CONVERSATIONS = re.compile(rb'\A(?:\xef\xbb\xbf)?[ \t\r\n]*\{[ \t\r\n]*"conversations"[ \t\r\n]*:[ \t\r\n]*(?=\[)')
-_HEAD = 4096
 
 
 def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
@@ -138,76 +131,10 @@ def iter_conversation_records(entry: Entry, shape: Shape | None, report: ReadRep
             for index, item in enumerate(items if isinstance(items, list) else ()):
                 yield f"{where} conversations[{index}]", item
         return
-    with entry.open() as f:
-        head = f.read(_HEAD)
-        opening = _OBJECT_OPENS_WITH_CONVERSATIONS.match(head)
-        if opening is not None:  # xAI's own order: `conversations` first, streamed at the splitter's rate
-            yield from _iter_with_splitter(_Prepended(head[opening.end():], f), entry.name, report)
-            return
-    yield from _iter_after_other_sections(entry, report)
+    yield from member_records(entry, "conversations", report, CONVERSATIONS)
 
 
-class _MemberArraySplitter(ArraySplitter):
-    """The record splitter over an array that is one member of an object: what follows the array's
-    closing `]` is the rest of the object (other sections), not trailing garbage."""
-
-    def _expect_end(self, rel: int) -> None:
-        return None
-
-
-def _iter_with_splitter(stream: BinaryIO, name: str, report: ReadReport) -> Iterator[tuple[str, Any]]:
-    splitter = _MemberArraySplitter(stream)
-    try:
-        for item in splitter:
-            where = f"conversations[{splitter.records - 1}]"
-            if isinstance(item, BadRecord):
-                report.error(name, where, item.reason, raw=item.raw)
-                continue
-            found = getattr(item, "found", None)  # a record the splitter had to repair: reported as jsonstream does
-            if found:
-                report.error(name, where, item.describe(), raw=bytes(item[0]))
-                for what, n in found.items():
-                    report.unknown(what, n)
-            yield where, item[1]
-    except SplitError as exc:
-        done = splitter.records
-        after = f"after conversations[{done - 1}]" if done else "before the first conversation"
-        report.error(name, after, f"invalid or truncated JSON: {exc}")
-
-
-def _iter_after_other_sections(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
-    """Any key order (`conversations` after other sections): the sections before it are scanned
-    past, linear and unheld (ijson, which read this before, was quadratic in a string's length:
-    issue 14); the array is streamed by the splitter. No `conversations` (or null): none, no error."""
-    with entry.open() as f:
-        try:
-            found = seek_member(f, "conversations")
-        except SplitError as exc:
-            report.error(entry.name, "before the first conversation", f"invalid or truncated JSON: {exc}")
-            return
-        if found is None or found.startswith(b"null"):
-            return
-        yield from _iter_with_splitter(_Prepended(found, f), entry.name, report)
-
-
-class _Prepended(io.RawIOBase):
-    """Bytes already read, then the rest of a stream."""
-
-    def __init__(self, first: bytes, rest: BinaryIO) -> None:
-        self._first = first
-        self._rest = rest
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
-        if self._first:
-            if n is None or n < 0:
-                data, self._first = self._first + self._rest.read(), b""
-                return data
-            data, self._first = self._first[:n], self._first[n:]
-            return data
-        return self._rest.read(n)
+CONVERSATIONS = Places("conversations[{}]", "before the first conversation")
 
 
 # ---- one conversation ----

@@ -30,7 +30,7 @@ from __future__ import annotations
 import html
 import re
 import uuid
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 from urllib.parse import urlparse
 
 import orjson
@@ -46,10 +46,8 @@ from chatetl.model import (
     ToolCall,
     ToolResult,
 )
-from chatetl.readers.convert import convert_records, json_text, raw_bytes
-from chatetl.readers.entry import Entry
+from chatetl.readers.convert import json_text, raw_bytes
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
-from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import reply_kind
@@ -82,10 +80,6 @@ _ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 _OPEN, _CLOSE = "<details", "</details>"
 _THINK = re.compile(r"^\s*<(think|thinking|reason)>(.*?)</\1>\s*", re.DOTALL)
 _FENCE = re.compile(r"^\s*```[^\n]*\n(.*?)\n?```\s*$", re.DOTALL)
-
-
-def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
-    yield from convert_records(entry, iter_records(entry, shape or Shape.ARRAY, report), report, record_converter(entry.name, report))
 
 
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:

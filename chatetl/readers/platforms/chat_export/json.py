@@ -6,31 +6,31 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
 
 from chatetl.model import Conversation
-from chatetl.readers.convert import convert_records
+from chatetl.readers.convert import Convert, read_records
 from chatetl.readers.entry import Entry
-from chatetl.readers.jsonscan.records import Shape, iter_records
+from chatetl.readers.jsonscan.records import Shape
 from chatetl.readers.platforms.chat_export.builder import conversation_from_export
 from chatetl.readers.report import ReadReport
 
 
 def read_json(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A `chat-export/1` JSON file (one object; an array of them is read too)."""
-
-    def convert(record: Any, where: str) -> Conversation | None:
-        return conversation_from_export(record, report, rendering="json", file=entry.name, where=where)
-
-    yield from convert_records(entry, iter_records(entry, shape or Shape.OBJECT, report), report, convert)
+    return read_records(entry, shape or Shape.OBJECT, report, json_converter)
 
 
 def read_sharegpt1(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A `sharegpt/1` JSON file written by the extension: {"schema", "platform", "title", "conversations"}."""
-
-    def convert(record: Any, where: str) -> Conversation | None:
-        return conversation_from_export(record, report, rendering="sharegpt/1", file=entry.name, where=where)
-
-    yield from convert_records(entry, iter_records(entry, shape or Shape.OBJECT, report), report, convert)
+    return read_records(entry, shape or Shape.OBJECT, report, sharegpt1_converter)
 
 
+def json_converter(name: str, report: ReadReport) -> Convert:
+    """How one `chat-export/1` object of file `name` becomes a Conversation."""
+    return lambda record, where: conversation_from_export(record, report, rendering="json", file=name, where=where)
+
+
+def sharegpt1_converter(name: str, report: ReadReport) -> Convert:
+    """How one `sharegpt/1` object of file `name` becomes a Conversation."""
+    return lambda record, where: conversation_from_export(record, report, rendering="sharegpt/1", file=name, where=where)
