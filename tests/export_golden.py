@@ -33,7 +33,17 @@ from export_inputs import MD_AMBIGUOUS, T0, TRICKY, chat  # noqa: E402
 
 from chatetl.exports.files import conversation_files, training_lines  # noqa: E402
 from chatetl.exports.formats import PER_CONVERSATION  # noqa: E402
-from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult  # noqa: E402
+from chatetl.model import (  # noqa: E402
+    Attachment,
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
 from chatetl.selection import ContentOptions  # noqa: E402
 
 OPTION_SETS: dict[str, ContentOptions] = {

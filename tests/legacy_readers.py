@@ -10,15 +10,22 @@ import re
 from datetime import datetime, timezone
 from typing import AbstractSet, Any, Callable, Mapping
 
-from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.model import (
+    Attachment,
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
+from chatetl.readers.convert import raw_bytes
 from chatetl.readers.fields import known_role, text_or_none
-from chatetl.readers.report import ReadReport
-from chatetl.readers.timeutil import parse_time
 from chatetl.readers.platforms.claude_ai import (
     _EXTRA_FIELDS,
     _META_FIELDS,
-    KNOWN_CONVERSATION_FIELDS as CLAUDE_CONVERSATION_FIELDS,
-    KNOWN_MESSAGE_FIELDS as CLAUDE_MESSAGE_FIELDS,
     PLATFORM,
     ROOT_PARENT,
     SENDERS,
@@ -28,7 +35,14 @@ from chatetl.readers.platforms.claude_ai import (
     _tool_call,
     _tool_result,
 )
-from chatetl.readers.convert import raw_bytes
+from chatetl.readers.platforms.claude_ai import (
+    KNOWN_CONVERSATION_FIELDS as CLAUDE_CONVERSATION_FIELDS,
+)
+from chatetl.readers.platforms.claude_ai import (
+    KNOWN_MESSAGE_FIELDS as CLAUDE_MESSAGE_FIELDS,
+)
+from chatetl.readers.report import ReadReport
+from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import TreeProblems
 
 KNOWN_MESSAGE_FIELDS = frozenset(

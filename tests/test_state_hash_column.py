@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 from graph_inputs import generated, read, write_inputs
 
+from chatetl import tables
 from chatetl.ingest.checks import check_normalized_pair
 from chatetl.model import computed_state_hash, state_hash, state_version
 from chatetl.readers import read_path
 from chatetl.readers.report import ReadReport
 from chatetl.samples import sample_uploads
-from chatetl import tables
 from chatetl.tables import TableWriter, iter_conversations, read_rows, table_states
 
 
@@ -154,7 +154,17 @@ def test_a_messages_table_out_of_step_is_refused_on_either_path(tmp_path):
 def _validated(paths: tuple[Path, Path]) -> list:
     """The conversations of the tables as pydantic validates them from their rows (how they were read back before
     the columns were read with the fast constructors): the reference of the read-back."""
-    from chatetl.model import Attachment, Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+    from chatetl.model import (
+        Attachment,
+        Citation,
+        Conversation,
+        Message,
+        MessageKind,
+        Role,
+        Source,
+        ToolCall,
+        ToolResult,
+    )
 
     lists = (("tool_calls", ToolCall), ("tool_results", ToolResult), ("citations", Citation), ("attachments", Attachment))
     plain = ("message_id", "parent_id", "seq", "branch_index", "created_at", "model", "author_name", "recipient", "content_type", "reasoning")

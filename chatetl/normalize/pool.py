@@ -83,15 +83,10 @@ from chatetl.readers.inputs.archive import (
 )
 from chatetl.readers.inputs.detect import Format
 from chatetl.readers.jsonscan import records as jsonstream
+from chatetl.readers.jsonscan.decode import decode, nests_too_deep
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.jsonscan.records import Shape, report_repairs
-from chatetl.readers.jsonscan.splitter import (
-    ArraySplitter,
-    BadRecord,
-    SplitError,
-    decode,
-    nests_too_deep,
-)
+from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
 from chatetl.readers.platforms import chatgpt, claude_ai
 from chatetl.readers.report import ReadReport
 from chatetl.tables import TableBatch, TableWriter

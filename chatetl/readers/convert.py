@@ -10,13 +10,13 @@ from typing import Any
 
 from chatetl.model import Conversation
 from chatetl.readers.entry import Entry
+from chatetl.readers.jsonscan.decode import INT64, NUMBER_AS_NULL
 from chatetl.readers.jsonscan.records import (
     Shape,
     iter_records,
     record_place,
     report_repairs,
 )
-from chatetl.readers.jsonscan.splitter import INT64, NUMBER_AS_NULL
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import OUT_OF_RANGE as TIME_OUT_OF_RANGE
 from chatetl.readers.timeutil import out_of_range_count
@@ -43,7 +43,7 @@ def convert_records(
     `convert(record, where)` returns a Conversation with parent pointers set (or None to skip);
     this function resolves its branches, reports tree damage and counts it, counts the record's
     times no datetime holds (drift `time.out_of_range`) and reads an attachment size past int64
-    as null (reported with the record's bytes, like the numbers `splitter.decode` reads as null).
+    as null (reported with the record's bytes, like the numbers `decode.decode` reads as null).
     """
     for where, record in records:
         times = out_of_range_count()

@@ -12,7 +12,12 @@ from datetime import timedelta
 import pytest
 from export_inputs import T0, chat, sample_conversations
 
-from chatetl.graph.chunks import FULLTEXT_INDEX, VECTOR_INDEX, search_chunks, similar_chunks
+from chatetl.graph.chunks import (
+    FULLTEXT_INDEX,
+    VECTOR_INDEX,
+    search_chunks,
+    similar_chunks,
+)
 from chatetl.graph.load import load_conversations
 from chatetl.rag.chunking import ChunkOptions
 from chatetl.rag.partition import DocumentsResult, write_upload_documents

@@ -13,13 +13,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tokenizers import Tokenizer
 from export_inputs import chat, sample_conversations
+from tokenizers import Tokenizer
 
 from chatetl.layout import document_keys
+from chatetl.rag import embeddings
 from chatetl.rag.chunking import ChunkOptions, chunk_document, text_sha256
 from chatetl.rag.documents import build_document
-from chatetl.rag import embeddings
 from chatetl.rag.embeddings import (
     BUILTIN_DIMENSIONS,
     BUILTIN_MODEL,

@@ -19,7 +19,7 @@ from chatetl.normalize import pool as parallel
 from chatetl.readers import Entry, ReadReport, read_path, timeutil
 from chatetl.readers.inputs.archive import expand_path
 from chatetl.readers.inputs.detect import Format, detect
-from chatetl.readers.jsonscan.splitter import decode, without_constants
+from chatetl.readers.jsonscan.decode import decode, without_constants
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter
 

@@ -316,10 +316,11 @@ def test_a_long_record_is_decoded_and_handed_out_with_the_garbage_collector_paus
     the splitter no longer holds its bytes, and its offset is still the record's."""
     import gc
 
-    from chatetl.readers.jsonscan import splitter
+    from chatetl.readers.jsonscan import decode, splitter
     from chatetl.readers.jsonscan.values import ValueSplitter
 
-    monkeypatch.setattr(splitter, "BIG_VALUE", 1000)  # (ValueSplitter hands out through ArraySplitter's _hand_out)
+    for module in (decode, splitter):  # (the decode, and the hand-out; ValueSplitter hands out through ArraySplitter's _hand_out)
+        monkeypatch.setattr(module, "BIG_VALUE", 1000)
     decoded_with: list[bool] = []
     real_loads = splitter.orjson.loads
     monkeypatch.setattr(splitter.orjson, "loads", lambda raw: (decoded_with.append(gc.isenabled()), real_loads(raw))[1])

@@ -13,21 +13,19 @@ import orjson
 
 from chatetl.readers import limits
 from chatetl.readers.entry import Entry
-from chatetl.readers.jsonscan.depthguard import (
-    MAX_JSON_DEPTH,
-    DepthGuard,
-    NestingTooDeep,
-)
-from chatetl.readers.jsonscan.splitter import (
-    ArraySplitter,
-    BadRecord,
+from chatetl.readers.jsonscan.decode import (
     Repaired,
-    SplitError,
     decode,
     describe_repairs,
     loads,
     nests_too_deep,
 )
+from chatetl.readers.jsonscan.depthguard import (
+    MAX_JSON_DEPTH,
+    DepthGuard,
+    NestingTooDeep,
+)
+from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
 from chatetl.readers.jsonscan.strings import ValueTooLong, first_long_string
 from chatetl.readers.jsonscan.values import BOM, ValueSplitter, seek_member
 from chatetl.readers.report import ReadReport

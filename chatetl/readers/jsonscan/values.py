@@ -24,17 +24,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from chatetl.readers.jsonscan.decode import Repaired, decode, loads, nests_too_deep
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
-from chatetl.readers.jsonscan.splitter import (
-    WS,
-    ArraySplitter,
-    BadRecord,
-    Repaired,
-    SplitError,
-    decode,
-    loads,
-    nests_too_deep,
-)
+from chatetl.readers.jsonscan.splitter import WS, ArraySplitter, BadRecord, SplitError
 
 BOM = b"\xef\xbb\xbf"
 _MEMBER_SCALAR = re.compile(rb"[^,}\]\s]+")  # a number, true, false or null: up to what ends a member
