@@ -1,85 +1,44 @@
 """The normalize fast path (arrays cut by chatetl.readers.jsonscan.splitter and decoded by orjson, the
-columnar TableWriter) writes the same tables as the reference path (ijson behind the DepthGuard,
-rows through Table.from_pylist), row order included, and reports the same errors in the same
-places; past the reference, it reads on after a record nested too deep or not decodable."""
+columnar TableWriter) writes the tables the reference path wrote (ijson behind the DepthGuard, rows
+through Table.from_pylist), row order included, and reports the same errors in the same places; past
+the reference, it reads on after a record nested too deep or not decodable. The reference path's
+outputs are recorded in tests/readers/golden/ (tests/readers_golden.py), as are the models and tables
+of the pydantic-validated conversion the fast construction replaced: today's fast path wrote them, and
+they equalled the reference's when they were written."""
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 from datetime import UTC
 
-import pyarrow.parquet as pq
 import pytest
+import readers_golden
+from readers_golden import over_deep
 
-from chatetl import tables
-from chatetl.readers import ReadReport, convert, read_path
-from chatetl.readers.jsonscan import records as jsonstream
+from chatetl.readers import ReadReport, read_path
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
-from chatetl.samples import chatgpt_conversations, chatgpt_export, claude_export
+from chatetl.samples import chatgpt_conversations
 
 
-def _generated_chatgpt(copies: int = 25) -> list[dict]:
-    """The sample chats (branches, tools, reasoning, citations, attachments, hidden context) many
-    times over under new ids, with look-alikes of a record boundary inside strings."""
-    out = []
-    for i in range(copies):
-        for conv in chatgpt_conversations():
-            conv = copy.deepcopy(conv)
-            conv["id"] = conv["conversation_id"] = f"{conv['conversation_id']}-{i}"
-            node = next(n for n in conv["mapping"].values() if n.get("message") and n["message"]["content"].get("parts"))
-            node["message"]["content"]["parts"].append('a look-alike: }, {"title": "no", "mapping": {}} ] and \\" }, {')
-            conv["unknown_field"] = {"kept": [i, {"deep": [[i]]}]}
-            out.append(conv)
-    # damaged records, read today as they are: no mapping; a dangling parent and a cycle; not an object
-    out.insert(7, {"title": "no mapping", "id": "bad-1"})
-    broken = copy.deepcopy(out[3])
-    broken["id"] = broken["conversation_id"] = "broken-tree"
-    ids = [k for k, n in broken["mapping"].items() if n.get("message")]
-    broken["mapping"][ids[1]]["parent"] = "nowhere"
-    broken["mapping"][ids[2]]["parent"] = ids[3]
-    broken["mapping"][ids[3]]["parent"] = ids[2]
-    out.insert(20, broken)
-    out.insert(30, [1, 2, 3])
-    out.insert(40, {"title": "numbers", "id": "n", "mapping": {}, "x": 2**62, "y": 1.5e300, "z": -0.0, "w": 1e-320})
-    return out
-
-
-def _over_deep(depth: int = 100_000) -> bytes:
-    return b'{"title": "deep", "id": "deep", "mapping": {}, "x": ' + b"[" * depth + b"]" * depth + b"}"
-
-
-def _tables(path, tmp_path, fast: bool, monkeypatch):
-    monkeypatch.setattr(jsonstream, "FAST", fast)
-    report = ReadReport()
-    out = tmp_path / ("fast" if fast else "reference")
-    out.mkdir()
-    with tables.TableWriter(out / "c.parquet", out / "m.parquet", columnar=fast, batch_bytes=50_000) as writer:
-        for conv in read_path(path, report):
-            writer.add(conv)
-    errors = [(e.file, e.where, e.reason, e.raw) for e in report.errors]
-    return pq.read_table(out / "c.parquet"), pq.read_table(out / "m.parquet"), errors, report.summary()
-
-
-def _same(path, tmp_path, monkeypatch):
-    fast = _tables(path, tmp_path, True, monkeypatch)
-    ref = _tables(path, tmp_path, False, monkeypatch)
+def _same(path, tmp_path, case):
+    """The fast path gives the tables, errors and summary the reference path gave (recorded: `case`)."""
+    fast = readers_golden.read_tables(path, tmp_path / f"fast-{case.replace(' ', '-')}")
+    ref = readers_golden.stored(case)["tables"]
+    got = readers_golden.tables_record(fast, tmp_path)
     assert fast[0].num_rows and fast[1].num_rows
-    assert fast[0].equals(ref[0]) and fast[1].equals(ref[1])
-    assert fast[2] == ref[2]
-    assert fast[3] == ref[3]
+    assert got["conversations"] == ref["conversations"] and got["messages"] == ref["messages"]
+    assert got["errors"] == ref["errors"]
+    assert got["summary"] == ref["summary"]
     return fast
 
 
-@pytest.mark.parametrize("indent", [None, 1])
-def test_generated_chatgpt_file_gives_the_reference_tables(tmp_path, monkeypatch, indent):
-    body = json.dumps(_generated_chatgpt(), indent=indent).encode()
-    path = tmp_path / "conversations.json"
-    # the over-deep record last: the reference path stops reading there
-    path.write_bytes(body[:-1].rstrip() + b",\n" + _over_deep() + b"\n]\n")
-    convs, _, errors, _ = _same(path, tmp_path, monkeypatch)
+@pytest.mark.parametrize(("indent", "case"), [(None, "chatgpt ending too deep"), (1, "chatgpt ending too deep, indented")])
+def test_generated_chatgpt_file_gives_the_reference_tables(tmp_path, indent, case):
+    # the over-deep record last: the reference path stopped reading there
+    path = readers_golden.chatgpt_ending_too_deep(tmp_path, indent)
+    convs, _, errors, _ = _same(path, tmp_path, case)
     assert convs.num_rows == 25 * 3 + 2  # the broken tree and the numbers read; no mapping, a list and the deep one not
     wheres = [(where, reason.split(":")[0]) for _, where, reason, _ in errors]
     assert ("record 7 (conversation bad-1)", "ValueError") in wheres and ("record 30", "ValueError") in wheres
@@ -87,23 +46,19 @@ def test_generated_chatgpt_file_gives_the_reference_tables(tmp_path, monkeypatch
     assert errors[-1][1] == f"record {25 * 3 + 4}" and f"more than {MAX_JSON_DEPTH} levels" in errors[-1][2]
 
 
-def test_sharded_chatgpt_zip_and_claude_export_give_the_reference_tables(tmp_path, monkeypatch):
-    for name, data in (("chatgpt.zip", chatgpt_export(shards=2)), ("claude.zip", claude_export())):
-        path = tmp_path / name
-        path.write_bytes(data)
-        work = tmp_path / name.replace(".", "_")
-        work.mkdir()
-        _same(path, work, monkeypatch)
+def test_sharded_chatgpt_zip_and_claude_export_give_the_reference_tables(tmp_path):
+    for name, case in (("chatgpt.zip", "sample chatgpt zip"), ("claude.zip", "sample claude zip")):
+        path = readers_golden.sample_zip(tmp_path, name)
+        _same(path, tmp_path, case)
 
 
-def test_truncated_file_is_reported_like_the_reference(tmp_path, monkeypatch):
-    body = json.dumps(_generated_chatgpt(2)).encode()
-    path = tmp_path / "conversations.json"
-    path.write_bytes(body[: len(body) * 2 // 3])
-    fast = _tables(path, tmp_path, True, monkeypatch)
-    ref = _tables(path, tmp_path, False, monkeypatch)
-    assert fast[0].equals(ref[0]) and fast[1].equals(ref[1])
-    assert [(f, w) for f, w, _, _ in fast[2]] == [(f, w) for f, w, _, _ in ref[2]]
+def test_truncated_file_is_reported_like_the_reference(tmp_path):
+    path = readers_golden.cut_short(tmp_path)
+    fast = readers_golden.read_tables(path, tmp_path / "fast")
+    ref = readers_golden.stored("cut short")["tables"]
+    got = readers_golden.tables_record(fast, tmp_path)
+    assert got["conversations"] == ref["conversations"] and got["messages"] == ref["messages"]
+    assert [(f, w) for f, w, _, _ in got["errors"]] == [(f, w) for f, w, _, _ in ref["errors"]]
     assert "invalid or truncated JSON" in fast[2][-1][2]
 
 
@@ -111,7 +66,7 @@ def test_fast_path_reads_on_past_a_record_too_deep_or_not_decodable(tmp_path):
     good = [json.dumps(c).encode() for c in chatgpt_conversations()]
     # (an integer past 64 bits, which stops ijson, reads too)
     good[2] = good[2][:-1] + b', "big": ' + str(2**70).encode() + b"}"
-    data = b"[" + b",".join([good[0], _over_deep(), good[1], b'{"title": "x", "id": tru}', good[2]]) + b"]"
+    data = b"[" + b",".join([good[0], over_deep(), good[1], b'{"title": "x", "id": tru}', good[2]]) + b"]"
     path = tmp_path / "conversations.json"
     path.write_bytes(data)
     report = ReadReport()
@@ -178,66 +133,28 @@ def test_splitter_refuses_a_damaged_array(data):
 
 
 # ---- the fast construction (Model.fast / of_fields, assignment through __dict__) against the
-# pydantic-validated conversion as it was (tests/legacy_readers.py, frozen from afdc011) ----
+# pydantic-validated conversion as it was (commit afdc011): its tables and models are recorded ----
 
 
-def _reference_reader(monkeypatch):
-    """The reference path of _tables, with the frozen conversion and branch resolver."""
-    import legacy_readers
-
-    from chatetl.readers.platforms import chatgpt
-
-    monkeypatch.setattr(chatgpt, "conversation_from_chatgpt", legacy_readers.conversation_from_chatgpt)
-    monkeypatch.setattr(convert, "resolve_branches", legacy_readers.resolve_branches)
-
-
-def _generated_file(tmp_path, copies: int = 25):
-    conversations = _generated_chatgpt(copies)
-    # edge values the checks by hand must read as pydantic did: bool sizes, odd times, drift
-    odd = copy.deepcopy(conversations[0])
-    odd["id"] = odd["conversation_id"] = "odd"
-    odd["create_time"], odd["update_time"], odd["current_node"] = "2024-05-01T12:00:00+02:00", 1.7e12, None
-    for i, node in enumerate(n for n in odd["mapping"].values() if n.get("message")):
-        msg = node["message"]
-        msg["create_time"] = [None, -5.0, 1.7e12, "2024-01-01T00:00:00", True, 3, "x", float("1e300")][i % 8]
-        msg["metadata"] = {"attachments": [{"id": "f", "name": "n", "size": True, "mime_type": "image/png"}, "junk"], "model_slug": 5}
-        msg["author"] = {"role": ["odd"] if i == 1 else "critic" if i == 2 else msg["author"]["role"], "name": 7}
-        msg["surprise"] = i
-    conversations.insert(5, odd)
-    path = tmp_path / "conversations.json"
-    path.write_bytes(json.dumps(conversations).encode())
-    return path
+def test_fast_construction_gives_the_tables_of_the_validated_conversion(tmp_path):
+    path = readers_golden.odd_chatgpt(tmp_path)
+    fast = readers_golden.read_tables(path, tmp_path / "fast")
+    ref = readers_golden.stored("odd chatgpt")["tables"]
+    got = readers_golden.tables_record(fast, tmp_path)
+    assert fast[0].num_rows == len(ref["conversations"]["rows"]) > 25 * 3
+    assert got["conversations"] == ref["conversations"] and got["messages"] == ref["messages"]
+    assert got["errors"] == ref["errors"] and got["summary"] == ref["summary"]
 
 
-def test_fast_construction_gives_the_tables_of_the_validated_conversion(tmp_path, monkeypatch):
-    path = _generated_file(tmp_path)
-    fast = _tables(path, tmp_path, True, monkeypatch)
-    _reference_reader(monkeypatch)
-    ref = _tables(path, tmp_path, False, monkeypatch)
-    assert fast[0].num_rows == ref[0].num_rows > 25 * 3
-    assert fast[0].equals(ref[0]) and fast[1].equals(ref[1])
-    assert fast[2] == ref[2] and fast[3] == ref[3]
-
-
-def test_fast_construction_gives_the_models_of_the_validated_conversion(tmp_path, monkeypatch):
-    """Equal models, fields in the same order and marked set the same way (model_fields_set)."""
-    path = _generated_file(tmp_path, copies=2)
+def test_fast_construction_gives_the_models_of_the_validated_conversion(tmp_path):
+    """Equal models, fields in the same order and marked set the same way (model_fields_set), the same JSON."""
+    path = readers_golden.odd_chatgpt(tmp_path, copies=2)
     fast = list(read_path(path, ReadReport()))
-    _reference_reader(monkeypatch)
-    ref = list(read_path(path, ReadReport()))
+    ref = readers_golden.stored("odd chatgpt, 2 copies")["models"]
     assert len(fast) == len(ref) > 6
-
-    def shape(model):
-        if isinstance(model, list):
-            return [shape(m) for m in model]
-        if hasattr(model, "model_fields_set"):
-            return (type(model).__name__, sorted(model.model_fields_set), [(k, shape(v)) for k, v in model.__dict__.items()])
-        return model
-
-    for a, b in zip(fast, ref):
-        assert a == b
-        assert shape(a) == shape(b)
-        assert a.model_dump_json() == b.model_dump_json()
+    for got, want in zip(readers_golden.models_record(fast, tmp_path), ref, strict=True):
+        assert got["model"] == want["model"]  # (class, fields set, every value in order, nested models too: `==` and more)
+        assert got["json"] == want["json"]
 
 
 def test_fast_constructor_refuses_what_pydantic_would_and_runs_the_validators():
@@ -262,51 +179,19 @@ def test_fast_constructor_refuses_what_pydantic_would_and_runs_the_validators():
         Message.of_fields({"message_id": "a"}, ())
 
 
-def _generated_claude(tmp_path, copies: int = 20):
-    import zipfile
-
-    with zipfile.ZipFile(io.BytesIO(claude_export())) as z:
-        base = json.loads(z.read("conversations.json"))
-    conversations = []
-    for i in range(copies):
-        for conv in base:
-            conv = copy.deepcopy(conv)
-            conv["uuid"] = f"{conv['uuid']}-{i}"
-            conversations.append(conv)
-    odd = copy.deepcopy(base[0])
-    odd["uuid"], odd["created_at"], odd["updated_at"], odd["surprise"] = "odd", 1.7e12, "2024-05-01T12:00:00+02:00", [1]
-    for j, msg in enumerate(odd["chat_messages"]):
-        msg["created_at"] = [None, "2024-01-01T00:00:00", 5, "x"][j % 4]
-        msg["sender"] = "critic" if j == 1 else msg.get("sender")
-        msg.pop("parent_message_uuid", None)  # no parent pointers: array order
-        msg["index"], msg["odd_field"] = j, {"k": j}
-    conversations.insert(3, odd)
-    conversations.insert(6, {"uuid": "no-messages", "chat_messages": 5})
-    path = tmp_path / "conversations.json"
-    path.write_bytes(json.dumps(conversations).encode())
-    return path
-
-
-def test_fast_claude_construction_gives_the_tables_and_models_of_the_validated_conversion(tmp_path, monkeypatch):
-    import legacy_readers
-
-    from chatetl.readers.platforms import claude_ai
-
-    path = _generated_claude(tmp_path)
-    fast = _tables(path, tmp_path, True, monkeypatch)
+def test_fast_claude_construction_gives_the_tables_and_models_of_the_validated_conversion(tmp_path):
+    path = readers_golden.odd_claude(tmp_path)
+    fast = readers_golden.read_tables(path, tmp_path / "fast")
     fast_models = list(read_path(path, ReadReport()))
-    monkeypatch.setattr(claude_ai, "conversation_from_claude_ai", legacy_readers.conversation_from_claude_ai)
-    monkeypatch.setattr(convert, "resolve_branches", legacy_readers.resolve_branches)
-    ref = _tables(path, tmp_path, False, monkeypatch)
-    ref_models = list(read_path(path, ReadReport()))
-    assert fast[0].num_rows == ref[0].num_rows > 20
-    assert fast[0].equals(ref[0]) and fast[1].equals(ref[1])
-    assert fast[2] == ref[2] and fast[3] == ref[3]
+    want = readers_golden.stored("odd claude")
+    ref = want["tables"]
+    got = readers_golden.tables_record(fast, tmp_path)
+    assert fast[0].num_rows == len(ref["conversations"]["rows"]) > 20
+    assert got["conversations"] == ref["conversations"] and got["messages"] == ref["messages"]
+    assert got["errors"] == ref["errors"] and got["summary"] == ref["summary"]
     assert any("no-messages" in where for _, where, _, _ in fast[2])
-    for a, b in zip(fast_models, ref_models, strict=True):
-        assert a == b and a.model_fields_set == b.model_fields_set
-        assert [m.model_fields_set for m in a.messages] == [m.model_fields_set for m in b.messages]
-        assert [list(m.__dict__) for m in a.messages] == [list(m.__dict__) for m in b.messages]
+    # equal models, fields marked set the same way, the messages' fields in the same order
+    assert [m["model"] for m in readers_golden.models_record(fast_models, tmp_path)] == [m["model"] for m in want["models"]]
 
 
 def test_a_long_record_is_decoded_and_handed_out_with_the_garbage_collector_paused(monkeypatch):
