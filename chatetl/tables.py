@@ -286,13 +286,9 @@ class TableWriter:
     (`Table.from_pylist`), the reference the columnar one is tested against: both write equal tables.
 
     One file per table keeps every row group's metadata in memory until it is closed (pyarrow's
-    ParquetWriter: about 40 KB a row group of both tables, 12 MB for a 1 GB ChatGPT file).
-    `TableWriter.in_parts` writes folders of part files instead, closing both every `PART_ROW_GROUPS`
-    batches, so its memory does not grow with the input; parts written elsewhere (a worker's pieces,
-    chatetl.normalize.pieces) take their place among them by `adopt`, renamed, not encoded again.
+    ParquetWriter: about 40 KB a row group of both tables); `PartsWriter` writes folders of part files
+    instead, so its memory does not grow with the input.
     """
-
-    PART_ROW_GROUPS = 64  # batches (row groups) in one part file: about 130 MB of text, 2.5 MB of metadata held
 
     def __init__(
         self,
@@ -305,10 +301,6 @@ class TableWriter:
         self.batch_messages = batch_messages
         self.batch_bytes = batch_bytes
         self.columnar = columnar
-        _system_memory_pool()
-        self._part_paths: Any = None  # in_parts: part number -> (conversations path, messages path)
-        self._part_row_groups = 0
-        self._part = 0
         self._row_groups = 0  # batches written to the files open now
         self._open(conversations_path, messages_path)
         self._convs: list[dict[str, Any]] = []
@@ -318,52 +310,6 @@ class TableWriter:
         self._pending: Any = None
         self.conversations = 0
         self.messages = 0
-
-    @classmethod
-    def in_parts(cls, conversations_folder: str | Path, messages_folder: str | Path, row_groups: int | None = None,
-                 **options: Any) -> TableWriter:
-        """A writer of `part-00000.parquet`, `part-00001.parquet` ... in each folder (a `pyarrow.dataset` of
-        either folder reads its table, in order): a part holds `row_groups` (PART_ROW_GROUPS) batches at most,
-        and the messages of a part's conversations are in the same part of the messages folder. The part files
-        the folders held (a run before, of more parts) are removed first; the first part is written even when
-        nothing is. `options` are the constructor's."""
-        for folder in (conversations_folder, messages_folder):
-            for old in [*Path(folder).glob("part-*.parquet"), *Path(folder).glob(".piece-*.parquet")]:
-                old.unlink()
-
-        def paths(n: int) -> tuple[Path, Path]:
-            return Path(conversations_folder) / f"part-{n:05d}.parquet", Path(messages_folder) / f"part-{n:05d}.parquet"
-
-        writer = cls(*paths(0), **options)
-        writer._part_paths, writer._part_row_groups = paths, row_groups or cls.PART_ROW_GROUPS
-        return writer
-
-    def beside_parts(self, name: str) -> tuple[Path, Path] | None:
-        """Paths in this writer's part folders for a part written elsewhere (a worker's piece,
-        chatetl.normalize.pieces), read as a part only once `adopt` has named it; None for a writer
-        of one file per table."""
-        if self._part_paths is None:
-            return None
-        conversations, messages = self._part_paths(0)
-        return conversations.parent / f".{name}.parquet", messages.parent / f".{name}.parquet"
-
-    def adopt(self, conversations_path: str | Path, messages_path: str | Path, conversations: int, messages: int) -> None:
-        """A part written elsewhere (at `beside_parts`), of `conversations` and `messages` rows, put
-        after what this writer holds: the part open now is closed (its number reused when it holds
-        nothing), the files renamed to the next part, and a new part opened for what comes after."""
-        self.flush()
-        self._wait()
-        self._conv_writer.close()
-        self._msg_writer.close()
-        if self._row_groups:
-            self._part += 1
-        for path, new in zip((conversations_path, messages_path), self._part_paths(self._part)):
-            os.replace(path, new)
-        self._part += 1
-        self._open(*self._part_paths(self._part))
-        self._row_groups = 0
-        self.conversations += conversations
-        self.messages += messages
 
     def _open(self, conversations_path: str | Path, messages_path: str | Path) -> None:
         self._conv_writer = pq.ParquetWriter(str(conversations_path), CONVERSATIONS_SCHEMA, compression="zstd", use_dictionary=_REPEATING)
@@ -412,12 +358,6 @@ class TableWriter:
         self._pending = self._pool.submit(self._write, convs, msgs)
 
     def _write(self, convs: pa.Table | None, msgs: pa.Table | None) -> None:
-        if self._part_paths is not None and self._row_groups == self._part_row_groups:  # the part is full: the next one
-            self._conv_writer.close()
-            self._msg_writer.close()
-            self._part += 1
-            self._open(*self._part_paths(self._part))
-            self._row_groups = 0
         if convs is not None:
             self._conv_writer.write_table(convs)
         if msgs is not None:
@@ -438,15 +378,78 @@ class TableWriter:
                 self._pool.shutdown()
             self._conv_writer.close()
             self._msg_writer.close()
-            if self._part_paths is not None and self._part and not self._row_groups:  # after adopted parts: nothing
-                for path in self._part_paths(self._part):
-                    Path(path).unlink(missing_ok=True)
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class PartsWriter(TableWriter):
+    """Both tables as folders of part files: `part-00000.parquet`, `part-00001.parquet` ... in each folder (a
+    `pyarrow.dataset` of either folder reads its table, in order), a part of `row_groups` (PART_ROW_GROUPS)
+    batches at most, the messages of a part's conversations in the same part of the messages folder. Its
+    memory does not grow with the input: both part files are closed as they fill. A part written elsewhere
+    (at `spare_paths`, by another process) takes its place among them by `adopt`: renamed, not encoded again.
+    The part files the folders held (a run before, of more parts) are removed first; the first part is
+    written even when nothing is. `options` are TableWriter's."""
+
+    PART_ROW_GROUPS = 64  # batches (row groups) in one part file: about 130 MB of text, 2.5 MB of metadata held
+
+    def __init__(self, conversations_folder: str | Path, messages_folder: str | Path, row_groups: int | None = None,
+                 **options: Any) -> None:
+        self._folders = (Path(conversations_folder), Path(messages_folder))
+        for folder in self._folders:
+            for old in [*folder.glob("part-*.parquet"), *folder.glob(".spare-*.parquet")]:
+                old.unlink()
+        self._part_row_groups = row_groups or self.PART_ROW_GROUPS
+        self._part = 0
+        super().__init__(*self._part_paths(0), **options)
+
+    def _part_paths(self, n: int) -> tuple[Path, Path]:
+        conversations, messages = self._folders
+        return conversations / f"part-{n:05d}.parquet", messages / f"part-{n:05d}.parquet"
+
+    def spare_paths(self, name: str) -> tuple[Path, Path]:
+        """Paths in the part folders for a part written elsewhere, read as a part only once `adopt` has named it."""
+        conversations, messages = self._folders
+        return conversations / f".spare-{name}.parquet", messages / f".spare-{name}.parquet"
+
+    def adopt(self, conversations_path: str | Path, messages_path: str | Path, conversations: int, messages: int) -> None:
+        """A part written elsewhere (at `spare_paths`), of `conversations` and `messages` rows, put after what
+        this writer holds: the part open now is closed (its number reused when it holds nothing), the files
+        renamed to the next part, and a new part opened for what comes after."""
+        self.flush()
+        self._wait()
+        self._conv_writer.close()
+        self._msg_writer.close()
+        if self._row_groups:
+            self._part += 1
+        for path, new in zip((conversations_path, messages_path), self._part_paths(self._part), strict=True):
+            os.replace(path, new)
+        self._part += 1
+        self._open(*self._part_paths(self._part))
+        self._row_groups = 0
+        self.conversations += conversations
+        self.messages += messages
+
+    def _write(self, convs: pa.Table | None, msgs: pa.Table | None) -> None:
+        if self._row_groups == self._part_row_groups:  # the part is full: the next one
+            self._conv_writer.close()
+            self._msg_writer.close()
+            self._part += 1
+            self._open(*self._part_paths(self._part))
+            self._row_groups = 0
+        super()._write(convs, msgs)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._part and not self._row_groups:  # after adopted parts: nothing
+                for path in self._part_paths(self._part):
+                    path.unlink(missing_ok=True)
 
 
 # Columns whose values repeat (keys, a conversation's ids on each of its messages, enumerations)
@@ -456,19 +459,6 @@ _REPEATING = [
     "conversation_key", "source", "platform", "conversation_id", "model", "models_used.list.element", "timezone", "source_file",
     "upload_key", "role", "kind", "author_name", "recipient", "content_type",
 ]
-
-
-def _system_memory_pool() -> None:
-    """Arrow's memory from the system allocator: the bundled mimalloc keeps freed batches mapped,
-    ~35 MB more peak RSS over a long upload (measured with bench/normalize_throughput.py)."""
-    global _POOL_SET
-    if not _POOL_SET:
-        _POOL_SET = True
-        if pa.default_memory_pool().backend_name != "system":
-            pa.set_memory_pool(pa.system_memory_pool())
-
-
-_POOL_SET = False
 
 
 def _table(columns: dict[str, list[Any]], schema: pa.Schema) -> pa.Table:

@@ -23,9 +23,8 @@ from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.ingest.upload import normalize_upload
 from chatetl.layout import quarantine_prefix, upload_id
-from chatetl.normalize import pool as parallel
+from chatetl.normalize import Tuning, normalize_into
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.inputs.archive import expand_path
 from chatetl.readers.jsonscan import records as jsonstream
 from chatetl.readers.jsonscan.records import Shape
 from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord
@@ -247,8 +246,6 @@ def test_the_quarantine_of_an_upload_lists_the_record_past_the_cap(tmp_path, cap
 def test_on_two_cores_a_string_past_the_cap_costs_its_record_alone(tmp_path, cap_1_mib, monkeypatch):
     """The two-core path cuts records without decoding them: a record past the cap goes to the exact
     scanner there too, and the tables and errors are the one process's."""
-    monkeypatch.setattr(parallel, "TASK_BYTES", 4000)
-    monkeypatch.setattr(parallel, "WAIT_FOR_WORKERS", True)
     records = [chatgpt_record(f"c{i}", text=f"message {i}") for i in range(40)]
     records[7] = chatgpt_record("c7", text="y" * (3 * MB))
     records[20] = chatgpt_record("c20", text="z" * (MB // 2))  # long, under the cap: read on both
@@ -258,7 +255,7 @@ def test_on_two_cores_a_string_past_the_cap_costs_its_record_alone(tmp_path, cap
     for workers in (1, 2):
         report = ReadReport()
         with TableWriter(tmp_path / f"c{workers}.parquet", tmp_path / f"m{workers}.parquet") as writer:
-            parallel.read_into(writer, expand_path(path, report), report, workers)
+            normalize_into(writer, [path], report, workers, tuning=Tuning(records_bytes=4000, wait_for_workers=True))
         ids = pq.read_table(tmp_path / f"c{workers}.parquet").column("conversation_id").to_pylist()
         results.append((ids, [(e.where, e.reason) for e in report.errors]))
     assert results[0] == results[1]
