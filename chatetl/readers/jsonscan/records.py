@@ -8,7 +8,6 @@ from collections.abc import Generator, Iterator
 from enum import StrEnum
 from typing import Any, BinaryIO, NamedTuple
 
-import ijson
 import orjson
 
 from chatetl.readers import limits
@@ -22,8 +21,6 @@ from chatetl.readers.jsonscan.decode import (
 )
 from chatetl.readers.jsonscan.depthguard import (
     MAX_JSON_DEPTH,
-    DepthGuard,
-    NestingTooDeep,
 )
 from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
 from chatetl.readers.jsonscan.strings import ValueTooLong, first_long_string
@@ -51,32 +48,10 @@ def iter_records(entry: Entry, shape: Shape, report: ReadReport) -> Iterator[tup
     if shape is Shape.JSONL:
         yield from _iter_jsonl(entry, report)
         return
-    if shape is Shape.ARRAY and FAST:
+    if shape is Shape.ARRAY:
         yield from _iter_array(entry, report)
         return
-    if shape is not Shape.ARRAY:
-        yield from _iter_values(entry, report)
-        return
-    prefix = "item" if shape is Shape.ARRAY else ""
-    index = -1
-    try:
-        with DepthGuard(entry.open()) as f:
-            # multiple_values: JSONL whose first line is longer than the detection head looks like one object
-            records = ijson.items(f, prefix, use_float=True, multiple_values=shape is not Shape.ARRAY)
-            for index, record in enumerate(records):
-                yield (f"record {index}" if shape is Shape.ARRAY or index > 0 else ""), record
-    except (ijson.common.IncompleteJSONError, ijson.common.JSONError) as exc:
-        after = f"after record {index}" if index >= 0 else "before the first record"
-        report.error(entry.name, f"{after}", f"invalid or truncated JSON: {_short(exc)}")
-    except NestingTooDeep as exc:
-        report.error(entry.name, f"record {index + 1}", str(exc))
-    except RecursionError:
-        report.error(entry.name, f"record {index + 1}", "JSON nested too deeply")
-
-
-# Arrays are cut into records and decoded by orjson (chatetl.readers.jsonscan.splitter); False reads them
-# with ijson behind the DepthGuard, as before (kept as the reference the fast path is tested against).
-FAST = True
+    yield from _iter_values(entry, report)
 
 
 def _iter_array(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
