@@ -103,7 +103,7 @@ def _utc_times(d: dict[str, Any]) -> None:
 
 class _Model(BaseModel):
     # defer_build: each model's validator is built the first time one is made, not at import. The normalize
-    # fast path (tuples and columns) never makes one, and building them all took ~80 ms of its start-up.
+    # fast path (tuples and columns) never makes one, and building them all was a part of its start-up.
     model_config = ConfigDict(extra="forbid", validate_assignment=False, defer_build=True)
 
 

@@ -43,9 +43,7 @@ def _messages_of(part: pa.Table | pa.RecordBatch) -> list[Message]:
     """The messages of rows of the messages table, column by column: values the table's schema typed, built as
     `Message(**row)` builds them without validating them again (the fast constructors; times made UTC; a role or
     kind the model does not know is a ValueError). Python's cyclic garbage collector is paused while they are built:
-    they hold no cycles, and its passes over each part's new objects took about a third of the read-back's time
-    (`iter_conversations` of the 100k messages of a bench/graph_load.py partition, median of 5: 2.3 s before the
-    pause, 1.6-1.8 s with it)."""
+    they hold no cycles, and its passes over each part's new objects took about a third of the read-back's time."""
     with gc_paused():
         return _built_messages([part.column(name).to_pylist() if name != "created_at" else _utc_times(part.column(name))
                                 for name in _MESSAGE_BACK])
@@ -74,7 +72,7 @@ def _built_messages(columns: list[list[Any]]) -> list[Message]:
 
 
 def _utc_times(column: pa.ChunkedArray | pa.Array) -> list[datetime | None]:
-    """A timestamp column's values as aware UTC datetimes (from its microseconds: 4x faster than Arrow's own
+    """A timestamp column's values as aware UTC datetimes (from its microseconds: several times faster than Arrow's own
     conversion, which looks up the column's zone for every value)."""
     micros = column.cast(TS).cast(pa.int64()).to_pylist()
     return [None if v is None else _EPOCH + timedelta(microseconds=v) for v in micros]
@@ -137,8 +135,8 @@ def _selected_conversations(conversations_file: BinaryIOLike, messages_file: Bin
     """The conversations at positions `rows` (sorted, distinct), a run of neighbours at a time: the messages of
     conversations next to each other in the table are next to each other too, so a run's rows (READ_BACK_ROWS at
     most, unless one conversation has more) are built at once, as `iter_conversations` builds the whole table
-    (a first load selects every conversation: 100k messages of bench/graph_load.py were built a conversation at a
-    time, a table slice and its columns each, in 2.5 s of the load's 6 s under cProfile)."""
+    (a first load selects every conversation: a conversation at a time, a table slice and its columns each, was
+    most of the load)."""
     if not rows:
         return
     convs = pq.read_table(conversations_file)

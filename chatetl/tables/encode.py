@@ -60,8 +60,7 @@ class TableBatch:
 
     Why chunks: rows held as Python objects take several times their size in the heap (small
     objects, freed in pieces the allocator keeps), Arrow's buffers only theirs; a 4 MB batch held
-    as Python lists to the end peaked about 5 MB higher than in 1 MB chunks (peak RSS, measured on
-    a 20 MB bench/chatgpt_shaped.py file)."""
+    as Python lists to the end peaked higher than in chunks (bench/RESULTS.md)."""
 
     CHUNK_BYTES = 1024 * 1024
 

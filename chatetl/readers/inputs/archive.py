@@ -1,31 +1,14 @@
 """Open what an upload is made of: zips (nested too), folders and single files, into its chat files.
 
-Zip members are read where they lie, from the zip itself (never extracted, never written by
-name). A member with an unsafe name (`../x.json`, `/abs/x.json`, `C:\\x.json`, `..\\x.json`) is
-still read, under a sanitized name (`x.json`, `abs/x.json`): that name, never the one in the zip,
-is what errors, `Conversation.source_file` and everything after them see, so nothing downstream
-can take a path from it. A member whose declared size passes `MAX_MEMBER_BYTES` (a zip bomb) is
-refused unread: zipfile never inflates a member past its declared size, so the cap bounds the
-bytes read (and the temp copy of a nested zip).
+Zip members are read where they lie, never extracted; a member with an unsafe name (`../x.json`,
+`C:\\x.json`) is read under a sanitized one, the only name errors and everything after them see. Zip
+bombs are refused before anything is inflated (what the members declare, against the ratio cap of
+chatetl.readers.limits), and since headers can lie the bytes inflated are counted as they are read
+(`Inflated`): past the absolute cap reading stops with an error naming the upload.
 
-Zip bombs (issue 14; caps in chatetl.readers.limits, CHATETL_MAX_INFLATE_RATIO and
-CHATETL_MAX_INFLATED_BYTES): before a zip's members are inflated, what they declare (their
-`file_size`, added up over the upload's nested zips) is checked against the ratio cap, 100 times
-the upload's own bytes (not the members' `compress_size`, which a bomb may set as it likes): past
-it the zip is refused unread, in milliseconds, with an error naming it (a 1 MB zip declaring
-1 GiB). And since headers can lie, the bytes inflated are counted as the readers take them (each
-member up to the furthest byte any reading of it reached): past the absolute cap (8 GiB) reading
-stops with `InflateLimit`, an error naming the upload and the member.
-
-Nothing passes in silence: a file given on its own that no reader knows is refused ("unrecognized
-format", naming it); inside a zip or a folder, a file that only resembles a chat format by its
-keys (`detect.resembles`) is refused the same way, while other files (a README, images) are
-skipped and counted; a zip given on its own, or a folder, that holds no file any reader knows is refused.
-
-A Claude.ai 2026 download (`chatetl.readers.inputs.claude_ai_manifest`) uploaded together, as one zip
-holding the manifest and its zips or as a folder, has the parts its manifest names but the upload
-lacks reported by name ("missing from this upload: ...", a warning of the report): never an error,
-every part reads on its own.
+Nothing passes in silence: a file no reader knows is refused ("unrecognized format") when given on its
+own or when it resembles a chat format; inside a zip or a folder other files are skipped and counted.
+A Claude.ai manifest uploaded with its zips has the parts it names that the upload lacks reported.
 """
 
 from __future__ import annotations

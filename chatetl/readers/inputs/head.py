@@ -62,7 +62,7 @@ def first_record_head(head: bytes, array: bool) -> Head:
     """What the head of a file shows of its first record (keys, scalars, keys below them).
 
     A head that orjson decodes whole (a small file, most often: its whole record is in it) is walked from its
-    decoded value (`_decoded_head`, the same Head as the streaming walk below, about 3x faster, which a zip of
+    decoded value (`_decoded_head`, the same Head as the streaming walk below, several times faster, which a zip of
     thousands of small files pays for each of them); where an object repeats a key, the value read is the last,
     as every reader reads it (the streaming walk saw each). Else ijson walks its events: NaN, Infinity and
     -Infinity are read as null first, and an escaped lone surrogate as U+FFFD: ijson stops at the one and raises

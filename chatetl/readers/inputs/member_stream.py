@@ -1,23 +1,11 @@
 """A zip member's bytes inflated in fixed blocks, so damage loses the same bytes however it is read.
 
-zipfile raises on damage (a bad CRC-32, checked in the read that reaches the member's end; a
-corrupt deflate stream; a member cut short) inside the read that meets it, and that read's bytes
-are lost with it. So how much of a damaged member a reader got depended on how much it asked for
-at a time: one process and two cores (which cut, skip ahead and read on in other sizes) kept
-different records of the same member. Here the member is inflated in blocks of BLOCK bytes from
-its start, whatever the reader asks for: every block before the one that meets the damage is
-handed out (a read that spans it returns what came before it, and the next read raises), and the
-damaged block never is. (A first read of less than a block, the head read to detect the format,
-inflates only what it asks for; the next block ends where the first one would have.) The readers then keep every record whole in what was handed out
-(`ArraySplitter`), the same records on every path.
-
-Inflating. A deflated member is inflated by ISA-L (python-isal's `isal_zlib`, zlib's interface) in
-place of zlib: zipfile still reads the member, caps it at its declared size and checks its CRC-32,
-only the decompressor it made is swapped before the first read (its CRC-32 stays zlib's). The bytes
-are zlib's by definition of deflate; the rate is about twice zlib's here (the members of
-`bench/normalize_throughput.py`'s 200 MB sharded zip read through `open_member`: 0.52 s with zlib,
-0.25-0.29 s with ISA-L). A corrupt stream raises ISA-L's error (`INFLATE_ERRORS`), a damaged member
-like zlib's.
+zipfile raises on damage (a bad CRC-32, a corrupt deflate stream, a member cut short) inside the read
+that meets it, and that read's bytes are lost with it. Here the member is inflated in blocks of BLOCK
+bytes from its start whatever the reader asks for: every block before the one that meets the damage
+is handed out, the damaged one never is, so every path (one process, pieces, a stream cut here) keeps
+the same records. A deflated member is inflated by ISA-L (python-isal, zlib's interface; zipfile still
+caps it at its declared size and checks its CRC-32), about twice zlib's rate (bench/RESULTS.md).
 """
 
 from __future__ import annotations

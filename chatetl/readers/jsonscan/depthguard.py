@@ -15,8 +15,8 @@ from typing import BinaryIO, Self
 MAX_JSON_DEPTH = 512
 
 # the "unrolled loop" form: runs of plain bytes matched at once, escapes one at a time; possessive,
-# so a string that does not close in the chunk fails in linear time (backtracking over it cost
-# 0.4 s per MB, 0.25 s per MB of a long string read through the guard: issue 14)
+# so a string that does not close in the chunk fails in linear time (backtracking over it is
+# quadratic in a long string's length)
 _STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 _STRING_END = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")

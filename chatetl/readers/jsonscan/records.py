@@ -136,8 +136,7 @@ class _Prepended(io.RawIOBase):
 
 def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
     """One object (or values one after another, as JSONL whose first line is longer than the
-    detection head): `""` for the first, `record N` after it; linear in the input (ijson, which read
-    these before, slowed with the square of one string's length: issue 14, chatetl.readers.jsonscan.values)."""
+    detection head): `""` for the first, `record N` after it; linear in the input (chatetl.readers.jsonscan.values)."""
     whole = _whole_value(entry)
     if whole is not None:
         yield "", whole.pop()

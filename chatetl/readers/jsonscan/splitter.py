@@ -42,7 +42,7 @@ CUT_SEARCH = 8 * 1024 * 1024  # bytes a cut without decoding looks through for t
 WS = b" \t\r\n"
 _WS_RUN = re.compile(rb"[ \t\r\n]*")
 # the exact scanner's tokens: a short string without escapes, a bracket, or a quote opening any other
-# string, whose end string_end finds at memchr speed (a 64 MB string: 9 ms, where a regex took 1.2 s)
+# string, whose end string_end finds at memchr speed
 _TOKEN = re.compile(rb'"[^"\\]{0,256}+"|[\[\]{}"]', re.DOTALL)
 
 
@@ -54,10 +54,9 @@ def _run_to_token(max_value: int) -> re.Pattern[bytes]:
 
 # the exact scanner's run up to its next bracket, or to a quote opening any other string: everything
 # but brackets and quotes, and the short strings without escapes, in one C call (possessive: never
-# given back; unrolled, `other (string other)*`, which ran 7-10% faster than `(other|string)*`). The
-# brackets are what the scanner counts, one Python step each; a loop over every token (_TOKEN), one
-# step per string as well, took 1.4-1.9x the time (the single 200 MB conversation normalized in
-# 8.1 s, now 6.9 s). `{0,256}` as in _TOKEN, shorter under a smaller cap (_run_to_token).
+# given back; unrolled, `other (string other)*`). The brackets are what the scanner counts, one Python
+# step each, where a loop over every token (_TOKEN) took a step per string as well. `{0,256}` as in
+# _TOKEN, shorter under a smaller cap (_run_to_token).
 _RUN = _run_to_token(256)
 _SCALAR = re.compile(rb"[^,\]\s]+")
 
@@ -325,7 +324,7 @@ class ArraySplitter:
 
         The quantifiers are possessive: a whitespace run or a string matches one way only, so a place that opens
         like a record's nested object but not like a record (each Claude.ai message's `}, {"uuid": "...", "text"`)
-        fails without backtracking into the string (the regex scan of a 200 MB Claude.ai file 0.22 -> 0.10 s)."""
+        fails without backtracking into the string."""
         keys = iter(first.items())
         key, value = next(keys)
         opening = rb"\}[ \t\r\n]*+,[ \t\r\n]*+\{[ \t\r\n]*+" + re.escape(orjson.dumps(key)) + rb"[ \t\r\n]*+:"

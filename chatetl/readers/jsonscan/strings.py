@@ -1,9 +1,8 @@
 """Where a JSON string ends, found in linear time, and strings longer than the value cap.
 
 Why not a regex alone: the usual string pattern (`"[^"\\]*(?:\\.[^"\\]*)*"`) backtracks over
-the whole string when its closing quote is not yet in the buffer, at about 0.4 s per MB, and a
-reader that tries it again after each read of more bytes is quadratic in the string's length
-(issue 14). `string_end` jumps from quote to quote with `bytes.find` (memchr, GB/s) and counts the
+the whole string when its closing quote is not yet in the buffer, and a reader that tries it
+again after each read of more bytes is quadratic in the string's length. `string_end` jumps from quote to quote with `bytes.find` (memchr, GB/s) and counts the
 backslashes before each; where escaped quotes are dense it finishes with a possessive pattern,
 which never backtracks. It returns where to go on from when the string is not closed yet, so a
 string read across many chunks is scanned once.

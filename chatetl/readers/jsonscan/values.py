@@ -1,18 +1,11 @@
-"""Top-level JSON values that are not an array's records, read in linear time: one object, values
-one after another, or one member of an object.
+"""Top-level JSON values that are not an array's records, read in linear time by the splitter's buffer
+and exact scanner: one object, values one after another, or one member of an object.
 
-Before issue 14 these went through ijson, whose time grows with the square of one string's
-length (a 16 MB string: 0.3 s per MB and doubling with the length; 300 MB: 432 s, 2.9 GB).
-Here the record splitter's buffer and exact scanner (chatetl.readers.jsonscan.splitter) cut them:
-
-- `ValueSplitter`: the values of a stream one after another. A value no longer than the value
-  cap (CHATETL_MAX_VALUE_BYTES) that is the whole rest of the stream, the usual one-object file,
-  is decoded whole by orjson; anything else (several values, as a JSON Lines file whose first
-  line is longer than the detection head is taken; a longer object; one orjson refuses) is cut
-  by the exact scanner and decoded value by value, so a damaged value, one nested too deep or
-  one with a string past the cap is a BadRecord in its place and the values after it still read.
-- `seek_member`: the bytes from where one member of a top-level object starts (Grok's
-  `conversations` after other sections), the members before it scanned past without being held.
+- `ValueSplitter`: the values of a stream one after another; the whole rest of the stream decoded by
+  orjson when it is one value no longer than the cap, else cut by the exact scanner value by value, so
+  a damaged value, one nested too deep or one with a string past the cap is a BadRecord in its place.
+- `seek_member`: the bytes from where one member of a top-level object starts, the members before it
+  scanned past without being held.
 """
 
 from __future__ import annotations

@@ -90,9 +90,8 @@ from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 
 PLATFORM = "gemini"
-# row text held in memory; the rest of a file's rows go to a temporary file. Held rows take about 3x their text in
-# RSS: a 60 MB bench/platforms/gemini.py MyActivity.json, held whole under 64 MB, peaked at 209 MB; under 16 MB at
-# 151 MB, 2.7% slower, the same tables (median of 3)
+# row text held in memory; the rest of a file's rows go to a temporary file (held rows take about 3x their text in
+# RSS, so a bounded hold keeps a big MyActivity.json's memory bounded, at a small cost in time)
 MAX_HELD_BYTES = 16 * 1024 * 1024
 MAX_CELL_BYTES = 64 * 1024 * 1024  # one HTML activity cell; a longer one is reported and skipped
 READ_BYTES = 1024 * 1024  # the HTML is read this much at a time
