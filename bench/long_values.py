@@ -75,7 +75,7 @@ def run_one(kind: str, mode: str, path: str) -> dict:
         os.environ["CHATETL_MAX_VALUE_BYTES"] = str(64 * 1024 * MB)
     from chatetl.readers import Entry, ReadReport
     from chatetl.readers.jsonscan import depthguard
-    from chatetl.readers.jsonscan import records as jsonstream
+    from chatetl.readers.jsonscan import records
     from chatetl.readers.jsonscan.records import Shape
     from chatetl.readers.jsonscan.splitter import ArraySplitter
     from chatetl.readers.platforms.grok import iter_conversation_records
@@ -94,7 +94,7 @@ def run_one(kind: str, mode: str, path: str) -> dict:
     elif kind == "array":
         if mode == "before":
             ArraySplitter._more = _old_more  # type: ignore[method-assign]
-        out = [where for where, _ in jsonstream.iter_records(entry, Shape.ARRAY, report)]
+        out = [where for where, _ in records.iter_records(entry, Shape.ARRAY, report)]
     elif kind == "object":
         if mode == "before":
             import ijson
@@ -102,7 +102,7 @@ def run_one(kind: str, mode: str, path: str) -> dict:
             with depthguard.DepthGuard(entry.open()) as f:
                 out = [str(i) for i, _ in enumerate(ijson.items(f, "", use_float=True, multiple_values=True))]
         else:
-            out = [where for where, _ in jsonstream.iter_records(entry, Shape.OBJECT, report)]
+            out = [where for where, _ in records.iter_records(entry, Shape.OBJECT, report)]
     else:
         if mode == "before":
             import ijson
