@@ -74,8 +74,7 @@ def run_one(kind: str, mode: str, path: str) -> dict:
     if mode in ("before", "now"):  # (before issue 14 there was no cap)
         os.environ["CHATETL_MAX_VALUE_BYTES"] = str(64 * 1024 * MB)
     from chatetl.readers import Entry, ReadReport
-    from chatetl.readers.jsonscan import depthguard
-    from chatetl.readers.jsonscan import records
+    from chatetl.readers.jsonscan import depthguard, records
     from chatetl.readers.jsonscan.records import Shape
     from chatetl.readers.jsonscan.splitter import ArraySplitter
     from chatetl.readers.platforms.grok import iter_conversation_records
