@@ -6,6 +6,7 @@ files, counted by an `InputMeter`) and `input_meter` (the meter for a command's 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from chatetl.cli.progress import InputMeter, chat_file_bytes, show_progress
@@ -40,7 +41,7 @@ def _s3_entries(uri: str, report: ReadReport) -> Iterator[Entry]:
     try:
         for info in store.list(prefix):
             found = True
-            yield Entry(name=store.uri(info.key), opener=lambda key=info.key: store.open(key), size=info.size)
+            yield Entry(name=store.uri(info.key), opener=partial(store.open, info.key), size=info.size)
     except Exception as exc:  # refused credentials, no bucket, no server: one line, not a traceback
         why = s3_failure(exc)
         if why is None:

@@ -19,11 +19,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any, Self, TextIO
+from functools import partial
+from typing import Any, BinaryIO, Self, TextIO, cast
 
 from chatetl.readers.inputs.archive import ChatFile
 from chatetl.readers.inputs.counting_stream import CountingStream
 from chatetl.readers.inputs.detect import SIDECARS
+
+
+def _counted(opener: Callable[[], BinaryIO], count: _FileCount) -> BinaryIO:
+    return cast(BinaryIO, CountingStream(opener(), count.advanced))
 
 
 def show_progress(progress: bool | None, quiet: bool, stream: TextIO | None = None) -> bool:
@@ -104,8 +109,7 @@ class InputMeter:
                     continue
                 count = _FileCount(entry.size or 0)
                 self._current = count
-                opener = entry.opener
-                counted = replace(entry, opener=lambda opener=opener, count=count: CountingStream(opener(), count.advanced))
+                counted = replace(entry, opener=partial(_counted, entry.opener, count))
                 yield ChatFile(counted, fmt, shape)
         finally:
             self._finish_current()

@@ -39,6 +39,10 @@ def input_bytes(inputs: Iterable[Input]) -> int | None:
     return total
 
 
+class _Reported(Exception):
+    """A zip that could not be copied, reported: skipped, as reading it would be."""
+
+
 class Sources:
     """Each input's chat files (`each`), with the copy to remove once they are read (None: nothing copied).
     `copy`: whether big zips from a server are copied (into `workdir`); `failure`: the words of an error
@@ -59,33 +63,37 @@ class Sources:
                 if not isinstance(item, Entry):
                     yield expand_path(item, self.report), None
                     continue
-                copy = self._copied_zip(item) if self.copy and item.path is None and (item.size or 0) >= COPY_MIN_BYTES else False
-                if copy is None:
-                    continue  # (reported)
-                if copy:
-                    yield expand(Entry.from_path(copy, name=item.name), self.report), copy
-                else:
+                if not (self.copy and item.path is None and (item.size or 0) >= COPY_MIN_BYTES):
                     yield expand(item, self.report), None
+                    continue
+                try:
+                    copy = self._copied_zip(item)
+                except _Reported:
+                    continue
+                if copy is None:  # (no zip)
+                    yield expand(item, self.report), None
+                else:
+                    yield expand(Entry.from_path(copy, name=item.name), self.report), copy
         finally:
             if self._folder is not None:
                 self._folder.cleanup()
 
-    def _copied_zip(self, entry: Entry) -> Path | bool | None:
-        """The local copy of `entry` when it is a zip, False when it is none, None when copying it failed
-        (and `failure` says why: reported)."""
+    def _copied_zip(self, entry: Entry) -> Path | None:
+        """The local copy of `entry` when it is a zip, None when it is none; _Reported when copying it failed
+        and `failure` says why (reported)."""
         if self._folder is None:
             self._folder = tempfile.TemporaryDirectory(prefix="chatetl-copies-", dir=self.workdir)
         self._copied += 1
         path = Path(self._folder.name, f"object-{self._copied:06d}.zip")
         try:
-            return path if copied_if_zip(entry, path) else False
+            return path if copied_if_zip(entry, path) else None
         except Exception as exc:
             path.unlink(missing_ok=True)
             why = self.failure(exc) if self.failure is not None else None
             if why is None:
                 raise
             self.report.error(entry.name, "", why)
-            return None
+            raise _Reported from exc
 
 
 __all__ = ["COPY_MIN_BYTES", "Input", "Sources", "input_bytes"]

@@ -257,7 +257,7 @@ def read_range(fmt: str, source: str | tuple[str, int], name: str, start: int | 
 
 def read_range_to_files(fmt: str, source: str | tuple[str, int], name: str, start: int | None, stop: int | None,
                         max_value: int, target: Target, upload_key: str | None, batch_bytes: int, batch_messages: int,
-                        opening: re.Pattern[bytes] | None = None, tick: Callable[[], None] | None = None) -> PieceResult:
+                        opening: re.Pattern[bytes] | None = None, *, tick: Callable[[], None] | None = None) -> PieceResult:
     """`read_range` with its rows written to files (what a worker runs): `target` is ("parquet",
     conversations path, messages path), a part for PartsWriter.adopt, or ("ipc", prefix)."""
     return to_files(target, upload_key, batch_bytes, batch_messages, tick,
@@ -321,7 +321,7 @@ def read_members(members: list[MemberSpec], given: limits.Limits, add: Callable[
 
 
 def read_members_to_files(members: list[MemberSpec], given: limits.Limits, target: Target, upload_key: str | None,
-                          batch_bytes: int, batch_messages: int, tick: Callable[[], None] | None = None) -> PieceResult:
+                          batch_bytes: int, batch_messages: int, *, tick: Callable[[], None] | None = None) -> PieceResult:
     """`read_members` with its rows written to files (what a worker runs), as `read_range_to_files`."""
     return to_files(target, upload_key, batch_bytes, batch_messages, tick, lambda rows, add: read_members(members, given, add, rows))
 
@@ -419,7 +419,7 @@ def convert_records_in_worker(fmt: str, name: str, upload_key: str | None, recor
     result = convert_records_cut(fmt, name, upload_key, records)
     if result.tables is not None:
         convs, msgs = result.tables
-        result.tables = (_to_ipc(convs), None if msgs is None else _to_ipc(msgs))  # type: ignore[assignment]
+        result.tables = (_to_ipc(convs), None if msgs is None else _to_ipc(msgs))
     return result
 
 

@@ -21,7 +21,7 @@ from chatetl.tables.schema import (
 )
 
 
-def stored_state_hash(conv: Conversation, meta: str | None, messages: list[tuple]) -> str | None:
+def stored_state_hash(conv: Conversation, meta: str | None, messages: list[tuple[Any, ...]]) -> str | None:
     """The state hash of `conv` for its `state_hash` column (`meta`: its `meta` as its JSON column; `messages`: what
     the hash covers of each message, `hashed_message_rows`); None where it cannot be computed (the stage that reads
     it back fails it)."""

@@ -25,7 +25,7 @@ def table_states(conversations_file: BinaryIOLike, messages_file: BinaryIOLike) 
     source = pq.ParquetFile(conversations_file)
     if "state_hash" not in source.schema_arrow.names:
         return None
-    states = source.read(columns=STATE_COLUMNS).to_pylist()
+    states: list[dict[str, Any]] = source.read(columns=STATE_COLUMNS).to_pylist()
     times = None
     start = 0
     for state in states:
@@ -62,7 +62,7 @@ def partition_states(store: ObjectStore, day: str) -> dict[str, ConversationStat
                 total = conv["total_messages"] or 0
                 times = [next(messages, {"created_at": None})["created_at"] for _ in range(total)]
                 version = state_version(
-                    SimpleNamespace(
+                    SimpleNamespace(  # type: ignore[arg-type]  # (what state_version reads of a conversation)
                         updated_at=conv["updated_at"],
                         created_at=conv["created_at"],
                         messages=[SimpleNamespace(created_at=t) for t in times if t is not None],

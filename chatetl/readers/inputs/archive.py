@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, cast
 
 from chatetl.readers import limits
 from chatetl.readers.entry import Entry, ZipMember
@@ -42,7 +42,7 @@ MAX_ZIP_DEPTH = 3
 MAX_MEMBER_BYTES = 8 * 1024**3  # 8 GiB unpacked: far past any real export file, far below a bomb
 _JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 # what reading a damaged zip member raises (bad CRC, corrupt deflate stream, cut short)
-DAMAGED_MEMBER = (zipfile.BadZipFile, *INFLATE_ERRORS, EOFError)
+DAMAGED_MEMBER: tuple[type[Exception], ...] = (zipfile.BadZipFile, *INFLATE_ERRORS, EOFError)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -187,7 +187,7 @@ def _expand_zip(entry: Entry, report: ReadReport, depth: int, top_level: bool, i
                 except InflateLimit as exc:
                     report.error(member_name, "", str(exc))
                     return
-                except (*DAMAGED_MEMBER, OSError) as exc:
+                except (*DAMAGED_MEMBER, OSError) as exc:  # type: ignore[misc]  # (a tuple of exception types)
                     report.error(member_name, "", damage_reason(exc))
     if top_level and not found and len(report.errors) == errors_before:
         what = f"none of its {len(infos)} files is" if infos else "it holds no file, so none is"
@@ -299,7 +299,7 @@ class Inflated:
     def opener(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Callable[[], BinaryIO]:
         """How the readers open a member: its stream counted against the cap."""
         key = (id(zf), info.header_offset)
-        return lambda: CountingStream(open_member(zf, info), lambda pos: self.took(key, pos, name), self.check)
+        return lambda: cast(BinaryIO, CountingStream(open_member(zf, info), lambda pos: self.took(key, pos, name), self.check))
 
     def member(self, path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, share: float) -> ZipMember:
         """Where a member of a zip on local disk lies (the zip itself, not a temp copy of a nested

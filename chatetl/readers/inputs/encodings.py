@@ -100,7 +100,7 @@ class Utf8Stream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[override]
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         while not self._pending and not self._done:
             block = self._raw.read(BLOCK)
             _DECODING.stream = self

@@ -32,7 +32,7 @@ class Head:
         return self.inner.get(path, set())
 
     @classmethod
-    def of(cls, record: dict) -> Head:
+    def of(cls, record: dict[str, Any]) -> Head:
         """The head of a record already decoded (a JSON Lines line)."""
         head = cls(keys=set(record), scalars={k: record[k] for k in _SCALAR_KEYS if isinstance(record.get(k), (str, int, float))})
         _inner_of(record, "", head.inner, 0)

@@ -100,7 +100,7 @@ class _Blocks(WrappedStream):
 
 
 # what inflating a corrupt deflate stream raises: zlib's error, and ISA-L's (not a subclass of it)
-INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, isal_zlib.error)
+INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, isal_zlib.error)  # type: ignore[assignment]  # (isal has no types)
 
 
 def open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> BinaryIO:

@@ -20,7 +20,7 @@ from chatetl.gc_pause import gc_paused
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
 
 
-class Repaired(tuple):
+class Repaired(tuple[Any, Any]):
     """A record read with values no JSON reader holds made readable: (raw bytes, value) like a good
     record, and `found`, what was done (drift name -> count) for the report."""
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import io
 from collections import Counter
 from collections.abc import Generator, Iterator
 from enum import StrEnum
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -22,7 +21,12 @@ from chatetl.readers.jsonscan.decode import (
 from chatetl.readers.jsonscan.depthguard import (
     MAX_JSON_DEPTH,
 )
-from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
+from chatetl.readers.jsonscan.splitter import (
+    ArraySplitter,
+    BadRecord,
+    Readable,
+    SplitError,
+)
 from chatetl.readers.jsonscan.strings import ValueTooLong, first_long_string
 from chatetl.readers.jsonscan.values import BOM, ValueSplitter, seek_member
 from chatetl.readers.report import ReadReport
@@ -90,7 +94,8 @@ def array_records(splitter: ArraySplitter, name: str, report: ReadReport, stop: 
                 continue
             if isinstance(item, Repaired):
                 report_repairs(report, name, where, item[1], item.found, bytes(item[0]))
-            held, item = [item[1]], None  # (neither its bytes nor its value held here while the caller reads it)
+            held = [item[1]]
+            del item  # (neither its bytes nor its value held here while the caller reads it)
             yield where, held.pop()
     except SplitError as exc:
         done = splitter.records
@@ -114,19 +119,16 @@ def member_records(entry: Entry, key: str, report: ReadReport, places: Places) -
         yield from array_records(ArraySplitter(_Prepended(found, f), in_object=True), entry.name, report, places=places)
 
 
-class _Prepended(io.RawIOBase):
+class _Prepended:
     """Bytes already read, then the rest of a stream."""
 
-    def __init__(self, first: bytes, rest: BinaryIO) -> None:
+    def __init__(self, first: bytes, rest: Readable) -> None:
         self._first = first
         self._rest = rest
 
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
+    def read(self, n: int = -1, /) -> bytes:
         if self._first:
-            if n is None or n < 0:
+            if n < 0:
                 data, self._first = self._first + self._rest.read(), b""
                 return data
             data, self._first = self._first[:n], self._first[n:]
@@ -152,7 +154,8 @@ def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
                     continue
                 if isinstance(item, Repaired):
                     report_repairs(report, entry.name, where, item[1], item.found, bytes(item[0]))
-                held, item = [item[1]], None  # (as array_records)
+                held = [item[1]]
+                del item  # (as array_records)
                 yield where, held.pop()
         except SplitError as exc:
             done = values.records

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Generator, Iterator
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 import orjson
 
@@ -61,6 +61,12 @@ _RUN = _run_to_token(256)
 _SCALAR = re.compile(rb"[^,\]\s]+")
 
 
+class Readable(Protocol):
+    """What the splitters read: a binary stream's `read` (a file, a zip member, a response body)."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
 class SplitError(ValueError):
     """The array itself is damaged (cut short, not an array, garbage between records): reading stops."""
 
@@ -89,7 +95,7 @@ class ArraySplitter:
     so they stay valid when the buffer is compacted on a read.
     """
 
-    def __init__(self, stream: BinaryIO, chunk: int = CHUNK, prove: bool = True, max_value: int | None = None,
+    def __init__(self, stream: Readable, chunk: int = CHUNK, prove: bool = True, max_value: int | None = None,
                  opening: re.Pattern[bytes] | None = None, in_object: bool = False) -> None:
         self.stream = stream
         self.in_object = in_object  # the array is a member of an object: what follows it is the object's rest, not read
@@ -110,7 +116,7 @@ class ArraySplitter:
         self._long_offset: int | None = None  # the offset of a long record handed out, no longer in the buffer
 
     @classmethod
-    def from_record(cls, stream: BinaryIO, index: int, offset: int, **options: Any) -> ArraySplitter:
+    def from_record(cls, stream: Readable, index: int, offset: int, **options: Any) -> ArraySplitter:
         """A splitter reading on from record `index`, which starts at byte `offset` of `stream`
         (read past, not seeked: a zip member or an S3 body cannot seek): the rest of the array,
         its records numbered and placed as in the whole file."""
@@ -160,7 +166,7 @@ class ArraySplitter:
 
     def _skip_ws(self, rel: int) -> int:
         while True:
-            rel = _WS_RUN.match(self.buf, self.start + rel).end() - self.start
+            rel = _WS_RUN.match(self.buf, self.start + rel).end() - self.start  # type: ignore[union-attr]  # (matches the empty string)
             if self.start + rel < len(self.buf) or not self._more():
                 return rel
 
@@ -319,7 +325,7 @@ class ArraySplitter:
             search = max(search, len(self.buf) - self.start - 256)  # a candidate may straddle the read
             self._more()
 
-    def _learn(self, first: dict) -> None:
+    def _learn(self, first: dict[str, Any]) -> None:
         """Candidates from now on: `}` then `,` then an object opening with the first record's first key.
 
         The quantifiers are possessive: a whitespace run or a string matches one way only, so a place that opens
@@ -359,7 +365,7 @@ class ArraySplitter:
         rel = 0
         while True:
             buf = self.buf
-            at = run.match(buf, self.start + rel).end()
+            at = run.match(buf, self.start + rel).end()  # type: ignore[union-attr]  # (matches the empty string)
             if at == len(buf):  # the run goes on past what is read (a string not closed in it stops it at its quote)
                 rel = at - self.start
                 if not self._more():
@@ -436,7 +442,7 @@ class ArraySplitter:
 class _ReadOn:
     """A stream read on from a record's start, behind a `[`: the splitter reads it as the array's rest."""
 
-    def __init__(self, stream: BinaryIO, offset: int) -> None:
+    def __init__(self, stream: Readable, offset: int) -> None:
         self.stream = stream
         self.head = b"["
         while offset > 0:

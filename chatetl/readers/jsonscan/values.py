@@ -13,13 +13,19 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
 from chatetl.readers.jsonscan.decode import Repaired, decode, loads, nests_too_deep
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
-from chatetl.readers.jsonscan.splitter import WS, ArraySplitter, BadRecord, SplitError
+from chatetl.readers.jsonscan.splitter import (
+    WS,
+    ArraySplitter,
+    BadRecord,
+    Readable,
+    SplitError,
+)
 
 BOM = b"\xef\xbb\xbf"
 _MEMBER_SCALAR = re.compile(rb"[^,}\]\s]+")  # a number, true, false or null: up to what ends a member
@@ -131,7 +137,7 @@ class _MemberSeeker(ArraySplitter):
                 raise SplitError("file ends inside the object" if m is not None else f"unexpected {first!r} where a value starts")
 
 
-def seek_member(stream: BinaryIO, key: str) -> bytes | None:
+def seek_member(stream: Readable, key: str) -> bytes | None:
     """Read `stream`, a JSON object, up to the value of its member `key`: the bytes of that value
     already read (the stream reads on after them), or None when it has no such member. The
     members before it are scanned past in linear time without being held. Raises SplitError."""
