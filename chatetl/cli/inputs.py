@@ -11,6 +11,7 @@ from pathlib import Path
 
 from chatetl.cli.progress import InputMeter, chat_file_bytes, show_progress
 from chatetl.model import Conversation
+from chatetl.normalize.sources import path_bytes
 from chatetl.readers import ReadReport, read_chat_files
 from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.archive import ChatFile, expand, expand_path
@@ -66,17 +67,10 @@ def input_bytes(inputs: tuple[str, ...]) -> int | None:
     """The size of the inputs: local ones from the disk, s3:// ones listed (None when one cannot be)."""
     total = 0
     for item in inputs:
-        if item.startswith("s3://"):
-            size = _s3_bytes(item)
-            if size is None:
-                return None
-            total += size
-            continue
-        p = Path(item)
-        if p.is_dir():
-            total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-        elif p.exists():
-            total += p.stat().st_size
+        size = _s3_bytes(item) if item.startswith("s3://") else path_bytes(item)
+        if size is None:
+            return None
+        total += size
     return total
 
 

@@ -30,13 +30,17 @@ def input_bytes(inputs: Iterable[Input]) -> int | None:
             if item.size is None:
                 return None
             total += item.size
-            continue
-        p = Path(item)
-        if p.is_dir():
-            total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-        elif p.exists():
-            total += p.stat().st_size
+        else:
+            total += path_bytes(item)
     return total
+
+
+def path_bytes(path: str | os.PathLike[str]) -> int:
+    """What a local file or folder holds (0 for a path that is neither)."""
+    p = Path(path)
+    if p.is_dir():
+        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+    return p.stat().st_size if p.exists() else 0
 
 
 class _Reported(Exception):
@@ -96,4 +100,4 @@ class Sources:
             raise _Reported from exc
 
 
-__all__ = ["COPY_MIN_BYTES", "Input", "Sources", "input_bytes"]
+__all__ = ["COPY_MIN_BYTES", "Input", "Sources", "input_bytes", "path_bytes"]
