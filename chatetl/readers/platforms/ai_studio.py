@@ -100,7 +100,7 @@ def title_of(name: str) -> str:
     return base[:-5] if base.lower().endswith(".json") and len(base) > 5 else base
 
 
-def conversation_from_ai_studio(record: dict, report: ReadReport, title: str, file: str = "", where: str = "") -> Conversation:
+def conversation_from_ai_studio(record: dict[str, Any], report: ReadReport, title: str, file: str = "", where: str = "") -> Conversation:
     """One AI Studio prompt object as a Conversation (a chain of messages)."""
     chunked = record.get("chunkedPrompt")
     if not isinstance(chunked, dict):
@@ -287,7 +287,7 @@ class _Chain:
         if extra:
             turn["extra"].update(extra)
 
-    def _tool(self, index: int, chunk: dict, parts: list[dict], key: str, role: Role, when: Any, tokens: int, extra: dict) -> None:
+    def _tool(self, index: int, chunk: dict[str, Any], parts: list[dict], key: str, role: Role, when: Any, tokens: int, extra: dict[str, Any]) -> None:
         value = chunk.get(key)
         if value is None:
             value = next(p[key] for p in parts if p.get(key) is not None)
@@ -315,7 +315,7 @@ class _Chain:
         result = ToolResult.fast(tool_call_id=call_id, name=name, output=output, is_error=is_error)
         self._emit(index, Role.TOOL, MessageKind.TOOL_RESULT, output, when, key, extra=extra, tokens=tokens, tool_results=[result], author=name)
 
-    def _emit(self, index: int, role: Role, kind: MessageKind, text: str, when: Any, content_type: str, *, extra: dict,
+    def _emit(self, index: int, role: Role, kind: MessageKind, text: str, when: Any, content_type: str, *, extra: dict[str, Any],
               tokens: int = 0, reasoning: str | None = None, tool_calls: list | None = None, tool_results: list | None = None,
               attachments: list | None = None, citations: list | None = None, author: str | None = None) -> None:
         if tokens:
@@ -365,7 +365,7 @@ class _Chain:
         self._end_turn()
 
 
-def _attachments(chunk: dict, parts: list[dict]) -> list[Attachment]:
+def _attachments(chunk: dict[str, Any], parts: list[dict]) -> list[Attachment]:
     out: list[Attachment] = []
     for key, kind in _DRIVE:
         value = chunk.get(key)

@@ -101,7 +101,7 @@ def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conv
     return lambda record, where: conversation_from_chatgpt(expect_object(record, "a conversation object"), report)
 
 
-def conversation_from_chatgpt(record: dict, report: ReadReport) -> Conversation:
+def conversation_from_chatgpt(record: dict[str, Any], report: ReadReport) -> Conversation:
     mapping = record.get("mapping")
     if not isinstance(mapping, dict):
         raise ValueError("conversation has no `mapping` object")  # noqa: TRY004 (convert_records reports ValueErrors)
@@ -130,10 +130,10 @@ def conversation_from_chatgpt(record: dict, report: ReadReport) -> Conversation:
     )
 
 
-def _messages_from_mapping(mapping: dict, report: ReadReport) -> list[Message]:
+def _messages_from_mapping(mapping: dict[str, Any], report: ReadReport) -> list[Message]:
     # Parents: the node's own `parent`, else derived from some node's `children` (some files omit one side).
     parent_of: dict[str, str | None] = {}
-    nodes: list[tuple[str, dict]] = []  # the nodes that are objects, in file order
+    nodes: list[tuple[str, dict[str, Any]]] = []  # the nodes that are objects, in file order
     has_message: set[str] = set()
     for node_id, node in mapping.items():
         if isinstance(node, dict):
@@ -205,7 +205,7 @@ def pair_tool_results(messages: list[Message]) -> None:
             m.tool_results[0].tool_call_id = parent.tool_calls[0].id
 
 
-def _draws_images(raw: dict) -> bool:
+def _draws_images(raw: dict[str, Any]) -> bool:
     """Whether a tool message holding images is an image generator's answer (not, say, a chart
     from python): its author is an image tool, or its image parts carry the generator's metadata."""
     author = raw.get("author")
@@ -310,7 +310,7 @@ def _text_of(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None = None, parent_id: str | None = None) -> Message | None:
+def message_from_chatgpt(raw: dict[str, Any], report: ReadReport, message_id: str | None = None, parent_id: str | None = None) -> Message | None:
     """One ChatGPT message object (a mapping node's `message`) as a canonical Message under `parent_id`."""
     if not isinstance(raw, dict):
         return None
@@ -404,7 +404,7 @@ def message_from_chatgpt(raw: dict, report: ReadReport, message_id: str | None =
     )
 
 
-def _content_text(content: dict, ctype: Any, report: ReadReport, extra: dict) -> tuple[str, list[Attachment], list[Citation]]:
+def _content_text(content: dict[str, Any], ctype: Any, report: ReadReport, extra: dict[str, Any]) -> tuple[str, list[Attachment], list[Citation]]:
     attachments: list[Attachment] = []
     citations: list[Citation] = []
     if ctype in ("text", "multimodal_text"):
@@ -500,7 +500,7 @@ def _without_markers(text: str) -> tuple[str, list[tuple[int, int, str]]]:
     return "".join(pieces), marks
 
 
-def _citations_from_metadata(metadata: dict, marks: list[tuple[int, int, str]] = ()) -> list[Citation]:
+def _citations_from_metadata(metadata: dict[str, Any], marks: list[tuple[int, int, str]] = ()) -> list[Citation]:
     """The message's citations; the ones the export ties to a marker (`marks`, see `_without_markers`)
     carry the marker's place in the visible text as `offset`."""
     out: list[Citation] = []
@@ -554,7 +554,7 @@ def _citations_from_metadata(metadata: dict, marks: list[tuple[int, int, str]] =
     return out
 
 
-def _attachments_from_metadata(metadata: dict) -> list[Attachment]:
+def _attachments_from_metadata(metadata: dict[str, Any]) -> list[Attachment]:
     out = []
     for att in metadata.get("attachments") or []:
         if not isinstance(att, dict):

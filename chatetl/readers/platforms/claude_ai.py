@@ -89,7 +89,7 @@ def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conv
     return lambda record, where: conversation_from_claude_ai(expect_object(record, "a conversation object"), report, file=name, where=where)
 
 
-def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = "", where: str = "") -> Conversation:
+def conversation_from_claude_ai(record: dict[str, Any], report: ReadReport, file: str = "", where: str = "") -> Conversation:
     """One Claude.ai conversation object as a Conversation (parent pointers set, branches not yet resolved)."""
     conv_id = record.get("uuid")
     if not isinstance(conv_id, str) or not conv_id:
@@ -146,7 +146,7 @@ def conversation_from_claude_ai(record: dict, report: ReadReport, file: str = ""
     )
 
 
-def message_from_claude_ai(raw: dict, report: ReadReport, fallback_id: str) -> Message:
+def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id: str) -> Message:
     """One `chat_messages[]` item as a canonical Message."""
     mid = raw.get("uuid")
     if not isinstance(mid, str) or not mid:
@@ -284,7 +284,7 @@ def _take_inline_markup(text: str, reasoning: list[str], tool_calls: list[ToolCa
     return _BLANK_LINES.sub("\n\n", found).strip()
 
 
-def _tool_call(block: dict) -> ToolCall:
+def _tool_call(block: dict[str, Any]) -> ToolCall:
     return ToolCall.fast(
         id=text_or_none(block.get("id")),
         name=text_or_none(block.get("name")),
@@ -301,7 +301,7 @@ def _domain(url: Any) -> str | None:
         return None
 
 
-def _tool_result(block: dict) -> tuple[ToolResult, list[Citation]]:
+def _tool_result(block: dict[str, Any]) -> tuple[ToolResult, list[Citation]]:
     content = block.get("content")
     citations: list[Citation] = []
     if isinstance(content, list):
@@ -350,7 +350,7 @@ def _text_citations(raw: Any) -> list[Citation]:
     return out
 
 
-def _attachments(raw: dict) -> list[Attachment]:
+def _attachments(raw: dict[str, Any]) -> list[Attachment]:
     out: list[Attachment] = []
     for a in raw.get("attachments") or []:
         if not isinstance(a, dict):

@@ -239,7 +239,7 @@ def conversation_from_session(entry: Entry, lines: Iterator[tuple[str, Any]], re
     return conv
 
 
-def _add_line(s: _Session, rec: dict, lineno: int, report: ReadReport) -> None:
+def _add_line(s: _Session, rec: dict[str, Any], lineno: int, report: ReadReport) -> None:
     ltype = rec.get("type")
     uuid = text_or_none(rec.get("uuid"))
     sid = rec.get("sessionId")
@@ -301,7 +301,7 @@ def _add_line(s: _Session, rec: dict, lineno: int, report: ReadReport) -> None:
     s.by_id[msg.message_id] = msg
 
 
-def _system_message(rec: dict) -> Message:
+def _system_message(rec: dict[str, Any]) -> Message:
     content = rec.get("content")
     subtype = rec.get("subtype") if isinstance(rec.get("subtype"), str) else None
     return Message(
@@ -313,7 +313,7 @@ def _system_message(rec: dict) -> Message:
     )
 
 
-def _chat_message(rec: dict, ltype: str, s: _Session, report: ReadReport) -> Message:
+def _chat_message(rec: dict[str, Any], ltype: str, s: _Session, report: ReadReport) -> Message:
     raw = rec.get("message") if isinstance(rec.get("message"), dict) else {}
     content = raw.get("content")
     blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else (content if isinstance(content, list) else [])

@@ -83,7 +83,7 @@ def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conv
     return lambda record, where: conversation_from_deepseek(expect_object(record, "a conversation object"), report, file=name, where=where)
 
 
-def conversation_from_deepseek(record: dict, report: ReadReport, file: str = "", where: str = "") -> Conversation:
+def conversation_from_deepseek(record: dict[str, Any], report: ReadReport, file: str = "", where: str = "") -> Conversation:
     """One DeepSeek conversation object as a Conversation (parent pointers set, branches not yet resolved)."""
     conv_id = record.get("id")
     if not isinstance(conv_id, str) or not conv_id:
@@ -107,8 +107,8 @@ def conversation_from_deepseek(record: dict, report: ReadReport, file: str = "",
     )
 
 
-def _messages(mapping: dict, report: ReadReport, file: str, place: str) -> list[Message]:
-    nodes: list[tuple[str, dict]] = []
+def _messages(mapping: dict[str, Any], report: ReadReport, file: str, place: str) -> list[Message]:
+    nodes: list[tuple[str, dict[str, Any]]] = []
     parent_of: dict[str, Any] = {}
     for node_id, node in mapping.items():
         if not isinstance(node, dict):
@@ -148,7 +148,7 @@ def _messages(mapping: dict, report: ReadReport, file: str, place: str) -> list[
     return messages
 
 
-def message_from_deepseek(raw: dict, report: ReadReport, message_id: str, parent_id: str | None) -> Message:
+def message_from_deepseek(raw: dict[str, Any], report: ReadReport, message_id: str, parent_id: str | None) -> Message:
     """One node's `message` (its fragments) as a canonical Message."""
     extra: dict[str, Any] = {key: value for key, value in raw.items() if key in _EXTRA_MESSAGE_FIELDS and value is not None}
     keep_unknown(raw, KNOWN_MESSAGE_FIELDS, extra, report, "deepseek.message_field")
@@ -267,7 +267,7 @@ def _citations(raw: Any) -> list[Citation]:
     return out
 
 
-def _tool_input(frag: dict) -> str:
+def _tool_input(frag: dict[str, Any]) -> str:
     """What a tool step was asked: its queries, url or arguments (JSON), as the fragment has them."""
     asked = {k: v for k, v in frag.items() if k not in _NOT_TOOL_INPUT and v is not None}
     if len(asked) == 1:
@@ -277,7 +277,7 @@ def _tool_input(frag: dict) -> str:
     return json_text(asked) if asked else ""
 
 
-def _tool_output(frag: dict, found: list[Citation]) -> str:
+def _tool_output(frag: dict[str, Any], found: list[Citation]) -> str:
     parts: list[str] = []
     for key in ("content", "output", "error"):
         if isinstance(frag.get(key), str) and frag[key]:

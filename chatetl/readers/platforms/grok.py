@@ -140,7 +140,7 @@ CONVERSATIONS = Places("conversations[{}]", "before the first conversation")
 # ---- one conversation ----
 
 
-def conversation_from_grok(record: dict, report: ReadReport, file: str = "", where: str = "") -> Conversation:
+def conversation_from_grok(record: dict[str, Any], report: ReadReport, file: str = "", where: str = "") -> Conversation:
     """One `{conversation, responses}` item as a Conversation (parent pointers set, branches not yet resolved)."""
     conv = record.get("conversation")
     if not isinstance(conv, dict):
@@ -201,7 +201,7 @@ def conversation_from_grok(record: dict, report: ReadReport, file: str = "", whe
     )
 
 
-def message_from_grok(raw: dict, report: ReadReport, fallback_id: str) -> Message:
+def message_from_grok(raw: dict[str, Any], report: ReadReport, fallback_id: str) -> Message:
     """One `response` as a canonical Message."""
     get = raw.get
     mid = _id_text(get("_id")) or fallback_id
@@ -264,7 +264,7 @@ def message_from_grok(raw: dict, report: ReadReport, fallback_id: str) -> Messag
 
 
 def _read_behaviour(
-    raw: dict, report: ReadReport, extra: dict[str, Any], reasoning: list[str], calls: dict[str, ToolCall],
+    raw: dict[str, Any], report: ReadReport, extra: dict[str, Any], reasoning: list[str], calls: dict[str, ToolCall],
     results: list[ToolResult], citations: _Citations,
 ) -> None:
     """What a response did besides its text: thinking, tool steps and their results, web results, cards, X posts."""
@@ -358,7 +358,7 @@ def _role(sender: Any, report: ReadReport, extra: dict[str, Any]) -> Role:
     return known_role(SENDERS, sender, report, drift="grok.sender", extra=extra, keep_as="raw_sender", default=Role.ASSISTANT)
 
 
-def _model(raw: dict) -> str | None:
+def _model(raw: dict[str, Any]) -> str | None:
     model = text_or_none(raw.get("model"))
     if model is None and isinstance(raw.get("request_metadata"), dict):
         model = text_or_none(raw["request_metadata"].get("model"))
@@ -367,7 +367,7 @@ def _model(raw: dict) -> str | None:
     return model
 
 
-def _traces(raw: dict) -> Iterator[str]:
+def _traces(raw: dict[str, Any]) -> Iterator[str]:
     if isinstance(raw.get("thinking_trace"), str):
         yield raw["thinking_trace"]
     for trace in _list(raw.get("agent_thinking_traces")):
@@ -425,11 +425,11 @@ def _results_text(results: Any) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _url(result: dict) -> str | None:
+def _url(result: dict[str, Any]) -> str | None:
     return text_or_none(result.get("url")) or text_or_none(result.get("URL")) or text_or_none(result.get("link"))
 
 
-def _snippet(result: dict) -> str | None:
+def _snippet(result: dict[str, Any]) -> str | None:
     return text_or_none(result.get("preview")) or text_or_none(result.get("description")) or text_or_none(result.get("snippet"))
 
 
@@ -482,10 +482,10 @@ class _Citations:
         return kept
 
 
-def _attachments(raw: dict) -> list[Attachment]:
+def _attachments(raw: dict[str, Any]) -> list[Attachment]:
     """Uploads (asset ids, named by file_attachments_metadata), images and generated images."""
     out: list[Attachment] = []
-    named: dict[str, dict] = {}
+    named: dict[str, dict[str, Any]] = {}
     for meta in _list(raw.get("file_attachments_metadata")):
         if isinstance(meta, dict) and text_or_none(meta.get("file_metadata_id")):
             named[meta["file_metadata_id"]] = meta

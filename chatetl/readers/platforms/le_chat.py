@@ -94,7 +94,7 @@ def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conv
 
 def conversation_from_le_chat(records: list[tuple[str, Any]], report: ReadReport, file: str = "") -> Conversation:
     """The messages of one chat as a Conversation (parent pointers set, branches not yet resolved)."""
-    raws: list[tuple[str, dict]] = []
+    raws: list[tuple[str, dict[str, Any]]] = []
     for where, raw in records:
         if isinstance(raw, dict):
             raws.append((where, raw))
@@ -104,7 +104,7 @@ def conversation_from_le_chat(records: list[tuple[str, Any]], report: ReadReport
     chat_id = next((raw["chatId"] for _, raw in raws if text_or_none(raw.get("chatId"))), None) or (file_id.group(1) if file_id else None)
     if chat_id is None:
         raise ValueError("no message names its chatId, nor does the file name (chat-<uuid>.json)")
-    mine: list[tuple[str, dict]] = []
+    mine: list[tuple[str, dict[str, Any]]] = []
     for where, raw in raws:
         other = text_or_none(raw.get("chatId"))
         if other is not None and other != chat_id:
@@ -113,7 +113,7 @@ def conversation_from_le_chat(records: list[tuple[str, Any]], report: ReadReport
         mine.append((where, raw))
 
     folder = _member_folder(file)
-    built: list[tuple[int, dict, Message]] = []  # (file index, raw, message)
+    built: list[tuple[int, dict[str, Any], Message]] = []  # (file index, raw, message)
     for index, (_where, raw) in enumerate(mine):
         built.append((index, raw, message_from_le_chat(raw, report, chat_id, index, folder)))
     messages, current = _arrange(built)
@@ -154,14 +154,14 @@ def current_first_user(messages: list[Message], current: str | None) -> str | No
     return first
 
 
-def _arrange(built: list[tuple[int, dict, Message]]) -> tuple[list[Message], str | None]:
+def _arrange(built: list[tuple[int, dict[str, Any], Message]]) -> tuple[list[Message], str | None]:
     """Parents for the messages of one chat: theirs (`parentId`), else the `createdAt` chain with
     older versions and passed-over answers as siblings of the one shown. Returns (messages, leaf)."""
     # several versions of one id: the highest is shown, the others get ids of their own
-    by_id: dict[str, list[tuple[int, dict, Message]]] = {}
+    by_id: dict[str, list[tuple[int, dict[str, Any], Message]]] = {}
     for item in built:
         by_id.setdefault(item[2].message_id, []).append(item)
-    shown: dict[str, tuple[int, dict, Message]] = {}
+    shown: dict[str, tuple[int, dict[str, Any], Message]] = {}
     older: list[tuple[str, Message]] = []  # (id of the version shown, an older version)
     for mid, items in by_id.items():
         items.sort(key=lambda it: (_version(it[1]), it[0]))
@@ -200,7 +200,7 @@ def _arrange(built: list[tuple[int, dict, Message]]) -> tuple[list[Message], str
     return ordered, previous
 
 
-def _version(raw: dict) -> int:
+def _version(raw: dict[str, Any]) -> int:
     version = raw.get("version")
     return version if isinstance(version, int) and not isinstance(version, bool) else 0
 
@@ -220,7 +220,7 @@ def _member_folder(file: str) -> str:
     return member.rsplit("/", 1)[0] + "/" if "/" in member else ""
 
 
-def message_from_le_chat(raw: dict, report: ReadReport, chat_id: str, index: int, folder: str = "") -> Message:
+def message_from_le_chat(raw: dict[str, Any], report: ReadReport, chat_id: str, index: int, folder: str = "") -> Message:
     """One Le Chat message object as a canonical Message (no parent yet)."""
     mid = text_or_none(raw.get("id")) or f"{chat_id}:{index}"
     extra: dict[str, Any] = {}
@@ -290,7 +290,7 @@ def message_from_le_chat(raw: dict, report: ReadReport, chat_id: str, index: int
     )
 
 
-def _tool_call(chunk: dict, fallback_id: str) -> tuple[ToolCall, ToolResult | None]:
+def _tool_call(chunk: dict[str, Any], fallback_id: str) -> tuple[ToolCall, ToolResult | None]:
     call_id = text_or_none(chunk.get("id")) or fallback_id
     name = text_or_none(chunk.get("name"))
     arguments = chunk.get("publicArguments")
@@ -303,7 +303,7 @@ def _tool_call(chunk: dict, fallback_id: str) -> tuple[ToolCall, ToolResult | No
     return call, result
 
 
-def _thinking_text(chunk: dict) -> str:
+def _thinking_text(chunk: dict[str, Any]) -> str:
     """A thinking chunk as the API writes one (`thinking: [{type: "text", text}]`), or plain `text`."""
     thinking = chunk.get("thinking")
     if isinstance(thinking, str):

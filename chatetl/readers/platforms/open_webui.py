@@ -87,7 +87,7 @@ def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conv
     return lambda record, where: conversation_from_open_webui(expect_object(record, "a chat object"), report, file=name, where=where)
 
 
-def conversation_from_open_webui(record: dict, report: ReadReport, file: str = "", where: str = "") -> Conversation:
+def conversation_from_open_webui(record: dict[str, Any], report: ReadReport, file: str = "", where: str = "") -> Conversation:
     """One Open WebUI chat row (or bare chat) as a Conversation (parent pointers set, branches not yet resolved)."""
     meta: dict[str, Any] = {}
     if "chat" in record:
@@ -228,7 +228,7 @@ def _tags(chat_tags: Any, row_meta: Any) -> list[str]:
     return out
 
 
-def message_from_open_webui(raw: dict, report: ReadReport, fallback_id: str) -> Message:
+def message_from_open_webui(raw: dict[str, Any], report: ReadReport, fallback_id: str) -> Message:
     """One `history.messages` value as a canonical Message."""
     mid = text_or_none(raw.get("id")) or fallback_id
     extra: dict[str, Any] = {}

@@ -53,7 +53,7 @@ _KNOWN_TURN_KEYS = KNOWN_TURN_FIELDS | {f"{name}*" for name in KNOWN_TURN_FIELDS
 _ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM, "tool": Role.TOOL}
 
 
-def field(d: dict, name: str) -> Any:
+def field(d: dict[str, Any], name: str) -> Any:
     """A field read with or without its redaction suffix: `title*`, else `title`."""
     starred = name + "*"
     if starred in d:
@@ -73,12 +73,12 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _pdm(record: dict) -> dict:
+def _pdm(record: dict[str, Any]) -> dict[str, Any]:
     pdm = record.get("passive-data-metadata")
     return pdm if isinstance(pdm, dict) else {}
 
 
-def _newness(record: dict, index: int) -> tuple:
+def _newness(record: dict[str, Any], index: int) -> tuple:
     """Which state of a resynced conversation is newest: `ended`, then `date`, then the capture time, then file order."""
     return (
         parse_time(record.get("ended")) or _MIN,
@@ -132,7 +132,7 @@ def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conv
     yield from convert_records(entry, records(), report, convert)
 
 
-def detail_level(record: dict) -> str:
+def detail_level(record: dict[str, Any]) -> str:
     """The spider's detail level, as far as the record shows it."""
     has_title = "title*" in record or "title" in record
     turns = record.get("turns")
@@ -227,7 +227,7 @@ def conversation_from_rex(record: Any, report: ReadReport, *, file: str = "", wh
     )
 
 
-def _message(turn: dict, index: int, conv_id: str, report: ReadReport, file: str, where: str) -> Message:
+def _message(turn: dict[str, Any], index: int, conv_id: str, report: ReadReport, file: str, where: str) -> Message:
     tid = _str(turn.get("identifier")) or f"{conv_id}:{index}"
     upstream = field(turn, "metadata")
     upstream = upstream if isinstance(upstream, dict) else {}
@@ -269,7 +269,7 @@ def _message(turn: dict, index: int, conv_id: str, report: ReadReport, file: str
     return msg
 
 
-def _has_parent(turn: dict) -> bool:
+def _has_parent(turn: dict[str, Any]) -> bool:
     if "parent" in turn:
         return True
     upstream = field(turn, "metadata")
@@ -290,7 +290,7 @@ def _plain_message(tid: str, speaker: Any, text: str, report: ReadReport) -> Mes
     return Message(message_id=tid, role=role, kind=kind, text=text, tool_results=tool_results, extra=extra)
 
 
-def _merge_citations(existing: list[Citation], turn: dict) -> list[Citation]:
+def _merge_citations(existing: list[Citation], turn: dict[str, Any]) -> list[Citation]:
     """The message's own citations plus the turn's `search` results and `citations`, one per url."""
     out: list[Citation] = []
     by_key: dict[str, int] = {}

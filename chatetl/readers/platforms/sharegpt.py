@@ -158,7 +158,7 @@ def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8]
 
 
-def _platform(record: dict) -> str:
+def _platform(record: dict[str, Any]) -> str:
     if isinstance(record.get("platform"), str) and record["platform"].strip():
         return normalize_platform(record["platform"])
     model = record.get("model")

@@ -338,7 +338,7 @@ def _restored(value: Any, node: Any) -> Any:
     return value
 
 
-def _restore_scalar_text(data: dict | list, root: Any) -> None:
+def _restore_scalar_text(data: dict[str, Any] | list, root: Any) -> None:
     """Typed scalars inside `data` back to their text, walking `data` beside the node tree it was built from."""
     stack: list[tuple[Any, Any]] = [(data, root)]
     while stack:
