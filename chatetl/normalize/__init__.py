@@ -1,11 +1,11 @@
 """Normalize: inputs into the normalized tables, on one process or on every core, through one door.
 
 `normalize_into` alone decides how the inputs are read: how many processes (`processes`), which zips
-from a server are copied to local disk first (`sources`), and how each chat file is read. An array
-file whose reader converts each record on its own (the registry's `converter`) is read in pieces: a
-local file in byte ranges (`pieces`), a zip member whole, a stream cut into records by this process
-(`stream`); small members of a zip on local disk are read in groups by their readers; anything else
-is read here, in its place. Each piece is read by whichever process is free (`work`) and merged in
+from a server are copied to local disk first (`sources`), and how each chat file is read. An account
+export's array file (CUT_FORMATS: each record converted on its own, by its reader's converter) is read
+in pieces: a local file in byte ranges (`pieces`), a zip member whole, a stream cut into records by
+this process (`stream`); small members of a zip on local disk are read in groups by their readers;
+anything else is read here, in its place. Each piece is read by whichever process is free (`work`) and merged in
 order (`pool`), so the tables and the report are the one-process path's, whatever the processes.
 The platform readers know nothing of this: they are the registry's.
 """
@@ -23,12 +23,18 @@ from chatetl.normalize.sources import Input, Sources, input_bytes
 from chatetl.normalize.stream import read_stream
 from chatetl.readers import read_chat_files
 from chatetl.readers.inputs.archive import ChatFile
+from chatetl.readers.inputs.detect import Format
 from chatetl.readers.jsonscan.records import Shape
 from chatetl.readers.registry import READERS
 from chatetl.readers.report import ReadReport
 from chatetl.tables import TableWriter
 
 Watch = Callable[[Iterable[ChatFile]], Iterable[ChatFile]]
+
+# the formats whose array files are read in pieces, record by record (by their readers' converters): the
+# account exports, which grow with a user's history; the other formats' files are read whole in their place
+# (a zip's members in groups, on every core)
+CUT_FORMATS = frozenset(fmt for fmt in (Format.CHATGPT, Format.CLAUDE_AI) if READERS[fmt].converter is not None)
 
 
 def normalize_into(
@@ -74,9 +80,8 @@ def normalize_into(
 def _read(pool: Pool, chat_file: ChatFile) -> None:
     """One chat file into the pool, in its place."""
     entry, fmt, shape = chat_file
-    reader = READERS.get(fmt)
     report = pool.report
-    if reader is not None and reader.converter is not None and (shape or reader.shape) is Shape.ARRAY:
+    if fmt in CUT_FORMATS and (shape or READERS[fmt].shape) is Shape.ARRAY:
         pool.flush_members()
         report.files += 1
         report.formats[fmt.value] += 1

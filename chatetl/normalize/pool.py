@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # imported where the pool starts: one process never imports m
 
 
 SWITCH_INTERVAL = 0.0002  # seconds between the threads' turns at the GIL (sys.setswitchinterval) while the pool runs
-PIPE_BYTES = 1024 * 1024  # the capacity asked for the pool's piece and result pipes (Linux; see _widen_pipes)
 
 
 @dataclass(frozen=True)
@@ -145,7 +144,6 @@ class Pool:
             from concurrent.futures import ProcessPoolExecutor
 
             self.executor = ProcessPoolExecutor(self.processes, mp_context=context())
-            _widen_pipes(self.executor)
             # the first submit starts the forkserver (unless already running) and waits for its imports:
             # done in a thread, so this one reads meanwhile
             self._starter = threading.Thread(target=self._start, name="chatetl-pool-start", daemon=True)
@@ -369,29 +367,6 @@ class Pool:
             self._inserted[kind] += len(found)
         report.skipped.update(result.skipped)
         report.drift.update(result.drift)
-
-
-def _widen_pipes(executor: ProcessPoolExecutor) -> None:
-    """Ask the kernel for PIPE_BYTES of buffer on the pipes that carry pieces to the workers and results
-    back (Linux F_SETPIPE_SZ; the default is 64 KB): a piece or a result then goes through in one write,
-    not many, each waiting for the reading thread to take the GIL. The pipes are the executor's own
-    (private attributes, so looked up defensively); anything refused (another OS, a lower
-    /proc/sys/fs/pipe-max-size) leaves the default, which is only slower."""
-    try:
-        import fcntl
-    except ImportError:  # not on POSIX
-        return
-    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
-    if setpipe is None:
-        return
-    for queue in (getattr(executor, "_call_queue", None), getattr(executor, "_result_queue", None)):
-        connection = getattr(queue, "_writer", None)
-        if connection is None:
-            continue
-        try:
-            fcntl.fcntl(connection.fileno(), setpipe, PIPE_BYTES)
-        except (OSError, ValueError):
-            pass
 
 
 __all__ = ["Pool", "Shares", "Tuning"]

@@ -346,26 +346,6 @@ def test_two_cores_write_the_one_process_parts(tmp_path, monkeypatch, mode):
         assert pa.concat_tables(tables["2"][t]).equals(pa.concat_tables(tables["1"][t]))
 
 
-@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"), reason="pipe capacity is a Linux setting")
-def test_pool_pipes_are_widened_and_carry_pieces_larger_than_them():
-    """The pool's piece and result pipes get PIPE_BYTES of buffer where the kernel allows it
-    (/proc/sys/fs/pipe-max-size), and a piece and a result larger than that still go through whole."""
-    import fcntl
-    from concurrent.futures import ProcessPoolExecutor
-    from pathlib import Path
-
-    from chatetl.normalize import pool as pool_module
-
-    allowed = int(Path("/proc/sys/fs/pipe-max-size").read_text())
-    with ProcessPoolExecutor(1, mp_context=processes.context()) as pool:
-        pool_module._widen_pipes(pool)
-        sizes = [fcntl.fcntl(q._writer.fileno(), fcntl.F_GETPIPE_SZ) for q in (pool._call_queue, pool._result_queue)]
-        big = "x" * (3 * pool_module.PIPE_BYTES)
-        assert pool.submit(str.upper, big).result() == big.upper()
-    expected = pool_module.PIPE_BYTES if allowed >= pool_module.PIPE_BYTES else 64 * 1024
-    assert sizes == [expected, expected]
-
-
 def _sample_members(module, copy_: int) -> dict[str, bytes]:
     """The members of a platform sample's zip (chatetl.samples), each name prefixed with `copy_` in its folder."""
     with zipfile.ZipFile(io.BytesIO(module.sample()[1])) as zf:
