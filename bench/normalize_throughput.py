@@ -239,15 +239,15 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="chatetl-bench-"))
     work = args.keep or tmp
     work.mkdir(parents=True, exist_ok=True)
-    names = list(CASES)
-    print(f"{'input':<18}" + "".join(f" {n + ' MB/s':>22} {'RSS (anon)':>10}" for n in names)
-          + f" {'1 proc/ijson':>13} {'2 cores/ijson':>14} {'2 cores/1 proc':>15} {'2 cores/2x1 at once':>20}")
     try:
         files = inputs(work, [int(s) for s in args.sizes.split(",")])
         if args.baseline:
             against_baseline(files, args.baseline, args.runs, tmp)
             if args.only_baseline:
                 return
+        names = list(CASES)
+        print(f"{'input':<18}" + "".join(f" {n + ' MB/s':>22} {'RSS (anon)':>10}" for n in names)
+              + f" {'1 proc/ijson':>13} {'2 cores/ijson':>14} {'2 cores/1 proc':>15} {'2 cores/2x1 at once':>20}")
         one_proc_seconds = {}
         floors: dict[str, tuple[float, float, float, float]] = {}
         for label, path, mb in files:
