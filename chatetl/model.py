@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from operator import itemgetter
 from typing import Any, Self
@@ -68,8 +68,8 @@ def utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 # ---- the fast constructors: trusted values, as the readers' hot paths build them ----
@@ -82,7 +82,7 @@ def utc(value: datetime | None) -> datetime | None:
 # class writes its fields' defaults out (tests/test_model_fast.py holds them to the fields').
 
 _MISSING: Any = object()
-_UTC = timezone.utc
+_UTC = UTC
 _object_new = object.__new__
 _object_setattr = object.__setattr__
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,10 @@ class Entry:
             return f.read(n)
 
     @classmethod
-    def from_path(cls, path: str | Path, name: str | None = None) -> "Entry":
+    def from_path(cls, path: str | Path, name: str | None = None) -> Entry:
         p = Path(path)
         return cls(name=name or str(p), opener=lambda: open(p, "rb"), size=p.stat().st_size, path=p)
 
     @classmethod
-    def from_bytes(cls, name: str, data: bytes) -> "Entry":
+    def from_bytes(cls, name: str, data: bytes) -> Entry:
         return cls(name=name, opener=lambda: io.BytesIO(data), size=len(data))

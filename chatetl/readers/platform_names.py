@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from itertools import pairwise
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -100,7 +101,7 @@ def id_from_url(url: Any) -> str | None:
         return None
     found = None
     segments = [s for s in parts.path.split("/") if s]
-    for before, seg in zip(segments, segments[1:]):
+    for before, seg in pairwise(segments):
         if before.lower() in _ID_MARKERS and _ID_SHAPE.match(seg):
             found = seg
     if found:

@@ -318,34 +318,44 @@ def detect(entry: Entry, head: bytes | None = None) -> tuple[Format | None, Shap
     if text[:1] == b"[":
         return _checked(classify(first_record_head(text, array=True)), entry, Shape.ARRAY), Shape.ARRAY
     if text[:1] == b"{":
-        first_line = text.split(b"\n", 1)[0].strip()
-        single_line_record = False
-        if first_line.endswith(b"}"):
+        return _detect_object(entry, text)
+    return _detect_text(entry, text)
+
+
+def _detect_object(entry: Entry, text: bytes) -> tuple[Format | None, Shape | None]:
+    """A head that opens an object: JSON Lines (records one a line) or one object."""
+    first_line = text.split(b"\n", 1)[0].strip()
+    single_line_record = False
+    if first_line.endswith(b"}"):
+        try:
+            obj = json.loads(first_line)
+            single_line_record = isinstance(obj, dict)
+        except (ValueError, RecursionError):
+            single_line_record = False
+    if single_line_record and b"\n" in text.strip():
+        # JSON Lines: decide by the first record that says what it is
+        for line in text.split(b"\n")[:50]:
+            line = line.strip()
+            if not line:
+                continue
             try:
-                obj = json.loads(first_line)
-                single_line_record = isinstance(obj, dict)
+                obj = json.loads(line)
             except (ValueError, RecursionError):
-                single_line_record = False
-        if single_line_record and b"\n" in text.strip():
-            # JSON Lines: decide by the first record that says what it is
-            for line in text.split(b"\n")[:50]:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    obj = json.loads(line)
-                except (ValueError, RecursionError):
-                    continue
-                if isinstance(obj, dict):
-                    fmt = _checked(classify(Head.of(obj)), entry, Shape.JSONL)
-                    if fmt is not None:
-                        return fmt, Shape.JSONL
-            return None, Shape.JSONL
-        if b"\n" not in text.strip():
-            jsonl = _long_first_line_jsonl(entry)
-            if jsonl is not None:
-                return _checked(jsonl[0], entry, Shape.JSONL), Shape.JSONL
-        return _checked(classify(first_record_head(text, array=False)), entry, Shape.OBJECT), Shape.OBJECT
+                continue
+            if isinstance(obj, dict):
+                fmt = _checked(classify(Head.of(obj)), entry, Shape.JSONL)
+                if fmt is not None:
+                    return fmt, Shape.JSONL
+        return None, Shape.JSONL
+    if b"\n" not in text.strip():
+        jsonl = _long_first_line_jsonl(entry)
+        if jsonl is not None:
+            return _checked(jsonl[0], entry, Shape.JSONL), Shape.JSONL
+    return _checked(classify(first_record_head(text, array=False)), entry, Shape.OBJECT), Shape.OBJECT
+
+
+def _detect_text(entry: Entry, text: bytes) -> tuple[Format | None, Shape | None]:
+    """A head that is no JSON: Takeout's activity HTML, a chat-export Markdown or YAML file, or nothing known."""
     sample = _decode_head(text)
     if sample is None:
         return None, None

@@ -39,7 +39,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlparse
 
 from chatetl.model import (
@@ -104,7 +105,7 @@ def conversation_from_ai_studio(record: dict[str, Any], report: ReadReport, titl
     """One AI Studio prompt object as a Conversation (a chain of messages)."""
     chunked = record.get("chunkedPrompt")
     if not isinstance(chunked, dict):
-        raise ValueError(f"`chunkedPrompt` is not an object (got {type(chunked).__name__})")
+        raise ValueError(f"`chunkedPrompt` is not an object (got {type(chunked).__name__})")  # noqa: TRY004 (convert_records reports ValueErrors)
     chunks = list_field(chunked, "chunks", "chunks")
     meta: dict[str, Any] = {}
     keep_unknown(record, KNOWN_PROMPT_FIELDS, meta, report, "ai-studio.prompt_field")

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import mimetypes
 import re
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlparse
 
 from chatetl.model import (
@@ -61,7 +62,7 @@ KNOWN_MESSAGE_FIELDS = frozenset(
 )
 KNOWN_CHUNK_TYPES = frozenset({"text", "tool_call", "reference", "custom_element", "thinking", "think"})
 ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CHAT_FILE = re.compile(r"chat-([0-9A-Za-z][0-9A-Za-z-]*)\.json$")
 TITLE_CHARS = 80
 
@@ -85,7 +86,7 @@ def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conv
 
     def convert(record: Any, where: str) -> Conversation | None:
         if not isinstance(record, list):
-            raise ValueError(f"expected a list of Le Chat messages, got {type(record).__name__}")
+            raise ValueError(f"expected a list of Le Chat messages, got {type(record).__name__}")  # noqa: TRY004 (convert_records reports ValueErrors)
         prefix = f"{where} " if where else ""
         return conversation_from_le_chat([(f"{prefix}message {i}", m) for i, m in enumerate(record)], report, file=name)
 

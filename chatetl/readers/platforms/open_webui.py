@@ -30,7 +30,8 @@ from __future__ import annotations
 import html
 import re
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlparse
 
 import orjson
@@ -111,7 +112,7 @@ def conversation_from_open_webui(record: dict[str, Any], report: ReadReport, fil
     if raw_messages is None:
         raw_messages = {}
     if not isinstance(raw_messages, dict):
-        raise ValueError(f"`history.messages` is not an object (got {type(raw_messages).__name__})")
+        raise ValueError(f"`history.messages` is not an object (got {type(raw_messages).__name__})")  # noqa: TRY004 (convert_records reports ValueErrors)
     history_meta: dict[str, Any] = {}
     keep_unknown(history, KNOWN_HISTORY_FIELDS, history_meta, report, "open-webui.history_field")
     if history_meta:

@@ -14,8 +14,10 @@ upstream ChatGPT message read by the ChatGPT reader's own message converter.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from itertools import pairwise
+from typing import Any
 
 from chatetl.model import (
     Citation,
@@ -37,8 +39,8 @@ from chatetl.readers.timeutil import iso, parse_time
 
 CONVERSATION = "rex-conversation"
 ROOT = "client-created-root"
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MIN = datetime.min.replace(tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MIN = datetime.min.replace(tzinfo=UTC)
 
 KNOWN_FIELDS = frozenset(
     {"name", "date", "platform", "identifier", "title", "started", "ended", "turns", "metadata", "passive-data-metadata"}
@@ -62,7 +64,7 @@ def field(d: dict[str, Any], name: str) -> Any:
 
 
 def _base(key: str) -> str:
-    return key[:-1] if key.endswith("*") else key
+    return key.removesuffix("*")
 
 
 def _str(value: Any) -> str | None:
@@ -199,7 +201,7 @@ def conversation_from_rex(record: Any, report: ReadReport, *, file: str = "", wh
     if messages and not any(isinstance(t, dict) and _has_parent(t) for t in turns):
         # the message_times levels carry no parent pointers: the pre-order turn list is all there is
         meta["tree"] = "file order (the record has no parent pointers)"
-        for prev, m in zip(messages, messages[1:]):
+        for prev, m in pairwise(messages):
             m.parent_id = prev.message_id
     _root_parents(messages)
     pair_tool_results(messages)
@@ -245,7 +247,7 @@ def _message(turn: dict[str, Any], index: int, conv_id: str, report: ReadReport,
     if isinstance(raw_message, dict):
         try:
             msg = message_from_chatgpt(raw_message, report, message_id=tid)
-        except Exception as exc:  # a damaged upstream payload: the turn's own fields still stand
+        except Exception as exc:  # noqa: BLE001  # a damaged upstream payload: the turn's own fields still stand
             report.error(file, f"{where} turn {index} ({tid})".strip(), f"unreadable metadata*.message: {type(exc).__name__}: {exc}")
             msg = None
     if msg is None:

@@ -6,7 +6,7 @@ and message ids.
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -45,14 +45,14 @@ def _text(value: Any) -> str | None:
 
 
 def _aware(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _time(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return _aware(value)
     if isinstance(value, date):
-        return datetime.combine(value, time(), tzinfo=timezone.utc)
+        return datetime.combine(value, time(), tzinfo=UTC)
     return parse_time(value)
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from chatetl.model import Conversation
 from chatetl.readers.convert import convert_records
