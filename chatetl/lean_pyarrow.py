@@ -1,6 +1,8 @@
-"""Imported before pyarrow in a process that only reads and writes local tables (normalize's workers,
-chatetl.normalize.processes): pyarrow then loads without numpy and its cloud filesystems, and libarrow
-makes its memory pool from the system allocator.
+"""Imported before pyarrow in a process that only reads and writes local tables (`chatetl normalize`
+and the engine's workers, chatetl.normalize.processes): pyarrow then loads without numpy and its cloud
+filesystems, and libarrow makes its memory pool from the system allocator; the process's peak memory
+is a third lower (bench/RESULTS.md). Never imported by a library module: only a process that owns all
+its imports may close numpy.
 
 pyarrow imports numpy whenever it is installed, though building, writing and reading these tables never
 use it, and `pyarrow.parquet` imports `pyarrow.fs`, which loads every cloud filesystem it finds; a

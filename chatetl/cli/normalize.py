@@ -28,6 +28,7 @@ from chatetl.cli.options import (
 def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bool, progress: bool | None) -> None:
     """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages
     (part-00000.parquet, part-00001.parquet ...); print a one-line JSON summary."""
+    import chatetl.lean_pyarrow  # noqa: F401  (first: this process writes local tables only, see the module)
     from chatetl.cli.inputs import input_bytes, input_meter, input_sources
     from chatetl.normalize import normalize_into
     from chatetl.readers import ReadReport
