@@ -1,6 +1,6 @@
 """Where the commands find their inputs (local files, folders and zips, and s3://bucket/prefix):
 `iter_inputs` (conversations), `iter_chat_files` (the chat files inside them), `input_sources` (what
-chatetl.normalize reads) and `input_bytes` (their size), `read_inputs` (the conversations of the chat
+chatetl.normalize reads) and `s3_bytes` (what an S3 prefix holds), `read_inputs` (the conversations of the chat
 files, counted by an `InputMeter`) and `input_meter` (the meter for a command's `--progress` / `--quiet`)."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from pathlib import Path
 
 from chatetl.cli.progress import InputMeter, chat_file_bytes, show_progress
 from chatetl.model import Conversation
-from chatetl.normalize.sources import path_bytes
 from chatetl.readers import ReadReport, read_chat_files
 from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.archive import ChatFile, expand, expand_path
@@ -24,7 +23,7 @@ def _s3_store(uri: str) -> tuple[S3ObjectStore, str]:
     return S3ObjectStore(s3_client(Settings.from_env().s3_endpoint_url), bucket), prefix
 
 
-def _s3_bytes(uri: str) -> int | None:
+def s3_bytes(uri: str) -> int | None:
     """The bytes of the objects under an s3:// input (one listing), None when it cannot be listed (reading
     it reports why)."""
     store, prefix = _s3_store(uri)
@@ -63,17 +62,6 @@ def input_sources(inputs: tuple[str, ...], report: ReadReport) -> Iterator[Entry
             yield Path(item)
 
 
-def input_bytes(inputs: tuple[str, ...]) -> int | None:
-    """The size of the inputs: local ones from the disk, s3:// ones listed (None when one cannot be)."""
-    total = 0
-    for item in inputs:
-        size = _s3_bytes(item) if item.startswith("s3://") else path_bytes(item)
-        if size is None:
-            return None
-        total += size
-    return total
-
-
 def iter_inputs(inputs: tuple[str, ...], report: ReadReport) -> Iterator[Conversation]:
     return read_chat_files(iter_chat_files(inputs, report), report)
 
@@ -98,4 +86,4 @@ def input_meter(inputs: tuple[str, ...], progress: bool | None, quiet: bool, lab
     return InputMeter(show, total, label)
 
 
-__all__ = ["input_bytes", "input_meter", "input_sources", "iter_chat_files", "iter_inputs", "read_inputs"]
+__all__ = ["input_meter", "input_sources", "iter_chat_files", "iter_inputs", "read_inputs", "s3_bytes"]

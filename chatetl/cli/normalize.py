@@ -1,4 +1,7 @@
-"""`chatetl normalize`: inputs into the normalized tables in a local folder (chatetl.normalize)."""
+"""`chatetl normalize`: inputs into the normalized tables in a local folder (chatetl.normalize).
+
+The command decides how many processes read and, for more than one, starts their server before it
+imports the readers and pyarrow (chatetl.normalize.processes): this module imports nothing heavy."""
 
 from __future__ import annotations
 
@@ -17,6 +20,24 @@ from chatetl.cli.options import (
 )
 
 
+def _input_bytes(inputs: tuple[str, ...]) -> int | None:
+    """The size of the inputs: local ones from the disk, s3:// ones listed (None when one cannot be)."""
+    from chatetl.normalize.processes import path_bytes
+
+    total = 0
+    for item in inputs:
+        if item.startswith("s3://"):
+            from chatetl.cli.inputs import s3_bytes  # (boto3: only for an s3:// input)
+
+            size = s3_bytes(item)
+            if size is None:
+                return None
+            total += size
+        else:
+            total += path_bytes(item)
+    return total
+
+
 @click.command(epilog=EXIT_CODES)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
@@ -28,8 +49,13 @@ from chatetl.cli.options import (
 def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bool, progress: bool | None) -> None:
     """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages
     (part-00000.parquet, part-00001.parquet ...); print a one-line JSON summary."""
-    import chatetl.lean_pyarrow  # noqa: F401  (first: this process writes local tables only, see the module)
-    from chatetl.cli.inputs import input_bytes, input_meter, input_sources
+    from chatetl.normalize.processes import processes_for, start_server
+
+    size = None if workers else _input_bytes(inputs)
+    if processes_for(workers, size) > 1:
+        start_server()
+    import chatetl.lean_pyarrow  # noqa: F401  (before pyarrow: this process writes local tables only, see the module)
+    from chatetl.cli.inputs import input_meter, input_sources
     from chatetl.normalize import normalize_into
     from chatetl.readers import ReadReport
     from chatetl.storage import s3_failure
@@ -41,8 +67,7 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     meter = input_meter(inputs, progress, quiet, "normalize")
     with PartsWriter(out / "conversations", out / "messages") as writer, meter:
         meter.count_with(lambda: writer.conversations)
-        normalize_into(writer, input_sources(inputs, report), report, workers, size=None if workers else input_bytes(inputs),
-                       watch=meter.chat_files, failure=s3_failure)
+        normalize_into(writer, input_sources(inputs, report), report, workers, size=size, watch=meter.chat_files, failure=s3_failure)
     report_errors(report.errors, quiet)
     summary: dict[str, object] = {"files": report.files, "conversations": writer.conversations, "messages": writer.messages,
                                   "errors": len(report.errors)}

@@ -1,116 +1,35 @@
 """Normalize: inputs into the normalized tables, on one process or on every core, through one door.
 
-`normalize_into` alone decides how the inputs are read: how many processes (`processes`), which zips
-from a server are copied to local disk first (`sources`), and how each chat file is read. An account
-export's array file (CUT_FORMATS: each record converted on its own, by its reader's converter) is read
-in pieces: a local file in byte ranges (`pieces`), a zip member whole, a stream cut into records by
-this process (`stream`); small members of a zip on local disk are read in groups by their readers;
-anything else is read here, in its place. Each piece is read by whichever process is free (`work`) and merged in
-order (`pool`), so the tables and the report are the one-process path's, whatever the processes.
-The platform readers know nothing of this: they are the registry's.
+`normalize_into(writer, inputs, report, workers)` alone decides how the inputs are read: how many
+processes (`processes`), which zips from a server are copied to local disk first (`sources`), and how
+each chat file is read. An account export's array file (`door.CUT_FORMATS`: each record converted on
+its own, by its reader's converter) is read in pieces: a local file in byte ranges (`pieces`), a zip
+member whole, a stream cut into records by this process (`stream`); small members of a zip on local
+disk are read in groups by their readers; anything else is read here, in its place. Each piece is read
+by whichever process is free (`work`) and merged in order (`pool`), so the tables and the report are
+the one-process path's, whatever the processes. The platform readers know nothing of this.
+
+Importing this package costs nothing: the door's body (`door`) is imported when it is first asked
+for, so a command can decide its processes and start their server (`processes`) before its imports.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from chatetl.normalize.pieces import Plan
-from chatetl.normalize.pieces import plan as plan_ranges
-from chatetl.normalize.pool import Pool, Shares, Tuning
-from chatetl.normalize.processes import processes_for
-from chatetl.normalize.sources import Input, Sources, input_bytes
-from chatetl.normalize.stream import read_stream
-from chatetl.readers import read_chat_files
-from chatetl.readers.inputs.archive import ChatFile
-from chatetl.readers.inputs.detect import Format
-from chatetl.readers.jsonscan.records import Shape
-from chatetl.readers.registry import READERS
-from chatetl.readers.report import ReadReport
-from chatetl.tables import TableWriter
+if TYPE_CHECKING:
+    from chatetl.normalize.door import normalize_into
+    from chatetl.normalize.pool import Shares, Tuning
 
-Watch = Callable[[Iterable[ChatFile]], Iterable[ChatFile]]
-
-# the formats whose array files are read in pieces, record by record (by their readers' converters): the
-# account exports, which grow with a user's history; the other formats' files are read whole in their place
-# (a zip's members in groups, on every core)
-CUT_FORMATS = frozenset(fmt for fmt in (Format.CHATGPT, Format.CLAUDE_AI) if READERS[fmt].converter is not None)
+_LAZY = {"normalize_into": "chatetl.normalize.door", "Shares": "chatetl.normalize.pool", "Tuning": "chatetl.normalize.pool"}
 
 
-def normalize_into(
-    writer: TableWriter,
-    inputs: Iterable[Input],
-    report: ReadReport,
-    workers: int | None = None,
-    *,
-    size: int | None = None,
-    upload_key: str | None = None,
-    workdir: str | os.PathLike[str] | None = None,
-    watch: Watch | None = None,
-    failure: Callable[[Exception], str | None] | None = None,
-    tuning: Tuning = Tuning(),  # noqa: B008 (frozen)
-) -> Shares:
-    """Every conversation of `inputs` (entries, local files and folders, read in order) into `writer`, with
-    `report` as reading them in one process leaves it.
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
 
-    `workers`: processes reading (1: this one alone); None: chosen from `size`, the inputs' bytes (None:
-    counted from `inputs` when it is a list or a tuple). `upload_key`: the tables' upload_key column.
-    `workdir`: where zips from a server are copied. `watch`: wraps each input's chat files (a progress
-    meter). `failure`: the words of an error copying a zip from a server that is reported rather than
-    raised. `tuning`: the sizes the work is cut by."""
-    if workers is None and size is None and isinstance(inputs, list | tuple):
-        size = input_bytes(inputs)
-    processes = processes_for(workers, size)
-    sources = Sources(report, copy=processes > 1, workdir=workdir, failure=failure)
-    if processes == 1:
-        for chat_files, _copy in sources.each(inputs):
-            for conv in read_chat_files(watch(chat_files) if watch else chat_files, report):
-                writer.add(conv, upload_key=upload_key)
-        return Shares()
-    with Pool(processes, writer, report, upload_key, tuning) as pool:
-        for chat_files, copy in sources.each(inputs):
-            for chat_file in watch(chat_files) if watch else chat_files:
-                _read(pool, chat_file)
-            if copy is not None:
-                pool.drain()  # (its pieces read before the copy goes)
-                copy.unlink()
-    return pool.shares
-
-
-def _read(pool: Pool, chat_file: ChatFile) -> None:
-    """One chat file into the pool, in its place."""
-    entry, fmt, shape = chat_file
-    report = pool.report
-    if fmt in CUT_FORMATS and (shape or READERS[fmt].shape) is Shape.ARRAY:
-        pool.flush_members()
-        report.files += 1
-        report.formats[fmt.value] += 1
-        plan = _ranges(pool, chat_file) if pool.tuning.ranges else None
-        if plan is None:
-            read_stream(pool, entry, fmt)
-        elif plan.starts:
-            pool.read_ranges(entry, fmt, plan)
-        else:
-            pool.read_whole(entry, fmt)
-    elif entry.member is not None and entry.member.readable_elsewhere():
-        pool.add_member(chat_file)  # read by its reader in a group of its zip's members
-    else:
-        pool.drain()  # what came before is written first
-        for conv in read_chat_files([chat_file], report):
-            pool.writer.add(conv, upload_key=pool.upload_key)
-
-
-def _ranges(pool: Pool, chat_file: ChatFile) -> Plan | None:
-    """The byte ranges of a local file (no starts: one piece, as a zip member on local disk is while the
-    upload's inflate cap allows and it is one of several, at most `member_share` of the zip's JSON); None
-    for a stream cut here: S3, a member of a nested zip, a file read through a re-encoding, the one big
-    member of a zip (a deflated stream cannot start in its middle)."""
-    entry, tuning = chat_file.entry, pool.tuning
-    if entry.member is not None:
-        return Plan([]) if entry.member.share <= tuning.member_share and entry.member.readable_elsewhere() else None
-    if entry.path is None or entry.size is None:
-        return None
-    return plan_ranges(entry.path, entry.size, pool.max_value, tuning.piece_bytes)
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["Shares", "Tuning", "normalize_into"]

@@ -1,12 +1,14 @@
-"""How many processes normalize reads on, and the worker processes' start method.
+"""How many processes normalize reads on, and the workers' server: its start method, started early.
 
-Importing it costs nothing (no pyarrow, no readers), so a caller decides how many processes it uses
-before its own imports. The pool itself (the pieces, their order, the merge) is chatetl.normalize.pool.
+Importing it costs nothing (no pyarrow, no readers): a command decides how many processes it uses
+and starts their server (`start_server`) before its own imports, which the server's then run beside;
+the pool's workers fork from it when it comes. The pool itself is chatetl.normalize.pool.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # (one process never imports multiprocessing)
@@ -36,6 +38,14 @@ def processes_for(workers: int | None, input_bytes: int | None) -> int:
     return max(1, min(cores(), MAX_AUTO_PROCESSES))
 
 
+def path_bytes(path: str | os.PathLike[str]) -> int:
+    """What a local file or folder holds (0 for a path that is neither)."""
+    p = Path(path)
+    if p.is_dir():
+        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+    return p.stat().st_size if p.exists() else 0
+
+
 def context() -> ForkServerContext:
     """The 'forkserver' start method, preloaded with PRELOAD: workers are never forked from the caller,
     which may hold threads (Dagster steps, the Parquet writer's thread); the imports are paid once, each
@@ -47,4 +57,14 @@ def context() -> ForkServerContext:
     return ctx
 
 
-__all__ = ["AUTO_MIN_BYTES", "MAX_AUTO_PROCESSES", "PRELOAD", "context", "cores", "processes_for"]
+def start_server() -> None:
+    """Start the workers' server now, without waiting for its imports (a pool, when it comes, forks its
+    workers from the one running; it stops with this process): its first worker is ready about when the
+    caller's own imports are done, not a server's imports later."""
+    context()
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+
+
+__all__ = ["AUTO_MIN_BYTES", "MAX_AUTO_PROCESSES", "PRELOAD", "context", "cores", "path_bytes", "processes_for", "start_server"]

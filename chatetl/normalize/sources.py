@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from chatetl.normalize.processes import AUTO_MIN_BYTES
+from chatetl.normalize.processes import AUTO_MIN_BYTES, path_bytes
 from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.archive import ChatFile, copied_if_zip, expand, expand_path
 from chatetl.readers.report import ReadReport
@@ -33,14 +33,6 @@ def input_bytes(inputs: Iterable[Input]) -> int | None:
         else:
             total += path_bytes(item)
     return total
-
-
-def path_bytes(path: str | os.PathLike[str]) -> int:
-    """What a local file or folder holds (0 for a path that is neither)."""
-    p = Path(path)
-    if p.is_dir():
-        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-    return p.stat().st_size if p.exists() else 0
 
 
 class _Reported(Exception):
@@ -100,4 +92,4 @@ class Sources:
             raise _Reported from exc
 
 
-__all__ = ["COPY_MIN_BYTES", "Input", "Sources", "input_bytes", "path_bytes"]
+__all__ = ["COPY_MIN_BYTES", "Input", "Sources", "input_bytes"]

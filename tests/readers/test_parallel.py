@@ -240,9 +240,9 @@ def test_workers_setting():
     assert processes.processes_for(None, None) == 1  # (an unknown size: maybe small)
 
 
-def test_the_command_line_module_imports_nothing_heavy():
-    """`chatetl normalize`'s module imports neither the readers nor pyarrow: `chatetl --help` and the other
-    commands never pay for them."""
+def test_the_command_line_starts_the_forkserver_before_its_heavy_imports():
+    """`chatetl normalize`'s module imports neither the readers nor pyarrow (so the command can start
+    its workers' forkserver first), and the forkserver started early is the one the pool forks from."""
     import subprocess
     import sys
 
@@ -252,6 +252,16 @@ def test_the_command_line_module_imports_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+    code = (
+        "from chatetl.normalize import processes; from multiprocessing import forkserver;"
+        "processes.start_server(); pid = forkserver._forkserver._forkserver_pid;"
+        "from concurrent.futures import ProcessPoolExecutor; import os;"
+        "pool = ProcessPoolExecutor(1, mp_context=processes.context());"
+        "parent = pool.submit(os.getppid).result(); pool.shutdown();"
+        "print(pid is not None and parent == pid)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
 
 
 def test_the_pool_starts_from_a_step_process(tmp_path):

@@ -364,7 +364,7 @@ def _spied(monkeypatch) -> list[tuple[str, str]]:
     """How each array file is read (a stream cut here, byte ranges, a piece whole), with its name, as it is read."""
     used: list[tuple[str, str]] = []
     read_stream = stream_module.read_stream
-    monkeypatch.setattr("chatetl.normalize.read_stream",
+    monkeypatch.setattr("chatetl.normalize.door.read_stream",
                         lambda pool, entry, fmt: (used.append(("read_stream", entry.name)), read_stream(pool, entry, fmt))[1])
     for name in ("read_ranges", "read_whole"):
         original = getattr(Pool, name)
