@@ -60,7 +60,7 @@ class TableBatch:
 
     Why chunks: rows held as Python objects take several times their size in the heap (small
     objects, freed in pieces the allocator keeps), Arrow's buffers only theirs; a 4 MB batch held
-    as Python lists to the end peaked higher than in chunks (bench/RESULTS.md)."""
+    as Python lists to the end peaked higher than in chunks."""
 
     CHUNK_BYTES = 1024 * 1024
 

@@ -5,7 +5,7 @@ that meets it, and that read's bytes are lost with it. Here the member is inflat
 bytes from its start whatever the reader asks for: every block before the one that meets the damage
 is handed out, the damaged one never is, so every path (one process, pieces, a stream cut here) keeps
 the same records. A deflated member is inflated by ISA-L (python-isal, zlib's interface; zipfile still
-caps it at its declared size and checks its CRC-32), about twice zlib's rate (bench/RESULTS.md).
+caps it at its declared size and checks its CRC-32), about twice zlib's rate (bench/normalize_throughput.py prints both).
 """
 
 from __future__ import annotations
