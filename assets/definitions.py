@@ -29,7 +29,12 @@ from assets.jobs import ingest_job
 from assets.schedules import daily_schedule
 from assets.sensors import upload_sensor
 from chatetl.settings import REQUIRED_IN_PRODUCTION, Settings
-from resources import LocalObjectStoreResource, Neo4jResource, ObjectStoreResource, S3ObjectStoreResource
+from resources import (
+    LocalObjectStoreResource,
+    Neo4jResource,
+    ObjectStoreResource,
+    S3ObjectStoreResource,
+)
 
 
 @overload

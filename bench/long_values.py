@@ -7,7 +7,7 @@ and after it small:
   and copying its buffer on each (the splitter's `_more` as it was); now: reads as big as the
   record held so far.
 - object: one object then another (JSON Lines read as one). Before: ijson behind the DepthGuard
-  (jsonstream's Layout.OBJECT path as it was); now: chatetl.readers.values.ValueSplitter.
+  (jsonstream's Shape.OBJECT path as it was); now: chatetl.readers.jsonscan.values.ValueSplitter.
 - grok: a Grok export whose `conversations` come after a section holding the string. Before:
   ijson streaming `conversations.item`; now: the section scanned past unheld (values.seek_member).
 - guard: the DepthGuard alone over the file. Before: its string patterns as they were (they
@@ -73,10 +73,11 @@ def run_one(kind: str, mode: str, path: str) -> dict:
 
     if mode in ("before", "now"):  # (before issue 14 there was no cap)
         os.environ["CHATETL_MAX_VALUE_BYTES"] = str(64 * 1024 * MB)
-    from chatetl.readers import Entry, ReadReport, depthguard, jsonstream
-    from chatetl.readers.detect import Layout
-    from chatetl.readers.grok import iter_conversation_records
-    from chatetl.readers.splitter import ArraySplitter
+    from chatetl.readers import Entry, ReadReport
+    from chatetl.readers.jsonscan import depthguard, records
+    from chatetl.readers.jsonscan.records import Shape
+    from chatetl.readers.jsonscan.splitter import ArraySplitter
+    from chatetl.readers.platforms.grok import iter_conversation_records
 
     entry = Entry.from_path(path)
     report = ReadReport()
@@ -92,7 +93,7 @@ def run_one(kind: str, mode: str, path: str) -> dict:
     elif kind == "array":
         if mode == "before":
             ArraySplitter._more = _old_more  # type: ignore[method-assign]
-        out = [where for where, _ in jsonstream.iter_records(entry, Layout.ARRAY, report)]
+        out = [where for where, _ in records.iter_records(entry, Shape.ARRAY, report)]
     elif kind == "object":
         if mode == "before":
             import ijson
@@ -100,7 +101,7 @@ def run_one(kind: str, mode: str, path: str) -> dict:
             with depthguard.DepthGuard(entry.open()) as f:
                 out = [str(i) for i, _ in enumerate(ijson.items(f, "", use_float=True, multiple_values=True))]
         else:
-            out = [where for where, _ in jsonstream.iter_records(entry, Layout.OBJECT, report)]
+            out = [where for where, _ in records.iter_records(entry, Shape.OBJECT, report)]
     else:
         if mode == "before":
             import ijson
@@ -108,7 +109,7 @@ def run_one(kind: str, mode: str, path: str) -> dict:
             with depthguard.DepthGuard(entry.open()) as f:
                 out = [str(i) for i, _ in enumerate(ijson.items(f, "conversations.item", use_float=True))]
         else:
-            out = [where for where, _ in iter_conversation_records(entry, Layout.OBJECT, report)]
+            out = [where for where, _ in iter_conversation_records(entry, Shape.OBJECT, report)]
     seconds = time.perf_counter() - start
     return {"seconds": seconds, "records": len(out), "errors": [e.reason[:60] for e in report.errors],
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

@@ -4,24 +4,24 @@ For each input (ChatGPT-shaped files of 20 and 200 MB by default, 1 GB with --si
 a 200 MB Claude.ai conversations.json; a zip of 4 sharded ChatGPT files, read from the zip),
 prints MB/s (median of --runs) and peak RSS of:
 - bare ijson: `ijson.items` over the records (the streaming parser alone, yajl2_c),
-- split+orjson: chatetl.readers.splitter cutting the array, orjson decoding each record (the ceiling),
+- split+orjson: chatetl.readers.jsonscan.splitter cutting the array, orjson decoding each record (the ceiling),
 - normalize 1 proc: `chatetl normalize` (detect, read, canonical model, branches, Parquet),
-- normalize 2 cores: `chatetl normalize --workers 2` (chatetl.readers.parallel: the file, or the zip's
-  members, read in pieces (chatetl.readers.pieces), each to its Parquet part by whichever of this process
-  and its one worker is free),
+- normalize 2 cores: `chatetl normalize --workers 2` (chatetl.normalize: the file in byte ranges, or the zip's
+  members, each to its Parquet part by whichever of this process and its one worker is free),
 - 2 x 1 proc at once: two independent one-process runs of the file side by side (both files' bytes
   counted): what the two cores give this work at all, shared caches and all (the 2-core ceiling),
 and normalize's ratios to bare ijson, of 2 cores to 1 process and of 2 cores to that ceiling, measured in the
 same run (the targets: >= 0.75 of bare ijson with both cores, and faster than one process). Under the zip: bare
-ijson over its members inflated by ISA-L, as normalize inflates them (chatetl.readers.member_stream; the row's bare
+ijson over its members inflated by ISA-L, as normalize inflates them (chatetl.readers.inputs.member_stream; the row's bare
 ijson inflates with zipfile's zlib, about half as fast), and 2 cores' ratio to it. Each case runs in its
 own process; peak RSS is the largest of its processes (the workers' too, sampled from /proc while it
 runs), the target being per process; beside it, in brackets, the largest anonymous memory (RssAnon, sampled
 every 50 ms) of one process: RSS less the pages of the shared libraries it maps (pyarrow's are 48 MB on disk,
 and how much of them a process holds mapped depends on the kernel: 69 MB of files on this one). Under each
-input: whether the 2-core tables equal the one process's (Table.equals, row order included), and with
---compare (default on the 200 MB ChatGPT file) the fast path's against the reference path's (ijson behind the
-DepthGuard, Table.from_pylist).
+input: whether the 2-core tables equal the one process's (Table.equals, row order included).
+--baseline REV: first, the same inputs normalized by the code of a git revision (a worktree of its own) beside the
+code checked out, on 1 process and 2 cores, the four cases alternating in each run, their tables compared
+(`against_baseline`); --only-baseline: that table alone.
 chatetl's modules are byte-compiled first, as an install does (byte_compile_chatetl).
 Under the table: the start-up every case pays (`chatetl normalize` of a one-conversation file, beside bare ijson on
 it) and each ChatGPT file's one-process rate without it; the floor of this design on 2 cores (`floor`: what any
@@ -34,12 +34,12 @@ record, held whole while it is read.
 --s3: the 200 MB ChatGPT file and the sharded zip read from the S3 server of the environment (deploy/local.env's
 local SeaweedFS unless set; `make services` starts it), put under a prefix of their own and removed after:
 `chatetl normalize s3://...` in one process and by default (two cores: the array file from the stream, the zip
-copied first: chatetl.cli.inputs.COPY_MIN_BYTES), and the normalize asset's step (chatetl.ingest.upload, its
+copied first: chatetl.normalize.sources), and the normalize asset's step (chatetl.ingest.upload, its
 tables written under that prefix) with one and two workers; runs alternate, medians of --runs; the tables of each
 pair compared.
 
-    .venv/bin/python bench/normalize_throughput.py [--sizes 20,200] [--runs 3] [--keep DIR] [--no-compare] [--profile 5]
-        [--one-conversation 200] [--s3]
+    .venv/bin/python bench/normalize_throughput.py [--sizes 20,200] [--runs 3] [--keep DIR] [--profile 5]
+        [--one-conversation 200] [--s3] [--baseline REV [--only-baseline]]
 """
 
 from __future__ import annotations
@@ -54,9 +54,15 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chatgpt_shaped import write_chatgpt_file, write_claude_file, write_one_conversation, write_sharded_zip
+from chatgpt_shaped import (
+    write_chatgpt_file,
+    write_claude_file,
+    write_one_conversation,
+    write_sharded_zip,
+)
 
 PY = sys.executable
+REPO = Path(__file__).resolve().parent.parent
 # `members(path)`: the file, or a zip's conversations-* members opened by `opener` (zipfile's own: its zlib)
 _MEMBERS = (
     "import sys,zipfile\n"
@@ -70,33 +76,15 @@ _MEMBERS = (
 _BARE_IJSON = "import ijson\nprint(sum(sum(1 for _ in ijson.items(f,'item',use_float=True)) for f in members(sys.argv[1])))"
 CASES = {
     "bare ijson": _MEMBERS.format(opener="zf.open") + _BARE_IJSON,
-    "split+orjson": _MEMBERS.format(opener="zf.open") + "from chatetl.readers.splitter import ArraySplitter\nprint(sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1])))",
+    "split+orjson": _MEMBERS.format(opener="zf.open") + "from chatetl.readers.jsonscan.splitter import ArraySplitter\nprint(sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1])))",
     "normalize 1 proc": None,
     "normalize 2 cores": None,
     "2 x 1 proc at once": None,
 }
-# bare ijson over the zip's members inflated as normalize inflates them (ISA-L: chatetl.readers.member_stream), beside
+# bare ijson over the zip's members inflated as normalize inflates them (ISA-L: chatetl.readers.inputs.member_stream), beside
 # the row's bare ijson (zipfile's own zlib): the zip's ceiling with normalize's inflater
-_ISAL_MEMBERS = "from chatetl.readers.member_stream import open_member\n" + _MEMBERS.format(opener="(lambda i: open_member(zf,i))")
+_ISAL_MEMBERS = "from chatetl.readers.inputs.member_stream import open_member\n" + _MEMBERS.format(opener="(lambda i: open_member(zf,i))")
 ISAL_IJSON = _ISAL_MEMBERS + _BARE_IJSON
-COMPARE = """
-import sys
-import pyarrow.parquet as pq
-from chatetl.readers import ReadReport, jsonstream, read_path
-from chatetl.tables import TableWriter
-jsonstream.FAST = False
-report = ReadReport()
-out = sys.argv[2]
-with TableWriter(out + "/c.parquet", out + "/m.parquet", columnar=False) as w:
-    for conv in read_path(sys.argv[1], report):
-        w.add(conv)
-fast = sys.argv[3]
-ok = all(pq.read_table(f"{out}/{a}.parquet").equals(pq.read_table(f"{fast}/{b}"))  # (a folder: its part files in order)
-         for a, b in (("c", "conversations"), ("m", "messages")))
-print("EQUAL" if ok else "DIFFERENT")
-"""
-
-
 # Runs a command; prints its seconds, the peak RSS (MB) of the largest of its processes (VmHWM of
 # every descendant, sampled every 50 ms: forkserver workers are not children of the command) and its exit code.
 _TIMED = r"""
@@ -152,7 +140,7 @@ print("EQUAL" if ok else "DIFFERENT")
 # tables normalize wrote (read back, written again by a TableWriter, a batch's row groups at a time)
 _CPU = "import resource\ndef cpu():\n    r = resource.getrusage(resource.RUSAGE_SELF)\n    return r.ru_utime + r.ru_stime\n"
 SPLIT_CPU = (_CPU + _ISAL_MEMBERS
-             + "from chatetl.readers.splitter import ArraySplitter\nc = cpu()\n"
+             + "from chatetl.readers.jsonscan.splitter import ArraySplitter\nc = cpu()\n"
                "n = sum(sum(1 for _ in ArraySplitter(f)) for f in members(sys.argv[1]))\nprint(cpu() - c)\n")
 WRITE_CPU = _CPU + """
 import sys
@@ -234,7 +222,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="20,200", help="ChatGPT file sizes in MB")
     ap.add_argument("--runs", type=int, default=3, help="runs per case (the median is printed)")
     ap.add_argument("--keep", type=Path, help="keep generated files here")
-    ap.add_argument("--no-compare", action="store_true", help="skip the reference-path table comparison")
+    ap.add_argument("--baseline", metavar="REV", help="first, `chatetl normalize` on 1 process and 2 cores with the code of this "
+                    "git revision (a worktree of its own) beside the code checked out, runs alternating, tables compared")
+    ap.add_argument("--only-baseline", action="store_true", help="with --baseline: that table alone")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the top N of a py-spy profile")
     ap.add_argument("--one-conversation", type=int, default=200, metavar="MB",
                     help="also time a file holding one conversation of this many MB (0: skip)")
@@ -249,11 +239,15 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="chatetl-bench-"))
     work = args.keep or tmp
     work.mkdir(parents=True, exist_ok=True)
-    names = list(CASES)
-    print(f"{'input':<18}" + "".join(f" {n + ' MB/s':>22} {'RSS (anon)':>10}" for n in names)
-          + f" {'1 proc/ijson':>13} {'2 cores/ijson':>14} {'2 cores/1 proc':>15} {'2 cores/2x1 at once':>20}")
     try:
         files = inputs(work, [int(s) for s in args.sizes.split(",")])
+        if args.baseline:
+            against_baseline(files, args.baseline, args.runs, tmp)
+            if args.only_baseline:
+                return
+        names = list(CASES)
+        print(f"{'input':<18}" + "".join(f" {n + ' MB/s':>22} {'RSS (anon)':>10}" for n in names)
+              + f" {'1 proc/ijson':>13} {'2 cores/ijson':>14} {'2 cores/1 proc':>15} {'2 cores/2x1 at once':>20}")
         one_proc_seconds = {}
         floors: dict[str, tuple[float, float, float, float]] = {}
         for label, path, mb in files:
@@ -281,13 +275,6 @@ def main() -> None:
                 seconds = statistics.median(timed([PY, "-c", ISAL_IJSON, str(path)])[0] for _ in range(args.runs))
                 print(f"{'':<18} bare ijson over the members inflated by ISA-L, as normalize inflates them: {mb / seconds:.1f} MB/s; "
                       f"2 cores / it: {two * seconds / mb:.2f}", flush=True)
-            if label == "chatgpt 200MB" and not args.no_compare:
-                ref = tmp / "ref"
-                ref.mkdir(exist_ok=True)
-                verdict = subprocess.run([PY, "-c", COMPARE, str(path), str(ref), str(tmp / "out")],
-                                         capture_output=True, text=True, check=True).stdout.strip()
-                print(f"{'':<18} fast path vs reference path tables: {verdict}", flush=True)
-                shutil.rmtree(ref, ignore_errors=True)
         start = start_up(work, tmp, args.runs, files, one_proc_seconds)
         floor(floors, start)
         if args.one_conversation:
@@ -301,6 +288,52 @@ def main() -> None:
             profile(chatgpt[-1][1], tmp / "out", args.profile)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def baseline_checkout(rev: str, where: Path) -> Path:
+    """The code of `rev` in a worktree of its own (removed by the caller), byte-compiled like the one checked out."""
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(where), rev], check=True)
+    subprocess.run([PY, "-m", "compileall", "-q", str(where / "chatetl")], check=True, capture_output=True)
+    return where
+
+
+def normalize_cmd(code: Path, path: Path, out: Path, workers: int | None) -> list[str]:
+    """`chatetl normalize` run with the chatetl package of `code`: from its folder (`-m` puts the working folder first
+    on the path, ahead of the installed package) and on PYTHONPATH (for the processes it starts)."""
+    cmd = ["env", "-C", str(code), f"PYTHONPATH={code}", PY, "-m", "chatetl.cli", "normalize", "-q", str(path), "--out", str(out)]
+    return cmd + (["--workers", str(workers)] if workers else [])
+
+
+def against_baseline(files: list[tuple[str, Path, float]], rev: str, runs: int, tmp: Path) -> None:
+    """`chatetl normalize` with the code of `rev` and with the code checked out, on 1 process and on 2 cores, the four
+    cases alternating within each run (the host's drift falls on all of them alike): MB/s, median of `runs`, and the
+    ratios now / baseline; under each input, whether the tables of all four are equal (Table.equals, row order)."""
+    short = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", rev], capture_output=True, text=True, check=True).stdout.strip()
+    base = baseline_checkout(short, tmp / "baseline")
+    cases = {"baseline 1 proc": (base, 1), "now 1 proc": (REPO, 1), "baseline 2 cores": (base, 2), "now 2 cores": (REPO, 2)}
+    print(f"normalize now against {short}: MB/s, median of {runs} alternating runs (peak RSS of the largest process)", flush=True)
+    print(f"{'input':<18}" + "".join(f" {c:>22}" for c in cases) + f" {'now/base 1 proc':>16} {'now/base 2 cores':>17}", flush=True)
+    try:
+        for label, path, mb in files:
+            seconds: dict[str, list[float]] = {c: [] for c in cases}
+            peak = dict.fromkeys(cases, 0.0)
+            for _ in range(runs):
+                for case, (code, workers) in cases.items():
+                    out = tmp / "vs" / case.replace(" ", "-")
+                    shutil.rmtree(out, ignore_errors=True)
+                    s, rss, _ = timed(normalize_cmd(code, path, out, workers))
+                    seconds[case].append(s)
+                    peak[case] = max(peak[case], rss)
+            rate = {c: mb / statistics.median(seconds[c]) for c in cases}
+            print(f"{label:<18}" + "".join(f" {rate[c]:>13.1f} ({peak[c]:>4.0f} MB)" for c in cases)
+                  + f" {rate['now 1 proc'] / rate['baseline 1 proc']:>16.3f} {rate['now 2 cores'] / rate['baseline 2 cores']:>17.3f}", flush=True)
+            first = tmp / "vs" / "baseline-1-proc"
+            same = [subprocess.run([PY, "-c", SAME_TABLES, str(first), str(tmp / "vs" / c.replace(" ", "-"))], capture_output=True,
+                                   text=True, check=True).stdout.strip() for c in list(cases)[1:]]
+            print(f"{'':<18} tables against baseline 1 proc: " + ", ".join(f"{c} {s}" for c, s in zip(list(cases)[1:], same, strict=True)),
+                  flush=True)
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
 
 
 def start_up(work: Path, tmp: Path, runs: int, files: list[tuple[str, Path, float]], one_proc_seconds: dict[str, float]) -> float:

@@ -10,7 +10,7 @@ peak RSS of the largest process:
 - baseline 1 proc: `chatetl normalize --workers 1` with the code of --baseline (a git revision, checked out in a
   temporary worktree; default: the revision before the one checked out now),
 - normalize 1 proc: the same command with the code checked out now,
-- normalize auto: `chatetl normalize` with its default workers (chatetl.workers.resolve_workers),
+- baseline auto, normalize auto: `chatetl normalize` with its default workers (chatetl.normalize.processes),
 and the ratios of now to the baseline and to bare ijson. The cases alternate within each run, so the host's drift
 falls on all of them alike. Under each row: whether the tables now equal the baseline's (Table.equals, row order
 included), which proves a speed-up changed nothing of what is written.
@@ -34,7 +34,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(REPO))
-from normalize_throughput import SAME_TABLES, byte_compile_chatetl, timed
+from normalize_throughput import SAME_TABLES, baseline_checkout, byte_compile_chatetl, normalize_cmd, timed
 
 PY = sys.executable
 # (platform, its generator's module in bench/platforms, the file name its reader knows)
@@ -81,20 +81,6 @@ def generated(work: Path, mb: int, only: set[str] | None) -> list[tuple[str, Pat
     return out
 
 
-def baseline_checkout(rev: str, where: Path) -> Path:
-    """The code of `rev` in a worktree of its own (removed at the end), byte-compiled like the one checked out."""
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(where), rev], check=True)
-    subprocess.run([PY, "-m", "compileall", "-q", str(where / "chatetl")], check=True, capture_output=True)
-    return where
-
-
-def normalize_cmd(code: Path, path: Path, out: Path, workers: int | None) -> list[str]:
-    """`chatetl normalize` run with the chatetl package of `code`: from its folder (`-m` puts the working folder first
-    on the path, ahead of the installed package) and on PYTHONPATH (for the processes it starts)."""
-    cmd = ["env", "-C", str(code), f"PYTHONPATH={code}", PY, "-m", "chatetl.cli", "normalize", "-q", str(path), "--out", str(out)]
-    return cmd + (["--workers", str(workers)] if workers else [])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=int, default=50)
@@ -113,11 +99,11 @@ def main() -> None:
     base = baseline_checkout(rev, tmp / "baseline")
     try:
         files = generated(work, args.mb, only)
-        cases = ("bare ijson", "baseline 1 proc", "normalize 1 proc", "normalize auto")
+        cases = ("bare ijson", "baseline 1 proc", "normalize 1 proc", "baseline auto", "normalize auto")
         print(f"chatetl normalize per platform, about {args.mb} MB on disk each; MB/s of the JSON bytes parsed (a zip's "
               f"members inflated), median of {args.runs}; baseline: {rev}", flush=True)
         print(f"{'platform':<12}{'JSON MB':>8}" + "".join(f" {c:>17}" for c in cases)
-              + f" {'now/baseline':>13} {'now/ijson':>10} {'peak RSS now':>13}", flush=True)
+              + f" {'now/baseline':>13} {'(auto)':>10} {'now/ijson':>10} {'peak RSS now':>13}", flush=True)
         for platform, path in files:
             mb = json_bytes(path) / 1e6
             outs = {c: tmp / "out" / c.replace(" ", "-") for c in cases[1:]}
@@ -125,6 +111,7 @@ def main() -> None:
                 "bare ijson": [PY, "-c", _BARE_IJSON, str(path)],
                 "baseline 1 proc": normalize_cmd(base, path, outs["baseline 1 proc"], 1),
                 "normalize 1 proc": normalize_cmd(REPO, path, outs["normalize 1 proc"], 1),
+                "baseline auto": normalize_cmd(base, path, outs["baseline auto"], None),
                 "normalize auto": normalize_cmd(REPO, path, outs["normalize auto"], None),
             }
             seconds: dict[str, list[float]] = {c: [] for c in cases}
@@ -138,11 +125,11 @@ def main() -> None:
                     peak[case] = max(peak[case], rss)
             rate = {c: mb / statistics.median(seconds[c]) for c in cases}
             print(f"{platform:<12}{mb:>8.1f}" + "".join(f" {rate[c]:>10.1f} ({peak[c]:>3.0f}M)" for c in cases)
-                  + f" {rate['normalize 1 proc'] / rate['baseline 1 proc']:>13.2f}"
+                  + f" {rate['normalize 1 proc'] / rate['baseline 1 proc']:>13.2f} {rate['normalize auto'] / rate['baseline auto']:>10.2f}"
                   + f" {rate['normalize 1 proc'] / rate['bare ijson']:>10.2f} {peak['normalize 1 proc']:>11.0f} MB", flush=True)
             same = [subprocess.run([PY, "-c", SAME_TABLES, str(outs["baseline 1 proc"]), str(outs[c])], capture_output=True,
-                                   text=True, check=True).stdout.strip() for c in ("normalize 1 proc", "normalize auto")]
-            print(f"{'':<12}tables now vs baseline: 1 proc {same[0]}, auto {same[1]}", flush=True)
+                                   text=True, check=True).stdout.strip() for c in ("normalize 1 proc", "baseline auto", "normalize auto")]
+            print(f"{'':<12}tables against baseline 1 proc: now 1 proc {same[0]}, baseline auto {same[1]}, now auto {same[2]}", flush=True)
     finally:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
         shutil.rmtree(tmp, ignore_errors=True)

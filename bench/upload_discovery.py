@@ -24,7 +24,12 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from chatetl.ingest.index import UploadBatch, current_state, indexed_uploads, record_batches
+from chatetl.ingest.index import (
+    UploadBatch,
+    current_state,
+    indexed_uploads,
+    record_batches,
+)
 from chatetl.ingest.scan import ScanCursor, discover
 from chatetl.layout import RAW_PREFIX
 

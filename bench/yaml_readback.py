@@ -48,11 +48,11 @@ def peak_kb():  # this process's own peak RSS: ru_maxrss would start at the pare
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 case, path = sys.argv[1], sys.argv[2]
 from chatetl.readers import ReadReport, read_path
-from chatetl.readers.chat_export import yaml as reader
+from chatetl.readers.platforms.chat_export import yaml as reader
 if case == "old":
     from datetime import date
     import yaml
-    from chatetl.readers.chat_export.builder import conversation_from_export
+    from chatetl.readers.platforms.chat_export.builder import conversation_from_export
 
     class NoAlias(yaml.SafeLoader):
         def compose_node(self, parent, index):

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
 from enum import StrEnum
 from operator import itemgetter
-from typing import Any, Iterable, Iterator
+from typing import Any, Self
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -59,6 +60,7 @@ class MessageKind(StrEnum):
 
 
 VISIBLE_KINDS = frozenset({MessageKind.TURN})
+_TURN = MessageKind.TURN  # (a module name: the enum's attribute is looked up for each message otherwise)
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -66,13 +68,42 @@ def utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+# ---- the fast constructors: trusted values, as the readers' hot paths build them ----
+#
+# `cls.fast(**values)` makes what `cls(**values)` makes of values that are already of their fields'
+# kinds (a reader checks each one itself), without pydantic's validation: defaults filled in (a new
+# list or dict each), the models' own validators applied (times made aware UTC), the fields given
+# marked as set. An unknown or missing required field is a TypeError. `cls.of_fields(d, given)`: the
+# same from `d`, a new dict of every field in field order, `given` the names to mark as set. Each
+# class writes its fields' defaults out (tests/test_model_fast.py holds them to the fields').
+
+_MISSING: Any = object()
+_UTC = UTC
+_object_new = object.__new__
+_object_setattr = object.__setattr__
+
+
+def _refuse(cls: type[BaseModel], values: dict[str, Any]) -> None:
+    unknown = sorted(values.keys() - cls.model_fields.keys())
+    missing = [n for n, f in cls.model_fields.items() if f.is_required() and n not in values]
+    raise TypeError(f"{cls.__name__}: unknown field(s) {unknown}, missing required field(s) {missing}")
+
+
+def _utc_times(d: dict[str, Any]) -> None:
+    """A conversation's times made aware UTC in its fields, as its validator makes them."""
+    for name in ("created_at", "updated_at"):
+        when = d[name]
+        if when is not None and when.tzinfo is not _UTC:
+            d[name] = utc(when)
 
 
 class _Model(BaseModel):
     # defer_build: each model's validator is built the first time one is made, not at import. The normalize
-    # fast path (tuples and columns) never makes one, and building them all took ~80 ms of its start-up.
+    # fast path (tuples and columns) never makes one, and building them all was a part of its start-up.
     model_config = ConfigDict(extra="forbid", validate_assignment=False, defer_build=True)
 
 
@@ -81,12 +112,60 @@ class ToolCall(_Model):
     name: str | None = None  # tool name (python, web.run, browser, Bash, artifacts ...)
     input: str = ""  # the call's input as text (JSON-encoded when structured)
 
+    @classmethod
+    def fast(cls, /, **values: Any) -> Self:
+        d = {"id": None, "name": None, "input": ""}
+        d.update(values)
+        if len(d) != 3:
+            _refuse(cls, values)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(values))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
+    @classmethod
+    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
+        if len(d) != 3:
+            _refuse(cls, d)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(given))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
 
 class ToolResult(_Model):
     tool_call_id: str | None = None  # pairs with ToolCall.id
     name: str | None = None
     output: str = ""
     is_error: bool = False
+
+    @classmethod
+    def fast(cls, /, **values: Any) -> Self:
+        d = {"tool_call_id": None, "name": None, "output": "", "is_error": False}
+        d.update(values)
+        if len(d) != 4:
+            _refuse(cls, values)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(values))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
+    @classmethod
+    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
+        if len(d) != 4:
+            _refuse(cls, d)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(given))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
 
 
 class Citation(_Model):
@@ -95,6 +174,30 @@ class Citation(_Model):
     snippet: str | None = None
     source: str | None = None  # domain or citing system
     offset: int | None = None  # where its marker stood in Message.text (a str index), where the source says
+
+    @classmethod
+    def fast(cls, /, **values: Any) -> Self:
+        d = {"title": None, "url": None, "snippet": None, "source": None, "offset": None}
+        d.update(values)
+        if len(d) != 5:
+            _refuse(cls, values)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(values))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
+    @classmethod
+    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
+        if len(d) != 5:
+            _refuse(cls, d)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(given))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
 
 
 class Attachment(_Model):
@@ -105,6 +208,30 @@ class Attachment(_Model):
     size: int | None = None
     pointer: str | None = None  # asset pointer (file-service://, sediment://, URL)
     text: str | None = None  # extracted text, where the source has it
+
+    @classmethod
+    def fast(cls, /, **values: Any) -> Self:
+        d = {"kind": "file", "id": None, "name": None, "mime_type": None, "size": None, "pointer": None, "text": None}
+        d.update(values)
+        if len(d) != 7:
+            _refuse(cls, values)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(values))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
+    @classmethod
+    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
+        if len(d) != 7:
+            _refuse(cls, d)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(given))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
 
 
 class Message(_Model):
@@ -133,6 +260,41 @@ class Message(_Model):
     @classmethod
     def _utc(cls, v: datetime | None) -> datetime | None:
         return utc(v)
+
+    @classmethod
+    def fast(cls, /, **values: Any) -> Self:
+        d = {
+            "message_id": _MISSING, "parent_id": None, "role": _MISSING, "kind": _TURN, "text": "", "created_at": None,
+            "model": None, "author_name": None, "recipient": None, "content_type": None, "reasoning": None, "tool_calls": [],
+            "tool_results": [], "citations": [], "attachments": [], "on_active_branch": False, "seq": None, "branch_index": None,
+            "extra": {},
+        }
+        d.update(values)
+        if len(d) != 19 or d["message_id"] is _MISSING or d["role"] is _MISSING:
+            _refuse(cls, values)
+        when = d["created_at"]
+        if when is not None and when.tzinfo is not _UTC:
+            d["created_at"] = utc(when)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(values))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
+    @classmethod
+    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
+        if len(d) != 19:
+            _refuse(cls, d)
+        when = d["created_at"]
+        if when is not None and when.tzinfo is not _UTC:
+            d["created_at"] = utc(when)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(given))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
 
     @property
     def visible(self) -> bool:
@@ -166,6 +328,36 @@ class Conversation(_Model):
     def _utc(cls, v: datetime | None) -> datetime | None:
         return utc(v)
 
+    @classmethod
+    def fast(cls, /, **values: Any) -> Self:
+        d = {
+            "source": _MISSING, "platform": _MISSING, "conversation_id": _MISSING, "title": None, "created_at": None,
+            "updated_at": None, "model": None, "url": None, "timezone": None, "source_file": None, "current_node": None,
+            "messages": [], "meta": {},
+        }
+        d.update(values)
+        if len(d) != 13 or d["source"] is _MISSING or d["platform"] is _MISSING or d["conversation_id"] is _MISSING:
+            _refuse(cls, values)
+        _utc_times(d)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(values))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
+    @classmethod
+    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
+        if len(d) != 13:
+            _refuse(cls, d)
+        _utc_times(d)
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(given))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
         if name != "source_file":  # (the one field the state hash leaves out)
@@ -190,90 +382,6 @@ class Conversation(_Model):
     def key(self) -> str:
         """Stable identity across sources: the platform and its own conversation id."""
         return f"{self.platform}:{self.conversation_id}"
-
-
-# ---- the fast constructor: trusted values, as the readers' hot paths build them ----
-
-_object_new = object.__new__
-_object_setattr = object.__setattr__
-
-
-def _fast_constructor(cls: type[_Model], validated: dict[str, Any]) -> Any:
-    """`cls.fast(**values)`: what `cls(**values)` makes for values that are already of their
-    fields' kinds (a reader checks each one itself), without pydantic's validation: defaults
-    filled in (a new list or dict from each factory), the field validators named in `validated`
-    (field -> function of the value) applied as the model's own validators apply them, and the
-    fields given marked as set. An unknown or missing required field is a TypeError."""
-    env: dict[str, Any] = {"_new": _object_new, "_setattr": _object_setattr, "_MISSING": _MISSING, "_UTC": timezone.utc}
-    items, required = [], []
-    for name, field in cls.model_fields.items():
-        if field.is_required():
-            value = "_MISSING"
-            required.append(name)
-        elif field.default_factory in (list, dict):
-            value = "[]" if field.default_factory is list else "{}"  # (a literal: cheaper than calling the type)
-        elif field.default_factory is not None:
-            env[f"_factory_{name}"] = field.default_factory
-            value = f"_factory_{name}()"
-        else:
-            env[f"_default_{name}"] = field.default
-            value = f"_default_{name}"
-        items.append(f"{name!r}: {value}")
-    lines = [
-        "def fast(cls, /, **values):",
-        f"    d = {{{', '.join(items)}}}",
-        "    d.update(values)",
-        f"    if len(d) != {len(items)}{''.join(f' or d[{n!r}] is _MISSING' for n in required)}:",
-        "        _refuse(cls, values)",
-    ]
-    validate: list[str] = []
-    for name, function in validated.items():
-        env[f"_validate_{name}"] = function
-        if function is utc:  # (an aware UTC datetime is already what utc() makes of it)
-            validate += [f"    v = d[{name!r}]", "    if v is not None and v.tzinfo is not _UTC:", f"        d[{name!r}] = _validate_{name}(v)"]
-        else:
-            validate.append(f"    d[{name!r}] = _validate_{name}(d[{name!r}])")
-    lines += [
-        *validate,
-        "    m = _new(cls)",
-        "    _setattr(m, '__dict__', d)",
-        "    _setattr(m, '__pydantic_fields_set__', set(values))",
-        "    _setattr(m, '__pydantic_extra__', None)",
-        "    _setattr(m, '__pydantic_private__', None)",
-        "    return m",
-        "",
-        "def of_fields(cls, d, given, /):",
-        f"    if len(d) != {len(items)}:",
-        "        _refuse(cls, d)",
-        *validate,
-        "    m = _new(cls)",
-        "    _setattr(m, '__dict__', d)",
-        "    _setattr(m, '__pydantic_fields_set__', set(given))",
-        "    _setattr(m, '__pydantic_extra__', None)",
-        "    _setattr(m, '__pydantic_private__', None)",
-        "    return m",
-    ]
-    env["_refuse"] = _refuse
-    exec("\n".join(lines), env)
-    return classmethod(env["fast"]), classmethod(env["of_fields"])
-
-
-_MISSING = object()
-
-
-def _refuse(cls: type[_Model], values: dict[str, Any]) -> None:
-    unknown = sorted(values.keys() - cls.model_fields.keys())
-    missing = [n for n, f in cls.model_fields.items() if f.is_required() and n not in values]
-    raise TypeError(f"{cls.__name__}: unknown field(s) {unknown}, missing required field(s) {missing}")
-
-
-# `cls.of_fields(d, given)`: the same from `d`, a new dict of every field in field order, `given`
-# the names to mark as set (a hot path that builds the dict itself saves the keyword arguments).
-for _cls in (ToolCall, ToolResult, Citation, Attachment):
-    _cls.fast, _cls.of_fields = _fast_constructor(_cls, {})
-Message.fast, Message.of_fields = _fast_constructor(Message, {"created_at": utc})
-Conversation.fast, Conversation.of_fields = _fast_constructor(Conversation, {"created_at": utc, "updated_at": utc})
-del _cls
 
 
 # ---- the state rules: which of two states of one conversation is newest ----
@@ -353,7 +461,7 @@ def hash_of_fields(conv: Conversation, meta: str | None, extras: list[str | None
     return hash_of_message_rows(conv, meta, hashed_message_rows(conv, extras))
 
 
-def hashed_message_rows(conv: Conversation, extras: list[str | None]) -> list[tuple]:
+def hashed_message_rows(conv: Conversation, extras: list[str | None]) -> list[tuple[Any, ...]]:
     """What the state hash covers of each message of `conv` (`extras`: their `extra` as `source_fields_json`), as
     `hash_of_message_rows` takes it."""
     dicts = list(map(vars, conv.__dict__["messages"]))  # (built in C: no Python step per message; the items of
@@ -361,7 +469,7 @@ def hashed_message_rows(conv: Conversation, extras: list[str | None]) -> list[tu
     return list(zip(map(_HASHED_MESSAGE, dicts), *[map(get, dicts) for get in _ITEM_LISTS_OF], extras))
 
 
-def hash_of_message_rows(conv: Conversation, meta: str | None, messages: list[tuple]) -> str:
+def hash_of_message_rows(conv: Conversation, meta: str | None, messages: list[tuple[Any, ...]]) -> str:
     """`hash_of_fields` of `conv` given what it hashes of each message, already gathered (a hot path that holds
     them as columns zips them): (the values of HASHED_MESSAGE_FIELDS as a tuple, then its tool_calls,
     tool_results, citations and attachments each as a list of the items (their field dicts, or the models
@@ -424,7 +532,9 @@ def newest(states: list[Conversation]) -> Conversation | None:
     return max(states, key=state_order, default=None)
 
 
-def state_batches(conversations: Iterable[Conversation], max_items: int, weight=lambda conv: 1) -> Iterator[list[Conversation]]:
+def state_batches(
+    conversations: Iterable[Conversation], max_items: int, weight: Callable[[Conversation], int] = lambda conv: 1
+) -> Iterator[list[Conversation]]:
     """Batches of conversations whose `weight`s add up to at most about `max_items` (one
     conversation is never split), in which two states of one conversation never meet: the
     second starts a new batch, so the first is decided (written, or refused by the rules)

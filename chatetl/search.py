@@ -38,7 +38,7 @@ from chatetl.exports.bucket import read_manifest
 from chatetl.graph.chunk_search import chunk_indexes, chunk_matches, lucene_escape
 from chatetl.model import Role
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
-from chatetl.readers.platforms import normalize_platform
+from chatetl.readers.platform_names import normalize_platform
 from chatetl.storage import ObjectStore
 
 if TYPE_CHECKING:

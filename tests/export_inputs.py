@@ -12,7 +12,16 @@ import io
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from chatetl.model import Citation, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.model import (
+    Citation,
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
 from chatetl.readers import ReadReport, read_entry
 from chatetl.readers.entry import Entry
 from chatetl.readers.tree import resolve_branches

@@ -9,7 +9,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from chatetl.model import Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.model import (
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
 from chatetl.readers import ReadReport, read_path
 from chatetl.readers.tree import resolve_branches
 from chatetl.samples import chatgpt_export

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from graph_inputs import conversation, generated, read, write_inputs
 
-from chatetl.graph.properties import CONTENT_LIMIT, MESSAGE_PROPERTIES, message_columns, message_name, message_values
+from chatetl.graph.properties import (
+    CONTENT_LIMIT,
+    MESSAGE_PROPERTIES,
+    message_columns,
+    message_name,
+    message_values,
+)
 from chatetl.readers import read_path
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import iso

@@ -55,10 +55,9 @@ def _without_state_hash(paths: tuple[Path, Path], folder: Path) -> tuple[Path, P
     return old
 
 
-@pytest.mark.parametrize("columnar", [True, False])
-def test_the_column_is_the_hash_of_the_state_read_back(tmp_path, columnar):
+def test_the_column_is_the_hash_of_the_state_read_back(tmp_path):
     convs = _corpus(tmp_path)
-    paths = _write(convs, tmp_path / "t", columnar=columnar)
+    paths = _write(convs, tmp_path / "t")
     stored = [r["state_hash"] for r in read_rows(paths[0], ["state_hash"])]
     back = [c for c, _ in iter_conversations(*paths)]
     assert len(back) == len(convs) and None not in stored
@@ -117,17 +116,17 @@ def test_selected_rows_read_the_same_conversations(tmp_path, batch_messages, rea
     assert pq.ParquetFile(paths[1]).num_row_groups > 5
     if read_back_rows is not None:  # neighbours read back a few rows at a time (some conversations have more)
         assert max(len(c.messages) for c in convs) > read_back_rows
-        monkeypatch.setattr(tables, "READ_BACK_ROWS", read_back_rows)
+        monkeypatch.setattr(tables.decode, "READ_BACK_ROWS", read_back_rows)
     built: list[int] = []  # the rows built at a time: a run of neighbours, or one conversation of more
-    keyed_messages = tables._keyed_messages
-    monkeypatch.setattr(tables, "_keyed_messages", lambda parts: keyed_messages([p for p in parts if not built.append(p.num_rows)]))
+    keyed_messages = tables.decode._keyed_messages
+    monkeypatch.setattr(tables.decode, "_keyed_messages", lambda parts: keyed_messages([p for p in parts if not built.append(p.num_rows)]))
     everything = list(iter_conversations(*paths))
     for rows in ([], [0], [len(convs) - 1], list(range(0, len(convs), 3)), [5, 2, 2, 9], list(range(len(convs))),
                  list(range(1, len(convs), 2)), [i for i in range(len(convs)) if i % 5 != 2]):
         picked = list(iter_conversations(*paths, rows=rows))
         assert picked == [everything[i] for i in sorted(set(rows))]
         assert [state_hash(c) for c, _ in picked] == [state_hash(everything[i][0]) for i in sorted(set(rows))]
-    assert max(built) <= max(tables.READ_BACK_ROWS, *(len(c.messages) for c in convs))
+    assert max(built) <= max(tables.decode.READ_BACK_ROWS, *(len(c.messages) for c in convs))
 
 
 def test_table_states_are_the_states_of_the_conversations(tmp_path):
@@ -183,12 +182,11 @@ def _validated(paths: tuple[Path, Path]) -> list:
     return out
 
 
-@pytest.mark.parametrize("columnar", [True, False])
-def test_tables_read_back_as_pydantic_validates_them(tmp_path, columnar):
+def test_tables_read_back_as_pydantic_validates_them(tmp_path):
     """The read-back (columns, fast constructors) gives the conversations pydantic validates from the rows: equal
     fields, types and fields set, every item too; and the same for a selection of rows."""
     convs = _corpus(tmp_path)
-    paths = _write(convs, tmp_path / "t", columnar=columnar)
+    paths = _write(convs, tmp_path / "t")
     reference = _validated(paths)
     back = [c for c, _ in iter_conversations(*paths)]
     assert back == reference and len(back) == len(convs)

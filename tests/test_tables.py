@@ -86,7 +86,7 @@ def _parts(folder):
 
 
 def test_a_writer_in_parts_writes_the_one_file_tables_a_part_at_a_time(tmp_path):
-    """TableWriter.in_parts (what `chatetl normalize` writes): part files of `row_groups` batches each that read
+    """PartsWriter (what `chatetl normalize` writes): part files of `row_groups` batches each that read
     back, in order, as the tables of one file; each part holds the messages of its own conversations, so a part
     pair reads back as conversations; the part files a run before left are gone."""
     import pyarrow as pa
@@ -102,26 +102,25 @@ def test_a_writer_in_parts_writes_the_one_file_tables_a_part_at_a_time(tmp_path)
     for folder in folders:
         folder.mkdir(parents=True)
         pq.write_table(pq.read_table(one[0]).slice(0, 1), folder / "part-00099.parquet")  # a run before's
-    for columnar in (True, False):
-        with tables.TableWriter.in_parts(*folders, row_groups=3, batch_bytes=3000, batch_messages=60, columnar=columnar) as writer:
-            for conv in convs:
-                writer.add(conv, upload_key="u")
-        names = _parts(folders[0])
-        assert len(names) >= 3 and names == _parts(folders[1]) == [f"part-{i:05d}.parquet" for i in range(len(names))]
-        for folder, whole in zip(folders, one, strict=True):
-            assert all(pq.ParquetFile(folder / n).metadata.num_row_groups <= 3 for n in names)
-            expected = pq.read_table(whole)
-            assert pa.concat_tables([pq.read_table(folder / n) for n in names]).equals(expected)
-            assert ds.dataset(folder).to_table().equals(expected)
-        back = [c for n in names for c, _ in tables.iter_conversations(folders[0] / n, folders[1] / n)]
-        assert back == [c for c, _ in tables.iter_conversations(*one)]
+    with tables.PartsWriter(*folders, row_groups=3, batch_bytes=3000, batch_messages=60) as writer:
+        for conv in convs:
+            writer.add(conv, upload_key="u")
+    names = _parts(folders[0])
+    assert len(names) >= 3 and names == _parts(folders[1]) == [f"part-{i:05d}.parquet" for i in range(len(names))]
+    for folder, whole in zip(folders, one, strict=True):
+        assert all(pq.ParquetFile(folder / n).metadata.num_row_groups <= 3 for n in names)
+        expected = pq.read_table(whole)
+        assert pa.concat_tables([pq.read_table(folder / n) for n in names]).equals(expected)
+        assert ds.dataset(folder).to_table().equals(expected)
+    back = [c for n in names for c, _ in tables.iter_conversations(folders[0] / n, folders[1] / n)]
+    assert back == [c for c, _ in tables.iter_conversations(*one)]
 
 
 def test_a_writer_in_parts_writes_its_first_part_when_nothing_comes(tmp_path):
     folders = tmp_path / "c", tmp_path / "m"
     for folder in folders:
         folder.mkdir()
-    with tables.TableWriter.in_parts(*folders):
+    with tables.PartsWriter(*folders):
         pass
     assert _parts(folders[0]) == _parts(folders[1]) == ["part-00000.parquet"]
     assert pq.read_table(folders[1] / "part-00000.parquet").schema.equals(tables.MESSAGES_SCHEMA)

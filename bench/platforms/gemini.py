@@ -1,6 +1,6 @@
 """Generate Google Takeout Gemini activity files of a given size, streamed to disk.
 
-`write` makes `MyActivity.json` (what `chatetl.readers.gemini.read` takes), `write_html` the same
+`write` makes `MyActivity.json` (what `chatetl.readers.platforms.gemini.read` takes), `write_html` the same
 rows as Takeout's `MyActivity.html` (`read_html`). Rows come newest first, as Takeout writes them:
 conversations of 1-12 prompts (mostly one after another, now and then an older one taken up
 again), answers of about 0.5-3 KB of the HTML the app renders (paragraphs, lists, code, tables),

@@ -1,11 +1,8 @@
 """The command line: the same library functions the Dagster assets call, one module per command.
 
-Each command's module is imported when that command runs (`chatetl normalize` never imports
-the exporters' Markdown, Jinja2 and YAML, nor the graph driver; nor numpy and pyarrow's cloud filesystems, which
-pyarrow would import though reading and writing local tables never use them: chatetl.readers.lean_pyarrow, 28 MB of
-RSS and a fifth of the imports' time; imported by the command itself, after it has started its workers'
-forkserver). What they share: `options` (`--quiet`, `--progress`, the exit codes), `inputs` (where they find their
-inputs) and `progress` (the bar on stderr)."""
+Each command's module is imported when that command runs (`chatetl normalize` never imports the
+exporters' Markdown, Jinja2 and YAML, nor the graph driver). What they share: `options` (`--quiet`,
+`--progress`, the exit codes), `inputs` (where they find their inputs) and `progress` (the bar on stderr)."""
 
 from __future__ import annotations
 

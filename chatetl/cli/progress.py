@@ -5,11 +5,11 @@ pipe, a log or a CI job gets exactly what it got before, and stdout (the JSON su
 touched: the bar is drawn by rich on a console of its own on stderr, with stdout and stderr not
 redirected. Switched off, nothing is wrapped: the commands read as they do without it.
 
-What is counted: each chat file the readers open (a leaf: a file, a zip member, an S3 object)
-is wrapped in a counting stream; a leaf counts as read up to the furthest byte a reader took
-from it, and whole once the readers move on to the next leaf (a sidecar or a file read only in
-part counts too, so the bar ends full). The total is the sum of the leaves' sizes, found before
-reading by listing the inputs' leaves (zip directories and the first bytes of each member, as
+What is counted: each chat file the readers open (a file, a zip member, an S3 object) is
+wrapped in a counting stream; a chat file counts as read up to the furthest byte a reader took
+from it, and whole once the readers move on to the next one (a sidecar or a file read only in
+part counts too, so the bar ends full). The total is the sum of the chat files' sizes, found before
+reading by listing the inputs' chat files (zip directories and the first bytes of each member, as
 detection reads them); for s3:// inputs it is left unknown (listing would download zips twice),
 and the bar shows the bytes read alone. The conversations are those read (`normalize`: written).
 """
@@ -19,13 +19,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from functools import partial
 from typing import Any, BinaryIO, Self, TextIO, cast
 
-from chatetl.readers.counting_stream import CountingStream
-from chatetl.readers.detect import SIDECARS
-from chatetl.readers.entry import Entry
+from chatetl.readers.inputs.archive import ChatFile
+from chatetl.readers.inputs.counting_stream import CountingStream
+from chatetl.readers.inputs.detect import SIDECARS
 
-Leaf = tuple[Entry, Any, Any]  # (entry, Format, Layout | None), as chatetl.readers.archive.expand yields them
+
+def _counted(opener: Callable[[], BinaryIO], count: _FileCount) -> BinaryIO:
+    return cast(BinaryIO, CountingStream(opener(), count.advanced))
 
 
 def show_progress(progress: bool | None, quiet: bool, stream: TextIO | None = None) -> bool:
@@ -41,12 +44,12 @@ def show_progress(progress: bool | None, quiet: bool, stream: TextIO | None = No
         return False
 
 
-def leaf_bytes(leaves: Iterable[Leaf]) -> int:
-    """What the readers will read of these leaves (sidecars are skipped unopened, so not counted)."""
-    return sum(entry.size or 0 for entry, fmt, _layout in leaves if fmt not in SIDECARS)
+def chat_file_bytes(chat_files: Iterable[ChatFile]) -> int:
+    """What the readers will read of these chat files (sidecars are skipped unopened, so not counted)."""
+    return sum(entry.size or 0 for entry, fmt, _shape in chat_files if fmt not in SIDECARS)
 
 
-class _LeafCount:
+class _FileCount:
     __slots__ = ("seen", "size")
 
     def __init__(self, size: int) -> None:
@@ -58,12 +61,6 @@ class _LeafCount:
             self.seen = min(pos, self.size) if self.size else pos
 
 
-
-def _counting(opener: Callable[[], BinaryIO], count: _LeafCount) -> Callable[[], BinaryIO]:
-    """`opener`, its stream's bytes told to `count` as they are read."""
-    return lambda: cast(BinaryIO, CountingStream(opener(), count.advanced))
-
-
 class InputMeter:
     """Counts what a command reads and draws it on stderr (a no-op when `show` is False)."""
 
@@ -72,8 +69,8 @@ class InputMeter:
         self.total = total
         self.label = label
         self.stream = stream
-        self.done = 0  # bytes of the leaves finished
-        self._current: _LeafCount | None = None
+        self.done = 0  # bytes of the chat files finished
+        self._current: _FileCount | None = None
         self._counted = 0
         self._count: Callable[[], int] = lambda: self._counted
         self._progress: Any = None
@@ -97,22 +94,23 @@ class InputMeter:
             self.done += self._current.size
             self._current = None
 
-    def leaves(self, leaves: Iterable[Leaf]) -> Iterable[Leaf]:
-        """The same leaves, each opened through a counting stream (unchanged when not shown)."""
+    def chat_files(self, chat_files: Iterable[ChatFile]) -> Iterable[ChatFile]:
+        """The same chat files, each opened through a counting stream (unchanged when not shown)."""
         if not self.show:
-            return leaves
-        return self._counted_leaves(leaves)
+            return chat_files
+        return self._counted_chat_files(chat_files)
 
-    def _counted_leaves(self, leaves: Iterable[Leaf]) -> Iterator[Leaf]:
+    def _counted_chat_files(self, chat_files: Iterable[ChatFile]) -> Iterator[ChatFile]:
         try:
-            for entry, fmt, layout in leaves:
+            for entry, fmt, shape in chat_files:
                 self._finish_current()
                 if fmt in SIDECARS:  # skipped unopened (and not in the total)
-                    yield entry, fmt, layout
+                    yield ChatFile(entry, fmt, shape)
                     continue
-                count = _LeafCount(entry.size or 0)
+                count = _FileCount(entry.size or 0)
                 self._current = count
-                yield replace(entry, opener=_counting(entry.opener, count)), fmt, layout
+                counted = replace(entry, opener=partial(_counted, entry.opener, count))
+                yield ChatFile(counted, fmt, shape)
         finally:
             self._finish_current()
 

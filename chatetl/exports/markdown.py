@@ -34,9 +34,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from chatetl.exports.meta import ExportView, encode, has_controls_utf8, safe_link, source_list, without_controls
+from chatetl.exports.meta import (
+    ExportView,
+    encode,
+    has_controls_utf8,
+    safe_link,
+    source_list,
+    without_controls,
+)
 from chatetl.model import MessageKind, Role
-from chatetl.readers.chat_export.markdown import parse_markdown_lines
+from chatetl.readers.platforms.chat_export.markdown import parse_markdown_lines
 from chatetl.readers.report import ReadReport
 from chatetl.selection import OutputTurn
 

@@ -13,7 +13,13 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from chatetl.model import SOURCE_FIDELITY, Conversation, Message, state_hash, state_version
+from chatetl.model import (
+    SOURCE_FIDELITY,
+    Conversation,
+    Message,
+    state_hash,
+    state_version,
+)
 from chatetl.readers.timeutil import iso
 
 CONTENT_LIMIT = 2000  # Message.content is cut at 2,000 characters

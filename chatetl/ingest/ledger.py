@@ -29,7 +29,7 @@ def parser_fingerprint() -> str:
     """A digest of the code that turns an upload into normalized rows (readers, model,
     normalization): any change to it makes every upload eligible for reprocessing."""
     root = Path(__file__).resolve().parent.parent
-    files = sorted((root / "readers").rglob("*.py")) + [root / "model.py", root / "tables.py"]
+    files = [*(path for package in ("readers", "normalize", "tables") for path in sorted((root / package).rglob("*.py"))), root / "model.py"]
     h = hashlib.sha256()
     for path in files:
         h.update(path.relative_to(root).as_posix().encode() + b"\0")

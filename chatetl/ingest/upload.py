@@ -16,12 +16,10 @@ from typing import Any
 
 from chatetl.ingest.states import keep_newest_states, keep_previous_newer, summary_rows
 from chatetl.layout import TABLES, quarantine_prefix, table_key, upload_id
-from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.archive import copied_if_zip, expand
-from chatetl.readers.parallel import read_into
+from chatetl.normalize import normalize_into
+from chatetl.readers import Entry, ReadReport
 from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
 from chatetl.tables import TableWriter
-from chatetl.workers import resolve_workers
 
 
 @dataclass
@@ -54,13 +52,9 @@ def normalize_upload(
 ) -> NormalizeResult:
     """Read one upload (streamed) into the normalized tables of its partition; quarantine what fails.
 
-    `workers`: processes converting records (chatetl.readers.parallel); None: the automatic choice
-    (chatetl.workers.resolve_workers: with AUTO on, as it is, both cores for an upload of at least
-    AUTO_MIN_BYTES, else this process alone). On more than one, a zip in S3 is first copied to `workdir`
-    (streamed), so its members are read whole on every core as a local zip's are (chatetl.cli.inputs.COPY_MIN_BYTES
-    says what that and the alternative measured); an array file is read from the stream, its records cut here and
-    converted on every core.
-    Each process stays within the step's memory; the tables and the report are the same either way.
+    `workers`: processes reading it (chatetl.normalize.normalize_into; None: chosen by its size; a big zip
+    from the bucket is copied into `workdir` first). Each process stays within the step's memory; the tables
+    and the report are the same whatever the processes.
 
     Before the tables are put, one state per conversation (chatetl.ingest.states, on the local files):
     `previous`, the summary rows of the tables this upload's earlier version left in the bucket, keeps
@@ -69,18 +63,10 @@ def normalize_upload(
     uid = upload_id(info.key)
     report = ReadReport()
     result = NormalizeResult(upload=info.key, upload_id=uid, report=report)
-    n = resolve_workers(workers, info.size)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         paths = {t: Path(tmp, f"{t}.parquet") for t in TABLES}
-        entry = upload_entry(store, info)
         with TableWriter(paths["conversations"], paths["messages"]) as writer:
-            if n == 1:
-                for conv in read_entry(entry, report):
-                    writer.add(conv, upload_key=info.key)
-            else:
-                if entry.path is None and copied_if_zip(entry, Path(tmp, "upload.zip")):  # from a server: see above
-                    entry = Entry.from_path(Path(tmp, "upload.zip"), name=entry.name)
-                read_into(writer, expand(entry, report), report, n, upload_key=info.key)
+            normalize_into(writer, [upload_entry(store, info)], report, workers, upload_key=info.key, workdir=tmp)
         result.conversations, result.messages = writer.conversations, writer.messages
         if previous:
             result.kept_newer = keep_previous_newer(store, day, uid, paths, previous, Path(tmp))

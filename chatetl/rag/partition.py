@@ -40,7 +40,13 @@ from chatetl.graph.documents import load_documents, superseded_documents
 from chatetl.graph.summary import FAILURES_LISTED
 from chatetl.layout import document_keys
 from chatetl.model import Conversation, state_batches
-from chatetl.rag.chunking import Chunk, ChunkOptions, chunk_spans, chunks_jsonl, iter_chunks
+from chatetl.rag.chunking import (
+    Chunk,
+    ChunkOptions,
+    chunk_spans,
+    chunks_jsonl,
+    iter_chunks,
+)
 from chatetl.rag.documents import Document, build_document, documents_jsonl
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, embed_chunks
 from chatetl.rag.vectors import PreviousVectors, VectorsWriter

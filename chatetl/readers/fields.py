@@ -5,12 +5,14 @@ the record still reads) and never dropped in silence: it is counted in the ReadR
 drift (`<reader>.<what>:<name>`) and kept raw in the Conversation.meta or Message.extra it
 came with, so nothing a file held is lost and a later reader can map it. What a record cannot
 be read without (it is not an object, its message list is not a list) raises ValueError,
-which `jsonstream.convert_records` reports with the record's place before going on.
+which `convert.convert_records` reports with the record's place before going on.
 """
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
+from typing import Any
 
 from chatetl.model import Role
 from chatetl.readers.report import ReadReport
@@ -19,7 +21,7 @@ from chatetl.readers.report import ReadReport
 def expect_object(record: Any, what: str) -> dict[str, Any]:
     """The record itself when it is a JSON object; else ValueError `expected {what}, got list`."""
     if not isinstance(record, dict):
-        raise ValueError(f"expected {what}, got {type(record).__name__}")
+        raise ValueError(f"expected {what}, got {type(record).__name__}")  # noqa: TRY004 (convert_records reports ValueErrors)
     return record
 
 
@@ -29,7 +31,7 @@ def list_field(record: dict[str, Any], key: str, items: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ValueError(f"`{key}` is {type(value).__name__}, not a list of {items}")
+        raise ValueError(f"`{key}` is {type(value).__name__}, not a list of {items}")  # noqa: TRY004 (convert_records reports ValueErrors)
     return value
 
 

@@ -1,22 +1,13 @@
-"""What one upload may take from a worker: how long one JSON string may be, how far its zips may inflate.
+"""What one upload may take: how long one JSON string may be, how far its zips may inflate.
 
-Issue 14: a streaming parser slowed with the square of one string's length, so a 1 MB zip that
-inflated to one 1 GiB string kept a worker busy for an hour. Reading is linear now
-(chatetl.readers.splitter), and these caps bound what it holds and inflates:
+- `max_value_bytes` (CHATETL_MAX_VALUE_BYTES, 64 MiB): a JSON string longer than this makes its record
+  bad, reported in its place and quarantined without its bytes, which are let go as they are scanned.
+- `max_inflate_ratio` (CHATETL_MAX_INFLATE_RATIO, 100): a zip whose members declare more than this many
+  times the upload's own size (past RATIO_FREE_BYTES) is refused before anything is inflated.
+- `max_inflated_bytes` (CHATETL_MAX_INFLATED_BYTES, 8 GiB): no member may declare more, and the bytes
+  inflated from an upload's zips are counted as they are read: past the cap reading stops.
 
-- `max_value_bytes` (CHATETL_MAX_VALUE_BYTES, 64 MiB): a JSON string longer than this makes its
-  record (a conversation, a line) bad: reported in its place (`record N`, `line N`) and listed in
-  quarantine without its bytes, the records around it read. The reader lets the string's bytes go
-  as it scans past it, so memory stays near the cap whatever the string's length.
-- `max_inflate_ratio` (CHATETL_MAX_INFLATE_RATIO, 100): a zip whose members declare more than this
-  many times the upload's own size (once that is past RATIO_FREE_BYTES) is refused before anything
-  is inflated: a zip bomb, refused in milliseconds, naming the file.
-- `max_inflated_bytes` (CHATETL_MAX_INFLATED_BYTES, 8 GiB): no member may declare more, and the
-  bytes inflated from an upload's zips (nested ones too) are counted as they are read, since
-  headers can lie: past the cap reading stops with an error naming the upload.
-
-Read from the environment (chatetl.settings) when a reader starts on an input, so a test or a
-deployment sets them like every other setting.
+Read from the environment (chatetl.settings) when a reader starts on an input.
 """
 
 from __future__ import annotations
@@ -56,9 +47,8 @@ _GIVEN: Limits | None = None  # the limits of the process that handed this one i
 
 
 def current() -> Limits:
-    """The limits of the environment, read now (each reader asks, for each file: a zip of thousands of small files
-    asked for all the settings thousands of times, 5% of its normalize; now only these three are read, and parsed
-    once for each value they take); in a worker reading another process's files, that process's (`given_by`)."""
+    """The limits of the environment, read now (each reader asks, for each file: only these three variables are
+    read, each value parsed once); in a worker reading another process's files, that process's (`given_by`)."""
     if _GIVEN is not None:
         return _GIVEN
     return _parsed(*map(os.environ.get, _VARIABLES))
@@ -67,7 +57,7 @@ def current() -> Limits:
 @contextmanager
 def given_by(limits: Limits) -> Iterator[None]:
     """`current()` is `limits` inside (a worker reads a batch of files under the limits of the process that
-    queued it, whose environment it may not share: chatetl.readers.pieces.convert_leaves)."""
+    queued it, whose environment it may not share: chatetl.normalize.pieces.convert_leaves)."""
     global _GIVEN
     before, _GIVEN = _GIVEN, limits
     try:

@@ -4,7 +4,7 @@ Epoch numbers: seconds below 10^12 (up to 9999-12-31T23:59:59, 253402300799 s), 
 10^12 (2001-09-09 in milliseconds; chat exports begin in 2022). So the seconds of year 10000
 (253402300800) are not read as milliseconds of 1978: like every time past what a datetime holds
 (years 1 to 9999, in UTC), they are None and counted (`out_of_range_count`), which the record loop
-(chatetl.readers.jsonstream.convert_records) reports as drift `time.out_of_range`. What is no time
+(chatetl.readers.jsonscan.records.convert_records) reports as drift `time.out_of_range`. What is no time
 at all (None, "", a bool, text that is no date) is None and not counted.
 """
 

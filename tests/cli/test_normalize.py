@@ -78,7 +78,7 @@ def test_a_wrong_s3_secret_is_one_line_saying_the_credentials_were_refused(s3_st
 
 def test_normalize_runs_without_numpy_and_writes_the_same_tables(tmp_path):
     """`chatetl normalize` never imports numpy (21 MB of its memory) nor pyarrow's cloud filesystems (libarrow_s3,
-    ~7 MB; chatetl.readers.lean_pyarrow), on one core and on two, its Arrow memory pool is the system allocator
+    ~7 MB; chatetl.lean_pyarrow), on one core and on two, its Arrow memory pool is the system allocator
     (not mimalloc), one process never imports multiprocessing, and its tables are those of a TableWriter in a process
     that has them all (and mimalloc)."""
     import pyarrow.parquet as pq

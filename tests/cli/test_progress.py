@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from chatetl.cli import main
-from chatetl.cli.inputs import iter_inputs, iter_leaves, read_inputs
-from chatetl.cli.progress import InputMeter, leaf_bytes, show_progress
-from chatetl.readers import ReadReport, _read_leaves
+from chatetl.cli.inputs import iter_chat_files, iter_inputs, read_inputs
+from chatetl.cli.progress import InputMeter, chat_file_bytes, show_progress
+from chatetl.readers import ReadReport, read_chat_files
 from chatetl.samples import chatgpt_conversations, sample_uploads
 
 COMMANDS = ("normalize", "export")  # `load` needs Neo4j: tests/cli/test_load.py
@@ -53,7 +53,7 @@ def test_without_a_terminal_stderr_stays_empty_and_with_progress_the_summary_is_
     forced = runner.invoke(main, [*_args(command, src, tmp_path / "b"), "--progress"])
     assert forced.exit_code == 0, forced.output
     assert forced.stdout == plain.stdout and _summary(forced.stdout)["conversations"] > 0
-    total = leaf_bytes(iter_leaves((str(src),), ReadReport()))
+    total = chat_file_bytes(iter_chat_files((str(src),), ReadReport()))
     conversations = _summary(plain.stdout)["conversations"]
     # the bar's last state: the whole total read, every conversation counted, the time
     kb = f"{total / 1000:,.1f}"
@@ -136,11 +136,11 @@ def test_the_meter_counts_what_readers_take_and_ends_at_the_total(tmp_path):
         zf.writestr("conversations.json", data)
         zf.writestr("export_manifest.json", json.dumps({"export_files": []}))  # a ChatGPT sidecar
         zf.writestr("more/conversations.json", data)
-    leaves = list(iter_leaves((str(path),), ReadReport()))
-    assert len(leaves) == 3 and leaf_bytes(leaves) == 2 * len(data)
+    leaves = list(iter_chat_files((str(path),), ReadReport()))
+    assert len(leaves) == 3 and chat_file_bytes(leaves) == 2 * len(data)
 
-    meter = InputMeter(True, leaf_bytes(leaves), stream=io.StringIO())
-    counted = iter(meter.leaves(iter_leaves((str(path),), ReadReport())))
+    meter = InputMeter(True, chat_file_bytes(leaves), stream=io.StringIO())
+    counted = iter(meter.chat_files(iter_chat_files((str(path),), ReadReport())))
     entry, _fmt, _layout = next(counted)
     with entry.open() as f:
         assert f.read(100) == data[:100] and meter.read_bytes() == 100
@@ -153,16 +153,16 @@ def test_the_meter_counts_what_readers_take_and_ends_at_the_total(tmp_path):
 
     # what the readers give through the meter is what they give without it
     report_a, report_b = ReadReport(), ReadReport()
-    plain = [c.key for c in _read_leaves(iter_leaves((str(path),), report_a), report_a)]
+    plain = [c.key for c in read_chat_files(iter_chat_files((str(path),), report_a), report_a)]
     meter = InputMeter(True, stream=io.StringIO())
-    through = [c.key for c in meter.conversations(_read_leaves(meter.leaves(iter_leaves((str(path),), report_b)), report_b))]
+    through = [c.key for c in meter.conversations(read_chat_files(meter.chat_files(iter_chat_files((str(path),), report_b)), report_b))]
     assert through == plain and meter.conversations_read() == len(plain) and meter.read_bytes() == 2 * len(data)
 
 
 def test_switched_off_nothing_is_wrapped():
     meter = InputMeter(False)
     leaves, convs = [("leaf",)], ["conv"]
-    assert meter.leaves(leaves) is leaves and meter.conversations(convs) is convs
+    assert meter.chat_files(leaves) is leaves and meter.conversations(convs) is convs
     with meter:
         pass
     assert show_progress(None, quiet=False, stream=io.StringIO()) is False

@@ -39,7 +39,7 @@ CODE_LOCATION = "chatetl"
 # Variables the code reads that a deployment may leave unset, and why.
 NOT_NEEDED_IN_PRODUCTION = {
     "CHATETL_LOCAL_STORE_ROOT": "read only when CHATETL_STORE=local; both deployments use s3",
-    "ARROW_DEFAULT_MEMORY_POOL": "set, not read, by chatetl.readers.lean_pyarrow for libarrow (its default: the system allocator)",
+    "ARROW_DEFAULT_MEMORY_POOL": "set, not read, by chatetl.lean_pyarrow in the normalize workers for libarrow (its default there: the system allocator)",
 }
 # Read by boto3 itself (chatetl.storage.s3_client passes no credentials).
 READ_BY_BOTO3 = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}

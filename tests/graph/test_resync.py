@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 from graph_faults import RETRACT_CONVERSATION, run_while_deleting
-from graph_inputs import T0, conversation, generated, graph_dump, read, rex_record, wipe, write_inputs
+from graph_inputs import (
+    T0,
+    conversation,
+    generated,
+    graph_dump,
+    read,
+    rex_record,
+    wipe,
+    write_inputs,
+)
 
 from chatetl.graph.documents import load_documents
 from chatetl.graph.load import load_conversations

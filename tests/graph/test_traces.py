@@ -7,11 +7,28 @@ import os
 from datetime import timedelta
 
 import pytest
-from graph_inputs import EXPECTED, SHAREGPT_CONV_ID, T0, conversation, graph_dump, read, wipe, write_inputs
+from graph_inputs import (
+    EXPECTED,
+    SHAREGPT_CONV_ID,
+    T0,
+    conversation,
+    graph_dump,
+    read,
+    wipe,
+    write_inputs,
+)
 
 from chatetl.graph.load import load_conversations
 from chatetl.graph.traces import trace_for
-from chatetl.model import Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
+from chatetl.model import (
+    Conversation,
+    Message,
+    MessageKind,
+    Role,
+    Source,
+    ToolCall,
+    ToolResult,
+)
 from chatetl.readers.tree import resolve_branches
 
 pytestmark = pytest.mark.integration

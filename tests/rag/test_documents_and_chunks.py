@@ -18,7 +18,7 @@ from chatetl.rag.chunking import ChunkOptions, chunk_document, chunk_spans, chun
 from chatetl.rag.documents import Span, build_document, document_for
 from chatetl.rag.embeddings import BUILTIN_MODEL, load_embedder
 from chatetl.rag.partition import DocumentsResult, write_upload_documents
-from chatetl.readers.platforms import PLATFORM_ALIASES
+from chatetl.readers.platform_names import PLATFORM_ALIASES
 from chatetl.selection import ContentOptions
 from chatetl.settings import Settings
 from chatetl.storage import LocalObjectStore

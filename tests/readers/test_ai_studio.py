@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 from chatetl import tables
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
 from chatetl.samples.ai_studio import sample
 
 FOLDER = "Takeout/Drive/Google AI Studio"
@@ -98,7 +99,7 @@ def test_thought_chunks_are_reasoning_messages():
         chunk("model", "Short wavelengths scatter more.", t=2),
     ]
     conv, _ = only("Sky", prompt(chunks, system=None))
-    question, thought, answer = conv.messages
+    question, thought, _answer = conv.messages
     assert (thought.kind, thought.role, thought.text, thought.seq) == (MessageKind.REASONING, Role.ASSISTANT, "**Recalling physics**\n\nRayleigh scattering.", None)
     assert thought.extra == {"thinking_budget": -1, "token_count": 10} and thought.parent_id == question.message_id
     assert [m.text for m in conv.visible_turns] == ["Why is the sky blue?", "Short wavelengths scatter more."]
@@ -197,7 +198,7 @@ def test_system_instruction_in_parts_and_an_error_run():
     chunks = [chunk("user", "Hi", t=0), chunk("model", None, t=1, errorMessage="Internal error"), chunk("model", "Hello!", t=2)]
     p = prompt(chunks, system=None, systemInstruction={"parts": [{"text": "Rule one."}, {"text": "Rule two."}]})
     conv, _ = only("Errors", p)
-    system, _user, error, answer = conv.messages
+    system, _user, error, _answer = conv.messages
     assert system.text == "Rule one.\n\nRule two." and system.kind is MessageKind.HIDDEN
     assert (error.kind, error.text, error.extra["error"]) == (MessageKind.HIDDEN, "Internal error", "Internal error")
     assert [m.text for m in conv.visible_turns] == ["Hi", "Hello!"]
@@ -245,8 +246,8 @@ def test_detection_takes_prompt_files_and_only_them():
     def fmt(obj):
         return detect(Entry.from_bytes("My prompt", json.dumps(obj, indent=2).encode()))
 
-    assert fmt(prompt(qa())) == (Format.AI_STUDIO, Layout.OBJECT)
-    assert fmt({"chunkedPrompt": {"chunks": []}}) == (Format.AI_STUDIO, Layout.OBJECT)
+    assert fmt(prompt(qa())) == (Format.AI_STUDIO, Shape.OBJECT)
+    assert fmt({"chunkedPrompt": {"chunks": []}}) == (Format.AI_STUDIO, Shape.OBJECT)
     # a key in common is not enough
     assert fmt({"chunkedPrompt": "a template literal helper", "name": "x"})[0] is None
     assert fmt({"runSettings": {"model": "m"}, "contents": []})[0] is None

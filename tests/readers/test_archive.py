@@ -1,4 +1,4 @@
-"""Zip uploads (chatetl.readers.archive): a damaged member is reported by name and the other
+"""Zip uploads (chatetl.readers.inputs.archive): a damaged member is reported by name and the other
 members still read, also when the upload streams from the real S3 server; a member, or a
 nested zip, over the size cap is refused without being unpacked or copied; a member with an
 unsafe name is read under a sanitized one, which is all that errors, tables, quarantine keys and
@@ -14,7 +14,8 @@ import zipfile
 import pytest
 from reader_inputs import chatgpt_record, claude_code_line, damaged_zip, zip_bytes
 
-from chatetl.readers import Entry, ReadReport, archive, read_entry
+from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl.readers.inputs import archive
 
 
 def test_damaged_zip_member_is_reported_and_the_rest_is_read():

@@ -8,7 +8,11 @@ import resource
 import zipfile
 
 from chatetl.readers import Entry, ReadReport, read_entry, read_path
-from chatetl.readers.depthguard import MAX_JSON_DEPTH, DepthGuard, NestingTooDeep
+from chatetl.readers.jsonscan.depthguard import (
+    MAX_JSON_DEPTH,
+    DepthGuard,
+    NestingTooDeep,
+)
 from chatetl.samples import chatgpt_conversations
 
 

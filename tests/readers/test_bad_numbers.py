@@ -15,9 +15,10 @@ import pytest
 from reader_inputs import chatgpt_record
 
 from chatetl.ingest.upload import normalize_upload
-from chatetl.readers import Entry, ReadReport, parallel, read_path, timeutil
-from chatetl.readers.detect import Format, detect
-from chatetl.readers.splitter import decode, without_constants
+from chatetl.normalize import Tuning, normalize_into
+from chatetl.readers import Entry, ReadReport, read_path, timeutil
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.decode import decode, without_constants
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter
 
@@ -85,11 +86,11 @@ def _file(fmt: str, slot: str, pos: int, value: str) -> tuple[bytes, bytes]:
     return b"[" + b",\n".join(records) + b"]", records[pos]
 
 
-def _normalize(path, tmp_path, workers: int = 1):
+def _normalize(path, tmp_path, workers: int = 1, tuning: Tuning | None = None):
     report = ReadReport()
     c, m = tmp_path / f"c{workers}.parquet", tmp_path / f"m{workers}.parquet"
     with TableWriter(c, m, batch_bytes=20_000) as writer:
-        parallel.read_into(writer, parallel.path_leaves(path, report), report, workers)
+        normalize_into(writer, [path], report, workers, tuning=tuning or Tuning())
     return pq.read_table(c), pq.read_table(m), report
 
 
@@ -167,14 +168,13 @@ def test_a_lone_surrogate_is_replaced_and_the_tables_write(tmp_path):
 
 @pytest.mark.parametrize("value", list(BAD))
 def test_two_cores_read_bad_numbers_as_one_process(tmp_path, monkeypatch, value):
-    monkeypatch.setattr(parallel, "TASK_BYTES", 3000)
     path = tmp_path / "conversations.json"
     records = [json.dumps(_chatgpt(i)).encode() for i in range(N)]
     for pos in (0, 13, 14, 60):
         records[pos] = records[pos][:-1] + f', "x_bad": [{value}, 1], "y": {value}}}'.encode()
     path.write_bytes(b"[" + b",".join(records) + b"]")
     one = _normalize(path, tmp_path, 1)
-    two = _normalize(path, tmp_path, 2)
+    two = _normalize(path, tmp_path, 2, Tuning(records_bytes=3000))
     assert one[0].num_rows == N and one[0].equals(two[0]) and one[1].equals(two[1])
     assert [(e.where, e.reason, e.raw) for e in one[2].errors] == [(e.where, e.reason, e.raw) for e in two[2].errors]
     assert one[2].summary() == two[2].summary() and one[2].drift[BAD[value]] == 8
@@ -339,7 +339,7 @@ def test_a_lone_surrogate_escape_is_read_as_a_replacement_character(tmp_path, ca
     path = tmp_path / name
     path.write_text(text)
     assert detect(Entry.from_path(path))[0] is Format(fmt)
-    convs, msgs, report = _normalize(path, tmp_path)
+    _convs, msgs, report = _normalize(path, tmp_path)
     assert report.formats == {fmt: 1} and msgs.num_rows == (1 if fmt == "chatgpt" or "one line" in case else 2)
     texts = msgs.column("text").to_pylist()
     assert "text \ufffd x" in texts and not any("\udc00" in t for t in texts if t)

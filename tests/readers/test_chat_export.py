@@ -14,12 +14,13 @@ from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_entry, read_path
-from chatetl.readers.chat_export.json import read_json, read_sharegpt1
-from chatetl.readers.chat_export.markdown import read_markdown
-from chatetl.readers.chat_export.yaml import read_yaml
-from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
-from chatetl.readers.platforms import derived_id, id_from_url, normalize_platform
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.platform_names import derived_id, id_from_url, normalize_platform
+from chatetl.readers.platforms.chat_export.json import read_json, read_sharegpt1
+from chatetl.readers.platforms.chat_export.markdown import read_markdown
+from chatetl.readers.platforms.chat_export.yaml import read_yaml
 
 EXPORTED = datetime(2026, 11, 12, 5, 0, tzinfo=UTC)
 
@@ -426,7 +427,7 @@ def test_markdown_is_read_line_by_line():
 
     data = MD.encode()
     report = ReadReport()
-    [c] = list(read_markdown(Entry(name="x.md", opener=lambda: NoWholeRead(data)), Layout.TEXT, report))
+    [c] = list(read_markdown(Entry(name="x.md", opener=lambda: NoWholeRead(data)), Shape.TEXT, report))
     assert len(c.messages) == 4
 
 
@@ -510,7 +511,7 @@ def test_yaml_wrong_shapes(tmp_path):
     assert convs == [] and "`messages` is str" in report.errors[0].reason
     report = ReadReport()
     entry = Entry.from_bytes("list.yaml", b"- platform: chatgpt\n- messages: []\n")
-    assert list(read_yaml(entry, Layout.TEXT, report)) == []
+    assert list(read_yaml(entry, Shape.TEXT, report)) == []
     assert "not a mapping" in report.errors[0].reason and report.errors[0].file == "list.yaml"
 
 
@@ -564,10 +565,10 @@ def test_zip_with_json_md_yaml_and_sharegpt1(tmp_path):
 
 
 def test_detection_of_the_four_renderings():
-    assert detect(Entry.from_bytes("a", json.dumps(chat_json()).encode())) == (Format.CHAT_EXPORT_JSON, Layout.OBJECT)
+    assert detect(Entry.from_bytes("a", json.dumps(chat_json()).encode())) == (Format.CHAT_EXPORT_JSON, Shape.OBJECT)
     assert detect(Entry.from_bytes("b", json.dumps({"schema": "sharegpt/1", "conversations": []}).encode()))[0] is Format.CHAT_EXPORT_SHAREGPT
-    assert detect(Entry.from_bytes("c", MD.encode())) == (Format.CHAT_EXPORT_MD, Layout.TEXT)
-    assert detect(Entry.from_bytes("d", YAML.encode())) == (Format.CHAT_EXPORT_YAML, Layout.TEXT)
+    assert detect(Entry.from_bytes("c", MD.encode())) == (Format.CHAT_EXPORT_MD, Shape.TEXT)
+    assert detect(Entry.from_bytes("d", YAML.encode())) == (Format.CHAT_EXPORT_YAML, Shape.TEXT)
 
 
 def test_markdown_note_showing_a_md_code_block_is_not_a_chat_export():
@@ -586,10 +587,10 @@ def test_markdown_note_showing_a_md_code_block_is_not_a_chat_export():
 
 def test_direct_reader_functions():
     report = ReadReport()
-    [a] = read_json(Entry.from_bytes("a.json", json.dumps(chat_json()).encode()), Layout.OBJECT, report)
+    [a] = read_json(Entry.from_bytes("a.json", json.dumps(chat_json()).encode()), Shape.OBJECT, report)
     [b] = read_sharegpt1(
         Entry.from_bytes("b.json", json.dumps({"schema": "sharegpt/1", "conversations": [{"from": "human", "value": "x"}]}).encode()),
-        Layout.OBJECT,
+        Shape.OBJECT,
         report,
     )
     assert a.source_file == "a.json" and b.source_file == "b.json" and report.conversations == 2

@@ -92,10 +92,9 @@ def test_markers_without_a_tie_are_removed_and_their_citations_unplaced():
     assert answer.text == "An answer." and [(c.title, c.offset) for c in answer.citations] == [("T", None)]
 
 
-@pytest.mark.parametrize("columnar", [True, False])
-def test_offsets_reach_the_normalized_tables(tmp_path, columnar):
+def test_offsets_reach_the_normalized_tables(tmp_path):
     conv = _read(web_answer())
-    with TableWriter(tmp_path / "c.parquet", tmp_path / "m.parquet", columnar=columnar) as writer:
+    with TableWriter(tmp_path / "c.parquet", tmp_path / "m.parquet") as writer:
         writer.add(conv, upload_key="raw/x.json")
     rows = list(read_rows(tmp_path / "m.parquet", ["message_id", "citations"]))
     [cited] = [r for r in rows if r["citations"]]

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_entry, read_path
-from chatetl.readers.claude_ai import read
-from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.registry import READERS
 
 ROOT = "00000000-0000-4000-8000-000000000000"
 
@@ -84,7 +85,7 @@ def test_array_form_reads_every_conversation_with_its_fields(tmp_path):
 
 def test_jsonl_form_as_the_seed_documents(tmp_path):
     lines = "\n".join(json.dumps(simple_pair(f"c{i}")) for i in range(3)) + "\n"
-    assert detect(Entry.from_bytes("conversations.jsonl", lines.encode())) == (Format.CLAUDE_AI, Layout.JSONL)
+    assert detect(Entry.from_bytes("conversations.jsonl", lines.encode())) == (Format.CLAUDE_AI, Shape.JSONL)
     convs, report = read_file(tmp_path, "conversations.jsonl", lines)
     assert report.errors == []
     assert [c.conversation_id for c in convs] == ["c0", "c1", "c2"]
@@ -332,7 +333,7 @@ def test_unknown_block_is_drift_kept_raw_and_not_visible(tmp_path):
 def test_direct_reader_call_with_layout(tmp_path):
     data = json.dumps([simple_pair("d1")]).encode()
     report = ReadReport()
-    convs = list(read(Entry.from_bytes("mem.json", data), Layout.ARRAY, report))
+    convs = list(READERS[Format.CLAUDE_AI].conversations(Entry.from_bytes("mem.json", data), Shape.ARRAY, report))
     assert [c.conversation_id for c in convs] == ["d1"] and convs[0].source_file == "mem.json"
 
 
@@ -569,7 +570,7 @@ def test_manifest_detection_is_liberal_in_its_keys_and_strict_that_it_names_zips
     ]
     for value in liberal:
         for data in (json.dumps(value), json.dumps(value, indent=2)):
-            assert detect(Entry.from_bytes("m.json", data.encode())) == (Format.CLAUDE_AI_MANIFEST, Layout.OBJECT), value
+            assert detect(Entry.from_bytes("m.json", data.encode())) == (Format.CLAUDE_AI_MANIFEST, Shape.OBJECT), value
     not_manifests = [
         {"version": 1, "export_files": [{"path": "conversations-000.json", "size_bytes": 10}]},  # ChatGPT's
         {"files": [{"name": "notes.txt"}]},

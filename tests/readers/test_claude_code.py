@@ -10,9 +10,10 @@ import pytest
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_path
-from chatetl.readers.claude_code import read
-from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.platforms.claude_code import read
 
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "claude-code" / "-experiments-ideas" / "03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
 SID = "11111111-2222-4333-8444-555555555555"
@@ -385,7 +386,7 @@ def test_session_inside_a_zip_and_direct_call(tmp_path):
     (c,), report = run(zpath)
     assert report.errors == [] and c.meta["project"] == "-home-me-app" and c.conversation_id == SID
     assert c.source_file == f"{zpath}!projects/-home-me-app/{SID}.jsonl"
-    direct = list(read(Entry.from_bytes(f"{SID}.jsonl", data.encode()), Layout.JSONL, ReadReport()))
+    direct = list(read(Entry.from_bytes(f"{SID}.jsonl", data.encode()), Shape.JSONL, ReadReport()))
     assert [x.text for x in direct[0].visible_turns] == ["Zipped", "Yes"]
 
 

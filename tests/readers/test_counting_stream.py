@@ -1,4 +1,4 @@
-"""The counting stream the inflate cap and the progress bar read through (chatetl.readers.counting_stream)."""
+"""The counting stream the inflate cap and the progress bar read through (chatetl.readers.inputs.counting_stream)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from chatetl.readers.counting_stream import CountingStream
+from chatetl.readers.inputs.counting_stream import CountingStream
 
 
 def test_each_read_tells_the_position_and_passes_the_bytes_through() -> None:

@@ -10,7 +10,8 @@ from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
 from chatetl.samples import chatgpt_export
 from chatetl.tables import TableWriter
 
@@ -268,22 +269,22 @@ def _detect(data, name="conversations.json"):
 
 
 def test_deepseek_is_detected_and_never_taken_for_chatgpt():
-    assert _detect([pair()]) == (Format.DEEPSEEK, Layout.ARRAY)
+    assert _detect([pair()]) == (Format.DEEPSEEK, Shape.ARRAY)
     # a first conversation whose `mapping` comes first and fills the head: its messages' fragments say it
     big = pair()
     big["mapping"]["1"]["message"]["fragments"][0]["content"] = "x" * 200_000
     ordered = {"mapping": big["mapping"], "id": big["id"], "title": big["title"], "inserted_at": big["inserted_at"]}
-    assert _detect([ordered]) == (Format.DEEPSEEK, Layout.ARRAY)
+    assert _detect([ordered]) == (Format.DEEPSEEK, Shape.ARRAY)
     convs, report = read([ordered])
     assert report.errors == [] and convs[0].source is Source.DEEPSEEK
 
 
 def test_chatgpt_is_never_taken_for_deepseek():
-    assert _detect([chatgpt_record("g1")]) == (Format.CHATGPT, Layout.ARRAY)
+    assert _detect([chatgpt_record("g1")]) == (Format.CHATGPT, Shape.ARRAY)
     rooted = chatgpt_record("g2")  # a ChatGPT-like file whose tree starts at "root"
     rooted["mapping"] = {"root": {"id": "root", "parent": None, "children": ["m1"], "message": None},
                          "m1": {**rooted["mapping"]["m1"], "parent": "root"}}
-    assert _detect([rooted]) == (Format.CHATGPT, Layout.ARRAY)
+    assert _detect([rooted]) == (Format.CHATGPT, Shape.ARRAY)
     for name, data in _members(chatgpt_export()):
         if name.startswith("conversations"):
             assert _detect(data, name)[0] is Format.CHATGPT

@@ -1,4 +1,4 @@
-"""Strict detection (chatetl.readers.detect): a file that merely shares a key name with a chat format
+"""Strict detection (chatetl.readers.inputs.detect): a file that merely shares a key name with a chat format
 is not taken for it, every built-in sample is taken for its own format, and a file no reader
 understands is refused with an error naming it, so `chatetl normalize` on it exits non-zero."""
 
@@ -14,9 +14,11 @@ from reader_inputs import chatgpt_record, claude_code_line, zip_bytes
 
 import chatetl.samples
 from chatetl.cli import main
-from chatetl.readers import READERS, Entry, ReadReport, read_entry
-from chatetl.readers.archive import expand
-from chatetl.readers.detect import SIDECARS, Format, Layout, detect, resembles
+from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl.readers.inputs.archive import expand
+from chatetl.readers.inputs.detect import SIDECARS, Format, detect, resembles
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.registry import READERS
 from chatetl.samples import sample_uploads
 
 
@@ -101,7 +103,7 @@ def test_a_chatgpt_mapping_cut_by_the_detection_head_is_still_chatgpt():
     record = chatgpt_record("big", text="x" * 200_000)
     record["mapping"] = {"root": {"id": "root", "message": None, "parent": None, "children": ["m1"]}, **record["mapping"]}
     record["mapping"]["m1"]["parent"] = "root"
-    assert detect(Entry.from_bytes("conversations.json", json.dumps([record]).encode())) == (Format.CHATGPT, Layout.ARRAY)
+    assert detect(Entry.from_bytes("conversations.json", json.dumps([record]).encode())) == (Format.CHATGPT, Shape.ARRAY)
 
 
 # --- every built-in sample is taken for its own format -------------------------------------------
@@ -202,15 +204,15 @@ def test_normalize_on_a_good_file_still_succeeds(tmp_path):
 def test_a_head_nested_past_the_limit_is_cut_there_and_a_shallower_one_read_whole():
     """The head's depth guard runs only where the head holds as many brackets as the limit (for speed): a head
     nested past it still stops at the limit, with the keys seen before; one a level short reads whole."""
-    from chatetl.readers.depthguard import MAX_JSON_DEPTH
-    from chatetl.readers.detect import _first_record_head
+    from chatetl.readers.inputs.head import first_record_head
+    from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
 
     def head(levels: int) -> bytes:
         return b'[{"title": "t", "mapping": ' + b'{"a": ' * levels + b"1" + b"}" * levels + b', "create_time": 1}]'
 
-    short = _first_record_head(head(MAX_JSON_DEPTH - 3), array=True)  # the array, the record and these: 511 levels
+    short = first_record_head(head(MAX_JSON_DEPTH - 3), array=True)  # the array, the record and these: 511 levels
     assert short.keys == {"title", "mapping", "create_time"} and short.scalars == {"title": "t"}
-    deep = _first_record_head(head(MAX_JSON_DEPTH), array=True)
+    deep = first_record_head(head(MAX_JSON_DEPTH), array=True)
     assert deep.keys == {"title", "mapping"} and deep.scalars == {"title": "t"}  # (stopped inside `mapping`)
     assert short.inner == deep.inner == {"mapping": {"a"}, "mapping.a": {"a"}, "mapping.a.a": {"a"}, "mapping.*": {"a"}}
 
@@ -223,7 +225,7 @@ def test_a_head_decoded_whole_shows_what_its_events_show(monkeypatch):
 
     import orjson
 
-    from chatetl.readers import detect
+    from chatetl.readers.inputs import head as record_head
 
     rng = random.Random(8)
     names = ["mapping", "message", "title", "name", "type", "schema", "header", "id", "content", "parts", "chat_messages", "a"]
@@ -238,18 +240,18 @@ def test_a_head_decoded_whole_shows_what_its_events_show(monkeypatch):
         return [value(level + 1) for _ in range(rng.randint(0, 4))]
 
     fast_taken = 0
-    real = detect._decoded_head
+    real = record_head._decoded_head
     for _ in range(1500):
         array = rng.random() < 0.5
         record = {rng.choice(names): value(1) for _ in range(rng.randint(1, 6))}
         doc = [*(rng.choice([1, "s", None]) for _ in range(rng.randint(0, 2))), record, value(1)] if array else record
         head = json.dumps(doc).encode()
-        fast = detect._first_record_head(head, array=array)
+        fast = record_head.first_record_head(head, array=array)
         fast_taken += real(orjson.loads(head), array) is not None
-        monkeypatch.setattr(detect, "_decoded_head", lambda value, array: None)
-        slow = detect._first_record_head(head, array=array)
-        monkeypatch.setattr(detect, "_decoded_head", real)
+        monkeypatch.setattr(record_head, "_decoded_head", lambda value, array: None)
+        slow = record_head.first_record_head(head, array=array)
+        monkeypatch.setattr(record_head, "_decoded_head", real)
         assert (fast.keys, fast.scalars, fast.inner) == (slow.keys, slow.scalars, slow.inner), head
     assert fast_taken > 1000
     # a repeated key: the last value, as the readers read it
-    assert detect._first_record_head(b'{"title": "a", "title": {"x": 1}, "m": {}}', array=False).inner == {"title": {"x"}}
+    assert record_head.first_record_head(b'{"title": "a", "title": {"x": 1}, "m": {}}', array=False).inner == {"title": {"x"}}

@@ -13,7 +13,7 @@ from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.exports.files import conversation_files
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.encodings import Utf8Stream, wide_encoding
+from chatetl.readers.inputs.encodings import Utf8Stream, wide_encoding
 
 ENCODINGS = [
     ("utf-16-le", codecs.BOM_UTF16_LE), ("utf-16-le", b""), ("utf-16-be", codecs.BOM_UTF16_BE), ("utf-16-be", b""),
@@ -68,7 +68,7 @@ def test_the_head_tells_the_encoding_and_leaves_utf8_and_zips_alone():
 
 
 def test_the_stream_decodes_across_blocks_and_replaces_bad_sequences(monkeypatch):
-    monkeypatch.setattr("chatetl.readers.encodings.BLOCK", 7)  # odd: characters and surrogate pairs split across reads
+    monkeypatch.setattr("chatetl.readers.inputs.encodings.BLOCK", 7)  # odd: characters and surrogate pairs split across reads
     text = "ab🌍cd" * 50
     assert Utf8Stream(io.BytesIO(text.encode("utf-16-le")), "utf-16-le").read() == text.encode()
     lone = "x".encode("utf-16-le") + b"\x00\xdc" + "y".encode("utf-16-le")  # a lone low surrogate
@@ -96,7 +96,7 @@ def test_bad_sequences_are_counted_once_as_drift_and_the_file_still_reads():
 
 
 def test_the_stream_counts_what_it_replaced(monkeypatch):
-    monkeypatch.setattr("chatetl.readers.encodings.BLOCK", 3)  # a bad sequence split across reads is one
+    monkeypatch.setattr("chatetl.readers.inputs.encodings.BLOCK", 3)  # a bad sequence split across reads is one
     lone = ("x".encode("utf-16-le") + b"\x00\xdc") * 5 + b"y"  # five lone surrogates, then a cut last character
     stream = Utf8Stream(io.BytesIO(lone), "utf-16-le")
     assert stream.read().decode() == "x\ufffd" * 5 + "\ufffd"

@@ -1,4 +1,4 @@
-"""The normalize fast path (arrays cut by chatetl.readers.splitter and decoded by orjson, the
+"""The normalize fast path (arrays cut by chatetl.readers.jsonscan.splitter and decoded by orjson, the
 columnar TableWriter) writes the tables the reference path wrote (ijson behind the DepthGuard, rows
 through Table.from_pylist), row order included, and reports the same errors in the same places; past
 the reference, it reads on after a record nested too deep or not decodable. The reference path's
@@ -17,8 +17,8 @@ import readers_golden
 from readers_golden import over_deep
 
 from chatetl.readers import ReadReport, read_path
-from chatetl.readers.depthguard import MAX_JSON_DEPTH
-from chatetl.readers.splitter import ArraySplitter, BadRecord, SplitError
+from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
+from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord, SplitError
 from chatetl.samples import chatgpt_conversations
 
 
@@ -201,10 +201,11 @@ def test_a_long_record_is_decoded_and_handed_out_with_the_garbage_collector_paus
     the splitter no longer holds its bytes, and its offset is still the record's."""
     import gc
 
-    from chatetl.readers import splitter
-    from chatetl.readers.values import ValueSplitter
+    from chatetl.readers.jsonscan import decode, splitter
+    from chatetl.readers.jsonscan.values import ValueSplitter
 
-    monkeypatch.setattr(splitter, "BIG_VALUE", 1000)  # (ValueSplitter hands out through ArraySplitter's _hand_out)
+    for module in (decode, splitter):  # (the decode, and the hand-out; ValueSplitter hands out through ArraySplitter's _hand_out)
+        monkeypatch.setattr(module, "BIG_VALUE", 1000)
     decoded_with: list[bool] = []
     real_loads = splitter.orjson.loads
     monkeypatch.setattr(splitter.orjson, "loads", lambda raw: (decoded_with.append(gc.isenabled()), real_loads(raw))[1])
@@ -247,7 +248,7 @@ def test_possessive_openings_find_what_backtracking_ones_find(first):
     import random
     import re
 
-    from chatetl.readers import splitter
+    from chatetl.readers.jsonscan import splitter
 
     s = ArraySplitter(io.BytesIO(b"[]"))
     s._learn(first)
@@ -291,8 +292,8 @@ class _TokenByTokenSplitter(ArraySplitter):
     def _exact_end(self):
         import re
 
-        from chatetl.readers.depthguard import NestingTooDeep
-        from chatetl.readers.jsonstrings import ValueTooLong
+        from chatetl.readers.jsonscan.depthguard import NestingTooDeep
+        from chatetl.readers.jsonscan.strings import ValueTooLong
 
         first = self._at(0)
         if first != b"{" and first != b"[":

@@ -19,9 +19,11 @@ import pytest
 
 from chatetl.ingest.checks import check_normalized_pair
 from chatetl.model import MessageKind, Role, Source
-from chatetl.readers import Entry, ReadReport, gemini, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers import Entry, ReadReport, read_entry
 from chatetl.readers.htmltext import html_to_text
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.platforms import gemini
 from chatetl.samples.gemini import sample
 from chatetl.tables import TableWriter, iter_conversations
 
@@ -350,12 +352,12 @@ def detected(data: bytes, name: str = "x") -> tuple:
 
 
 def test_detection_takes_gemini_activity_and_leaves_other_activity_alone():
-    assert detected(json.dumps([row("Prompted hi", 0, "<p>x</p>")]).encode()) == (Format.GEMINI, Layout.ARRAY)
+    assert detected(json.dumps([row("Prompted hi", 0, "<p>x</p>")]).encode()) == (Format.GEMINI, Shape.ARRAY)
     bard = {"header": "Bard", "title": "Asked hi", "time": iso_ms(0), "products": ["Bard"]}
-    assert detected(json.dumps([bard], indent=2).encode()) == (Format.GEMINI, Layout.ARRAY)
+    assert detected(json.dumps([bard], indent=2).encode()) == (Format.GEMINI, Shape.ARRAY)
     korean = {"header": "Gemini 앱", "title": "Prompted hi", "time": iso_ms(0), "products": ["Gemini 앱"]}
     assert detected(json.dumps([korean]).encode())[0] is Format.GEMINI
-    assert detected(takeout_html([row("Prompted hi", 0, "<p>x</p>")])) == (Format.GEMINI_HTML, Layout.TEXT)
+    assert detected(takeout_html([row("Prompted hi", 0, "<p>x</p>")])) == (Format.GEMINI_HTML, Shape.TEXT)
     # a page whose style block is longer than the detection head
     assert detected(takeout_html([row("Prompted hi", 0)], style="<style>" + "a{b:c}" * 20000 + "</style>"))[0] is Format.GEMINI_HTML
 

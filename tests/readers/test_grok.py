@@ -11,8 +11,9 @@ from reader_inputs import zip_bytes
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
-from chatetl.readers.grok import mongo_time
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.platforms.grok import mongo_time
 from chatetl.tables import TableWriter
 
 T0 = 1772323200000  # 2026-03-01T00:00:00Z in milliseconds
@@ -302,7 +303,7 @@ def test_pretty_printed_and_one_export_per_line_read_alike():
     pretty, report = read(b"\xef\xbb\xbf" + json.dumps(export(pair("c1"), pair("c2")), indent=2).encode())
     assert report.errors == [] and [c.conversation_id for c in pretty] == ["c1", "c2"]
     lines = json.dumps(export(pair("c1"))).encode() + b"\n" + json.dumps(export(pair("c2"))).encode() + b"\n"
-    assert _detect(lines, "exports.jsonl") == (Format.GROK, Layout.JSONL)
+    assert _detect(lines, "exports.jsonl") == (Format.GROK, Shape.JSONL)
     convs, report = read(lines, "exports.jsonl")
     assert report.errors == [] and [c.conversation_id for c in convs] == ["c1", "c2"]
 
@@ -320,21 +321,21 @@ def _detect(data, name="prod-grok-backend.json"):
 
 
 def test_grok_is_detected_and_never_taken_for_sharegpt():
-    assert _detect(export(pair())) == (Format.GROK, Layout.OBJECT)
-    assert _detect(export()) == (Format.GROK, Layout.OBJECT)
+    assert _detect(export(pair())) == (Format.GROK, Shape.OBJECT)
+    assert _detect(export()) == (Format.GROK, Shape.OBJECT)
     big = pair()
     big["responses"][0]["response"]["message"] = "x" * 200_000  # the head ends inside the first conversation
-    assert _detect(export(big)) == (Format.GROK, Layout.OBJECT)
+    assert _detect(export(big)) == (Format.GROK, Shape.OBJECT)
     pretty = json.dumps(export(pair()), indent=2).encode()
-    assert _detect(pretty) == (Format.GROK, Layout.OBJECT)
+    assert _detect(pretty) == (Format.GROK, Shape.OBJECT)
 
 
 def test_sharegpt_is_never_taken_for_grok():
     record = {"id": "s1", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
-    assert _detect([record], "data.json") == (Format.SHAREGPT, Layout.ARRAY)
-    assert _detect(record, "one.json") == (Format.SHAREGPT, Layout.OBJECT)
+    assert _detect([record], "data.json") == (Format.SHAREGPT, Shape.ARRAY)
+    assert _detect(record, "one.json") == (Format.SHAREGPT, Shape.OBJECT)
     lines = b"\n".join(json.dumps(r).encode() for r in (record, {**record, "id": "s2"})) + b"\n"
-    assert _detect(lines, "data.jsonl") == (Format.SHAREGPT, Layout.JSONL)
+    assert _detect(lines, "data.jsonl") == (Format.SHAREGPT, Shape.JSONL)
 
 
 # --- archive and tables -----------------------------------------------------------------------

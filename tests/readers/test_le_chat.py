@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 from chatetl import tables
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
 from chatetl.samples.le_chat import sample
 
 CHAT = "0b7f6c3e-1d2a-4c5b-9e8f-123456789abc"
@@ -180,7 +181,7 @@ def test_detection_takes_le_chat_files_and_only_them():
     def fmt(obj):
         return detect(Entry.from_bytes("f.json", json.dumps(obj).encode()))
 
-    assert fmt([msg("u", "user", "Q", 1)]) == (Format.LE_CHAT, Layout.ARRAY)
+    assert fmt([msg("u", "user", "Q", 1)]) == (Format.LE_CHAT, Shape.ARRAY)
     # other apps' message lists with a chatId are not Le Chat's
     assert fmt([{"id": "1", "chatId": "c", "role": "user", "content": "hi", "createdAt": "2025-01-01"}])[0] is None
     assert fmt([{"chatId": "c", "message": "hi", "edited": False}])[0] is None

@@ -23,12 +23,14 @@ from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.ingest.upload import normalize_upload
 from chatetl.layout import quarantine_prefix, upload_id
-from chatetl.readers import Entry, ReadReport, jsonstream, parallel, read_entry
-from chatetl.readers.detect import Layout
-from chatetl.readers.grok import iter_conversation_records
-from chatetl.readers.jsonstrings import first_long_string, string_end
-from chatetl.readers.splitter import ArraySplitter, BadRecord
-from chatetl.readers.values import ValueSplitter
+from chatetl.normalize import Tuning, normalize_into
+from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl.readers.jsonscan import records as jsonstream
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.jsonscan.splitter import ArraySplitter, BadRecord
+from chatetl.readers.jsonscan.strings import first_long_string, string_end
+from chatetl.readers.jsonscan.values import ValueSplitter
+from chatetl.readers.platforms.grok import iter_conversation_records
 from chatetl.settings import Settings
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter
@@ -155,7 +157,7 @@ def test_a_string_just_under_the_cap_is_read(cap_1_mib):
 def test_a_single_object_with_a_string_past_the_cap_is_refused_and_the_values_after_it_read(cap_1_mib):
     parts = [(b'{"id": "a", "text": "', 1), x_string(5), (b'"}\n{"id": "b"}\n{"id": "c", "n": NaN}\n[1, 2', 1)]
     report = ReadReport()
-    records = list(jsonstream.iter_records(generated(parts), Layout.OBJECT, report))
+    records = list(jsonstream.iter_records(generated(parts), Shape.OBJECT, report))
     assert [(where, r["id"]) for where, r in records] == [("record 1", "b"), ("record 2", "c")]
     assert records[1][1]["n"] is None  # (a NaN read as null, counted, as in arrays)
     assert [(e.where, e.reason.split(",")[0]) for e in report.errors] == [
@@ -168,7 +170,7 @@ def test_a_single_object_with_a_string_past_the_cap_is_refused_and_the_values_af
 def test_a_json_lines_line_with_a_string_past_the_cap_is_refused_and_the_next_lines_read(cap_1_mib):
     data = b'{"id": "a"}\n{"id": "b", "text": "' + b"z" * (2 * MB) + b'"}\n{"id": "c"}\n'
     report = ReadReport()
-    records = list(jsonstream.iter_records(Entry.from_bytes("s.jsonl", data), Layout.JSONL, report))
+    records = list(jsonstream.iter_records(Entry.from_bytes("s.jsonl", data), Shape.JSONL, report))
     assert [where for where, _ in records] == ["line 1", "line 3"]
     [err] = report.errors
     assert err.where == "line 2" and "of the line: the line is not read" in err.reason
@@ -181,22 +183,22 @@ def test_a_grok_export_reads_past_a_long_section_before_its_conversations(cap_1_
              (json.dumps(conv).encode() + b', {"conversation": {"id": "g2"}, "responses": [{"response": {"message": "', 1),
              x_string(2), (b'"}}]}, ' + json.dumps(conv).encode() + b"]}", 1)]
     report = ReadReport()
-    items = list(iter_conversation_records(generated(parts), Layout.OBJECT, report))
+    items = list(iter_conversation_records(generated(parts), Shape.OBJECT, report))
     assert [where for where, _ in items] == ["conversations[0]", "conversations[2]"]
     [err] = report.errors
     assert err.where == "conversations[1]" and "CHATETL_MAX_VALUE_BYTES" in err.reason
 
 
-@pytest.mark.parametrize("layout", [Layout.ARRAY, Layout.OBJECT])
-def test_memory_stays_near_the_cap_however_long_the_string(cap_1_mib, layout):
+@pytest.mark.parametrize("shape", [Shape.ARRAY, Shape.OBJECT])
+def test_memory_stays_near_the_cap_however_long_the_string(cap_1_mib, shape):
     """A 48 MB string past a 1 MiB cap: what the reader holds stays near a read's worth (the old
     paths held the whole string, ijson several copies of it)."""
-    opening = b'[{"id": "a", "text": "' if layout is Layout.ARRAY else b'{"id": "a", "text": "'
-    closing = b'"}, {"id": "b"}]' if layout is Layout.ARRAY else b'"}\n{"id": "b"}'
+    opening = b'[{"id": "a", "text": "' if shape is Shape.ARRAY else b'{"id": "a", "text": "'
+    closing = b'"}, {"id": "b"}]' if shape is Shape.ARRAY else b'"}\n{"id": "b"}'
     report = ReadReport()
     tracemalloc.start()
     try:
-        records = list(jsonstream.iter_records(generated([(opening, 1), x_string(48), (closing, 1)]), layout, report))
+        records = list(jsonstream.iter_records(generated([(opening, 1), x_string(48), (closing, 1)]), shape, report))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -244,8 +246,6 @@ def test_the_quarantine_of_an_upload_lists_the_record_past_the_cap(tmp_path, cap
 def test_on_two_cores_a_string_past_the_cap_costs_its_record_alone(tmp_path, cap_1_mib, monkeypatch):
     """The two-core path cuts records without decoding them: a record past the cap goes to the exact
     scanner there too, and the tables and errors are the one process's."""
-    monkeypatch.setattr(parallel, "TASK_BYTES", 4000)
-    monkeypatch.setattr(parallel, "WAIT_FOR_WORKERS", True)
     records = [chatgpt_record(f"c{i}", text=f"message {i}") for i in range(40)]
     records[7] = chatgpt_record("c7", text="y" * (3 * MB))
     records[20] = chatgpt_record("c20", text="z" * (MB // 2))  # long, under the cap: read on both
@@ -255,7 +255,7 @@ def test_on_two_cores_a_string_past_the_cap_costs_its_record_alone(tmp_path, cap
     for workers in (1, 2):
         report = ReadReport()
         with TableWriter(tmp_path / f"c{workers}.parquet", tmp_path / f"m{workers}.parquet") as writer:
-            parallel.read_into(writer, parallel.path_leaves(path, report), report, workers)
+            normalize_into(writer, [path], report, workers, tuning=Tuning(records_bytes=4000, wait_for_workers=True))
         ids = pq.read_table(tmp_path / f"c{workers}.parquet").column("conversation_id").to_pylist()
         results.append((ids, [(e.where, e.reason) for e in report.errors]))
     assert results[0] == results[1]

@@ -1,6 +1,6 @@
-"""A zip member inflated in fixed blocks (chatetl.readers.member_stream): where damage shows, the
+"""A zip member inflated in fixed blocks (chatetl.readers.inputs.member_stream): where damage shows, the
 bytes handed out before it are the same whatever sizes the reader asks for; and the splitter hands
-out every record whole in them before raising the damage (chatetl.readers.splitter)."""
+out every record whole in them before raising the damage (chatetl.readers.jsonscan.splitter)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import zlib
 import pytest
 from reader_inputs import member_data_start
 
-from chatetl.readers import member_stream
-from chatetl.readers.member_stream import BLOCK, open_member
-from chatetl.readers.splitter import ArraySplitter
+from chatetl.readers.inputs import member_stream
+from chatetl.readers.inputs.member_stream import BLOCK, open_member
+from chatetl.readers.jsonscan.splitter import ArraySplitter
 
 
 class _BreaksAt(io.RawIOBase):

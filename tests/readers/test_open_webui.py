@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 from chatetl import tables
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import Entry, ReadReport, read_entry
-from chatetl.readers.detect import Format, Layout, detect
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
 from chatetl.samples.open_webui import sample
 
 T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -242,7 +243,7 @@ def test_files_become_attachments_without_inline_bytes():
 def test_bare_chat_object_without_an_id_gets_a_stable_derived_id():
     bare = row("", [message("m-1", "user", "Hi"), message("m-2", "assistant", "Hello", parent="m-1", t=1)])["chat"]
     data = json.dumps(bare, indent=2)
-    assert detect(Entry.from_bytes("chat.json", data.encode())) == (Format.OPEN_WEBUI, Layout.OBJECT)
+    assert detect(Entry.from_bytes("chat.json", data.encode())) == (Format.OPEN_WEBUI, Shape.OBJECT)
     first, report = read_bytes("chat.json", data)
     again, _ = read_bytes("other-name.json", data)
     assert report.errors == []
@@ -335,7 +336,7 @@ def test_normalized_tables_hold_the_tree_kinds_and_tools(tmp_path):
     content = reasoning_block("Plan the call.") + tool_block("call_1", "lookup", {"q": "x"}, "found") + "Done."
     msgs = [message("u", "user", "Go"), message("a1", "assistant", "old answer", parent="u", t=1),
             message("a2", "assistant", content, parent="u", t=2)]
-    convs, report = read_bytes("x.json", json.dumps([row("c", msgs, current="a2")]))
+    convs, _report = read_bytes("x.json", json.dumps([row("c", msgs, current="a2")]))
     c_path, m_path = tmp_path / "c.parquet", tmp_path / "m.parquet"
     with tables.TableWriter(c_path, m_path) as writer:
         for conv in convs:

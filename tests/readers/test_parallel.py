@@ -1,4 +1,4 @@
-"""Normalize on worker processes (chatetl.readers.parallel) writes the one-process path's tables
+"""Normalize on worker processes (chatetl.normalize) writes the one-process path's tables
 (Table.equals, row order included) and leaves the same report (errors with their places and bad
 bytes, drift, skips, counts), whatever the files hold: branches, tools, damaged records, a record
 nested too deep, a file cut short, sharded zips, a damaged zip member, other formats between."""
@@ -9,17 +9,25 @@ import copy
 import io
 import json
 import zipfile
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from reader_inputs import damaged_zip, member_data_start, zip_bytes
 
-from chatetl import workers
 from chatetl.ingest.upload import normalize_upload
-from chatetl.readers import ReadReport, parallel, pieces, read_path
-from chatetl.readers.depthguard import MAX_JSON_DEPTH
-from chatetl.samples import ai_studio, chatgpt_conversations, chatgpt_export, claude_export, le_chat
+from chatetl.normalize import Tuning, normalize_into, processes, work
+from chatetl.normalize.pool import Pool
+from chatetl.readers import ReadReport, read_path
+from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
+from chatetl.samples import (
+    ai_studio,
+    chatgpt_conversations,
+    chatgpt_export,
+    claude_export,
+    le_chat,
+)
 from chatetl.storage import LocalObjectStore
 from chatetl.tables import TableWriter
 
@@ -78,12 +86,12 @@ def _one_process(path, out) -> tuple:
     return _result(out, "1", report, writer)
 
 
-def _workers(path, out, workers: int = 2) -> tuple:
+def _workers(path, out, tuning: Tuning, workers: int = 2) -> tuple:
     report = ReadReport()
     with TableWriter(out / "c2.parquet", out / "m2.parquet", batch_bytes=50_000) as writer:
-        shares = parallel.read_into(writer, parallel.path_leaves(path, report), report, workers)
+        shares = normalize_into(writer, [path], report, workers, tuning=tuning)
     assert shares.workers > 0  # (and this process, when the workers have enough)
-    assert shares.pieces > 0 if parallel.PIECES else shares.pieces == 0  # (the mode fixture's choice was taken)
+    assert shares.ranges > 0 if tuning.ranges else shares.ranges == 0  # (the mode fixture's choice was taken)
     return _result(out, "2", report, writer)
 
 
@@ -93,44 +101,39 @@ def _result(out, n, report, writer) -> tuple:
     return pq.read_table(out / f"c{n}.parquet"), pq.read_table(out / f"m{n}.parquet"), errors, report.summary(), counts
 
 
-def _same(path, out):
-    one, two = _one_process(path, out), _workers(path, out)
+def _same(path, out, tuning: Tuning):
+    one, two = _one_process(path, out), _workers(path, out, tuning)
     assert one[0].num_rows and one[1].num_rows
     assert two[0].equals(one[0]) and two[1].equals(one[1])
     assert two[2:] == one[2:]
     return two
 
 
-@pytest.fixture(autouse=True)
-def small_tasks(monkeypatch):
-    # many tasks per file, so their order is what is tested; the workers take part from the first
-    monkeypatch.setattr(parallel, "TASK_BYTES", 4000)
-    monkeypatch.setattr(parallel, "WAIT_FOR_WORKERS", True)
-    monkeypatch.setattr(parallel, "PIECES", False)
+# many pieces per file, so their order is what is tested; the workers take part from the first
+SMALL = Tuning(records_bytes=4000, wait_for_workers=True, ranges=False)
 
 
 @pytest.fixture(params=["stream", "pieces"])
-def mode(request, monkeypatch):
-    """Both ways a local array file is read on two cores: cut here into tasks (`stream`, as the one
-    big member of a zip or an s3:// input always is), or in pieces of a few KB by byte range (a zip's
-    several members whole; chatetl.readers.pieces)."""
+def mode(request) -> Tuning:
+    """Both ways a local array file is read on two cores: cut here into pieces of records (`stream`, as
+    the one big member of a zip or an s3:// input always is), or in byte ranges of a few KB (a zip's
+    several members whole; chatetl.normalize.pieces)."""
     if request.param == "pieces":
-        monkeypatch.setattr(parallel, "PIECES", True)
-        monkeypatch.setattr(pieces, "PIECE_BYTES", 3000)
-    return request.param
+        return replace(SMALL, ranges=True, piece_bytes=3000)
+    return SMALL
 
 
 def test_generated_file_gives_the_one_process_tables_and_report(tmp_path, mode):
     path = tmp_path / "conversations.json"
     path.write_bytes(_generated())
-    convs, msgs, errors, summary, _ = _same(path, tmp_path)
+    convs, msgs, errors, summary, _ = _same(path, tmp_path, mode)
     report = ReadReport()
     with TableWriter(tmp_path / "c3.parquet", tmp_path / "m3.parquet") as writer:
-        shares = parallel.read_into(writer, parallel.path_leaves(path, report), report, 2)
-    assert shares.workers and shares.here  # both processes converted tasks (pieces)
+        shares = normalize_into(writer, [path], report, 2, tuning=mode)
+    assert shares.workers and shares.here  # both processes converted pieces
     # stream: the look-alikes cut records short, read on from them; pieces: a piece started at one
     # (an object nested in a record), the piece before it read on to the end
-    assert shares.misfits >= (4 if mode == "stream" else 1)
+    assert shares.misfits >= (1 if mode.ranges else 4)
     assert pq.read_table(tmp_path / "m3.parquet").equals(msgs)
     wheres = [where for _, where, _, _ in errors]
     assert "record 5 (conversation bad-1)" in wheres and "record 20" in wheres
@@ -152,7 +155,7 @@ def test_sharded_zip_claude_export_and_a_folder_of_mixed_formats(tmp_path, mode)
         json.dumps({"id": "d1", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}) + "\n"
     )
     (tmp_path / "in" / "z.json").write_bytes(_generated(2))
-    convs, _, errors, _, _ = _same(tmp_path / "in", tmp_path)
+    convs, _, errors, _, _ = _same(tmp_path / "in", tmp_path, mode)
     assert set(convs.column("source").to_pylist()) == {"chatgpt", "claude-ai", "sharegpt"}
     assert any("damaged zip member" in reason for _, _, reason, _ in errors)
 
@@ -168,7 +171,7 @@ def test_damaged_member_longer_than_a_read_keeps_what_one_process_keeps(tmp_path
 
     from reader_inputs import zip_bytes
 
-    from chatetl.readers import member_stream
+    from chatetl.readers.inputs import member_stream
 
     records = []
     for i in range(round(2.2 * member_stream.BLOCK / 12_000)):  # (about 2.2 blocks; the workers read with the real BLOCK)
@@ -187,7 +190,7 @@ def test_damaged_member_longer_than_a_read_keeps_what_one_process_keeps(tmp_path
         struct.pack_into("<I", data, cd + 20, struct.unpack_from("<I", data, cd + 20)[0] // 2)
     path = tmp_path / "export.zip"
     path.write_bytes(bytes(data))
-    _, _, errors, summary, _ = _same(path, tmp_path)
+    _, _, errors, summary, _ = _same(path, tmp_path, mode)
     damage = [(w, r) for f, w, r, _ in errors if f.endswith("!conversations-000.json") and "damaged zip member" in r]
     kept = summary["conversations"] - (len(records) - 10)  # (the other shard's, all of them)
     assert len(damage) == 1 and damage[0][0] == f"after {kept} conversation(s)"
@@ -200,7 +203,7 @@ def test_damaged_member_longer_than_a_read_keeps_what_one_process_keeps(tmp_path
 def test_claude_file_with_look_alikes(tmp_path, mode):
     path = tmp_path / "conversations.json"
     path.write_bytes(_claude_with_look_alikes())
-    convs, _, errors, _, _ = _same(path, tmp_path)
+    convs, _, errors, _, _ = _same(path, tmp_path, mode)
     assert convs.num_rows == 6 and any(w.startswith("record 3") for _, w, _, _ in errors)
 
 
@@ -208,7 +211,7 @@ def test_file_cut_short(tmp_path, mode):
     body = _generated(2)
     path = tmp_path / "conversations.json"
     path.write_bytes(body[: len(body) * 2 // 3])
-    _, _, errors, _, _ = _same(path, tmp_path)
+    _, _, errors, _, _ = _same(path, tmp_path, mode)
     assert "invalid or truncated JSON" in errors[-1][2]
 
 
@@ -228,14 +231,13 @@ def test_the_upload_step_writes_the_same_outputs(tmp_path, mode):
             assert store.get_bytes(key) == data
 
 
-def test_workers_setting(monkeypatch):
-    assert workers.resolve_workers(1, 10**12) == 1
-    assert workers.resolve_workers(3, 0) == 3
-    assert workers.resolve_workers(None, 10**12) == (min(workers.cores(), workers.MAX_AUTO_WORKERS) if workers.AUTO else 1)
-    monkeypatch.setattr(workers, "AUTO", True)
-    assert workers.resolve_workers(None, 1000) == 1
-    assert workers.resolve_workers(None, workers.AUTO_MIN_BYTES) == min(workers.cores(), workers.MAX_AUTO_WORKERS)
-    assert workers.resolve_workers(None, None) == 1  # (an unknown size: maybe small)
+def test_workers_setting():
+    assert processes.processes_for(1, 10**12) == 1
+    assert processes.processes_for(3, 0) == 3
+    assert processes.processes_for(None, 10**12) == min(processes.cores(), processes.MAX_AUTO_PROCESSES)
+    assert processes.processes_for(None, 1000) == 1
+    assert processes.processes_for(None, processes.AUTO_MIN_BYTES) == min(processes.cores(), processes.MAX_AUTO_PROCESSES)
+    assert processes.processes_for(None, None) == 1  # (an unknown size: maybe small)
 
 
 def test_the_command_line_starts_the_forkserver_before_its_heavy_imports():
@@ -251,10 +253,10 @@ def test_the_command_line_starts_the_forkserver_before_its_heavy_imports():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     code = (
-        "from chatetl import workers; from multiprocessing import forkserver;"
-        "workers.start_forkserver(); pid = forkserver._forkserver._forkserver_pid;"
+        "from chatetl.normalize import processes; from multiprocessing import forkserver;"
+        "processes.start_server(); pid = forkserver._forkserver._forkserver_pid;"
         "from concurrent.futures import ProcessPoolExecutor; import os;"
-        "pool = ProcessPoolExecutor(1, mp_context=workers.context());"
+        "pool = ProcessPoolExecutor(1, mp_context=processes.context());"
         "parent = pool.submit(os.getppid).result(); pool.shutdown();"
         "print(pid is not None and parent == pid)"
     )
@@ -304,42 +306,43 @@ def test_cli_workers_option_gives_the_same_tables_summary_and_errors(tmp_path):
 
 
 def test_records_past_the_fast_cuts_search_go_to_the_exact_scanner(tmp_path, monkeypatch, mode):
-    from chatetl.readers import splitter
+    from chatetl.readers.jsonscan import splitter
 
     monkeypatch.setattr(splitter, "CUT_SEARCH", 3000)
     path = tmp_path / "conversations.json"
     path.write_bytes(_generated(4))
-    _same(path, tmp_path)
+    _same(path, tmp_path, mode)
 
 
 def test_workers_run_pyarrow_without_numpy():
     """The workers' forkserver imports pyarrow without numpy (21 MB of each worker's memory) and without its cloud
-    filesystems and on the system allocator (chatetl.readers.lean_pyarrow), and they still build Arrow tables and hand
+    filesystems and on the system allocator (chatetl.lean_pyarrow), and they still build Arrow tables and hand
     them back (IPC streams)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(1, mp_context=workers.context()) as pool:
+    with ProcessPoolExecutor(1, mp_context=processes.context()) as pool:
         for name in ("numpy", "pyarrow._s3fs", "pyarrow._azurefs", "pyarrow._hdfs", "pyarrow._gcsfs"):
             assert pool.submit(eval, f"__import__('sys').modules.get({name!r}, 'not imported')").result() is None
         assert pool.submit(eval, "__import__('pyarrow').default_memory_pool().backend_name").result() == "system"
         record = json.dumps(chatgpt_conversations()[0]).encode()
-        streams, delta, misfit = pool.submit(parallel.convert_in_worker, "chatgpt", "x.json", None, [(0, 1, record)]).result()
-    here = parallel.convert_batch("chatgpt", "x.json", None, [(0, 1, record)])[0]
-    assert misfit is None and delta["conversations"] == 1
-    assert [parallel._from_ipc(s) for s in streams] == list(here) and here[1].num_rows > 1
+        there = work.tables_of_ipc(pool.submit(work.convert_records_in_worker, "chatgpt", "x.json", None, [(0, 1, record)]).result())
+    here = work.convert_records_cut("chatgpt", "x.json", None, [(0, 1, record)])
+    assert there.misfit is None and there.conversations == 1
+    assert list(there.tables) == list(here.tables) and here.tables[1].num_rows > 1
 
 
 def test_two_cores_write_the_one_process_parts(tmp_path, monkeypatch, mode):
-    """`chatetl normalize` into part files (TableWriter.in_parts, here of 2 row groups each) on one process and on
+    """`chatetl normalize` into part files (PartsWriter, here of 2 row groups each) on one process and on
     two: the same tables once their parts are read whole (the two cut row groups differently)."""
+    import functools
+
     import pyarrow as pa
     from click.testing import CliRunner
 
+    from chatetl import tables
     from chatetl.cli import main
-    from chatetl.tables import TableWriter
 
-    in_parts = TableWriter.in_parts.__func__
-    monkeypatch.setattr(TableWriter, "in_parts", classmethod(lambda cls, *folders: in_parts(cls, *folders, row_groups=2, batch_bytes=4000)))
+    monkeypatch.setattr(tables, "PartsWriter", functools.partial(tables.PartsWriter, row_groups=2, batch_bytes=4000))
     path = tmp_path / "conversations.json"
     path.write_bytes(_generated(40))
     tables = {}
@@ -351,24 +354,6 @@ def test_two_cores_write_the_one_process_parts(tmp_path, monkeypatch, mode):
     assert len(tables["1"]["messages"]) >= 3 and len(tables["2"]["messages"]) >= 3
     for t in ("conversations", "messages"):
         assert pa.concat_tables(tables["2"][t]).equals(pa.concat_tables(tables["1"][t]))
-
-
-@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"), reason="pipe capacity is a Linux setting")
-def test_pool_pipes_are_widened_and_carry_tasks_larger_than_them():
-    """The pool's task and result pipes get PIPE_BYTES of buffer where the kernel allows it
-    (/proc/sys/fs/pipe-max-size), and a task and a result larger than that still go through whole."""
-    import fcntl
-    from concurrent.futures import ProcessPoolExecutor
-    from pathlib import Path
-
-    allowed = int(Path("/proc/sys/fs/pipe-max-size").read_text())
-    with ProcessPoolExecutor(1, mp_context=workers.context()) as pool:
-        parallel._widen_pipes(pool)
-        sizes = [fcntl.fcntl(q._writer.fileno(), fcntl.F_GETPIPE_SZ) for q in (pool._call_queue, pool._result_queue)]
-        big = "x" * (3 * parallel.PIPE_BYTES)
-        assert pool.submit(str.upper, big).result() == big.upper()
-    expected = parallel.PIPE_BYTES if allowed >= parallel.PIPE_BYTES else 64 * 1024
-    assert sizes == [expected, expected]
 
 
 def _sample_members(module, copy_: int) -> dict[str, bytes]:
@@ -384,11 +369,9 @@ def _sample_members(module, copy_: int) -> dict[str, bytes]:
 @pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
 def test_a_zip_of_many_small_files_is_read_in_batches_as_one_process_reads_it(tmp_path, monkeypatch, compression):
     """The members of a zip that are no array of records (AI Studio prompt files, Le Chat chats, their attachments)
-    are read by the workers in batches (parallel.add_leaf): the tables, the report (errors in their places, skips,
+    are read by the workers in groups (Pool.add_member): the tables, the report (errors in their places, skips,
     drift, files by format) and the quarantined bytes are one process's, with ChatGPT shards between them, a prompt
     file damaged past its head and, when deflated, a member whose bytes are corrupt past its head."""
-    monkeypatch.setattr(parallel, "LEAF_BATCH_BYTES", 9000)
-    monkeypatch.setattr(parallel, "PIECES", True)
     files: dict[str, bytes] = {}
     for copy_ in range(6):
         for module in (ai_studio, le_chat):
@@ -409,9 +392,9 @@ def test_a_zip_of_many_small_files_is_read_in_batches_as_one_process_reads_it(tm
     path = tmp_path / "takeout.zip"
     path.write_bytes(bytes(data))
     batched: list[str] = []
-    add_leaf = parallel._Pool.add_leaf
-    monkeypatch.setattr(parallel._Pool, "add_leaf", lambda pool, leaf, *rest: (batched.append(leaf.name), add_leaf(pool, leaf, *rest)))
-    convs, _, errors, summary, _ = _same(path, tmp_path)
+    add_member = Pool.add_member
+    monkeypatch.setattr(Pool, "add_member", lambda pool, chat_file: (batched.append(chat_file.entry.name), add_member(pool, chat_file)))
+    convs, _, errors, summary, _ = _same(path, tmp_path, replace(SMALL, members_bytes=9000, ranges=True))
     assert len(batched) >= 24  # (every chat file but the shards: attachments are skipped before)
     assert set(convs.column("source").to_pylist()) == {"ai-studio", "le-chat", "chatgpt"}
     assert summary["formats"]["ai-studio"] >= 12 and summary["formats"]["le-chat"] >= 12
@@ -420,11 +403,10 @@ def test_a_zip_of_many_small_files_is_read_in_batches_as_one_process_reads_it(tm
         assert any("5-Corrupt" in file for file, _, _, _ in errors)
 
 
-def test_batches_are_read_under_the_limits_of_the_process_that_queued_them(tmp_path, monkeypatch):
-    """A worker reads a batch of members under this process's limits, not its own environment's (the forkserver
+def test_groups_are_read_under_the_limits_of_the_process_that_queued_them(tmp_path, monkeypatch):
+    """A worker reads a group of members under this process's limits, not its own environment's (the forkserver
     the workers come from was started before the cap was set here): a string past a small cap refuses its file in
     both, in the same words and place."""
-    monkeypatch.setattr(parallel, "LEAF_BATCH_BYTES", 3000)  # (about a member a batch: the workers take many)
     files = {}
     for copy_ in range(30):
         files.update(_sample_members(ai_studio, copy_))
@@ -434,8 +416,9 @@ def test_batches_are_read_under_the_limits_of_the_process_that_queued_them(tmp_p
     path = tmp_path / "takeout.zip"
     path.write_bytes(zip_bytes(files))
     (tmp_path / "a").mkdir()
-    assert not _same(path, tmp_path / "a")[2]  # (the workers are started)
+    small_groups = replace(SMALL, members_bytes=3000)  # (about a member a group: the workers take many)
+    assert not _same(path, tmp_path / "a", small_groups)[2]  # (the workers are started)
     monkeypatch.setenv("CHATETL_MAX_VALUE_BYTES", "2500")
     (tmp_path / "b").mkdir()
-    errors = _same(path, tmp_path / "b")[2]
+    errors = _same(path, tmp_path / "b", small_groups)[2]
     assert len(errors) == 30 and all("Budget" in file and "a string longer than 2500 bytes" in reason for file, _, reason, _ in errors)

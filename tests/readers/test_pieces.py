@@ -1,4 +1,4 @@
-"""A local array file read in pieces by byte range (chatetl.readers.pieces) on two processes gives the
+"""A local array file read in pieces by byte range (chatetl.normalize.pieces) on two processes gives the
 one-process tables (Table.equals) and report (errors in their places, counted over the whole file,
 with their bytes), wherever the pieces' planned starts land: on records, on objects nested inside
 one (the piece before reads on to the end), past a break in the array, in trailing data. The pieces
@@ -18,19 +18,23 @@ import pytest
 from reader_inputs import chatgpt_record, zip_bytes
 
 from chatetl.ingest.upload import normalize_upload
-from chatetl.readers import ReadReport, parallel, pieces, read_path
+from chatetl.normalize import Tuning, normalize_into, pieces, work
+from chatetl.normalize import stream as stream_module
+from chatetl.normalize.pool import Pool
+from chatetl.readers import ReadReport, read_path
 from chatetl.readers.entry import Entry
-from chatetl.readers.splitter import ArraySplitter
+from chatetl.readers.jsonscan.splitter import ArraySplitter
 from chatetl.samples import chatgpt_conversations
-from chatetl.tables import TableWriter
+from chatetl.tables import PartsWriter, TableWriter
 
 MAX_VALUE = 64 * 1024**2
 
 
+SMALL = Tuning(piece_bytes=4000, wait_for_workers=True)  # the worker takes pieces from the first
+
+
 @pytest.fixture(autouse=True)
 def small_pieces(monkeypatch, tmp_path):
-    monkeypatch.setattr(parallel, "WAIT_FOR_WORKERS", True)  # the worker takes pieces from the first
-    monkeypatch.setattr(pieces, "PIECE_BYTES", 4000)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # the IPC files' folder, checked empty after
     (tmp_path / "tmp").mkdir()
 
@@ -61,11 +65,11 @@ def _in_pieces(path, out, parts: bool) -> tuple:
     if parts:
         (out / "c").mkdir(exist_ok=True)
         (out / "m").mkdir(exist_ok=True)
-        writer = TableWriter.in_parts(out / "c", out / "m", batch_bytes=20_000)
+        writer: TableWriter = PartsWriter(out / "c", out / "m", batch_bytes=20_000)
     else:
         writer = TableWriter(out / "c2.parquet", out / "m2.parquet", batch_bytes=20_000)
     with writer:
-        shares = parallel.read_into(writer, parallel.path_leaves(path, report), report, 2)
+        shares = normalize_into(writer, [path], report, 2, tuning=SMALL)
     if parts:
         assert not list((out / "c").glob(".*")) and not list((out / "m").glob(".*"))  # every piece renamed or removed
         read = [pa.concat_tables([pq.read_table(p) for p in sorted((out / t).glob("part-*.parquet"))]) for t in ("c", "m")]
@@ -96,7 +100,7 @@ def test_pieces_give_the_one_process_tables_and_report(tmp_path, parts):
     body = json.dumps(records).encode()
     path.write_bytes(body[:-1] + b', {"title": "x", "id": tru}, ' + json.dumps(records[0] | {"id": "last", "conversation_id": "last"}).encode() + b"]")
     (convs, _, errors, summary), shares = _same(path, tmp_path, parts)
-    assert shares.pieces >= 6 and shares.workers >= 2 and shares.here >= 1 and shares.misfits == 0
+    assert shares.ranges >= 6 and shares.workers >= 2 and shares.here >= 1 and shares.misfits == 0
     wheres = [w for _, w, _, _ in errors]
     assert wheres[:2] == ["record 7 (conversation bad-1)", "record 40"]
     assert wheres[2] == f"record {len(records)}" and errors[2][3] == b'{"title": "x", "id": tru}'  # its bytes kept
@@ -107,7 +111,7 @@ def test_a_piece_started_inside_a_record_is_not_used(tmp_path):
     """Planned starts on objects nested in a record: the piece before reads on to the end."""
     path = tmp_path / "conversations.json"
     path.write_bytes(json.dumps(_chats(6, nested_look_alikes=True)).encode())
-    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE).starts
+    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE, SMALL.piece_bytes).starts
     records = _record_starts(path)
     assert any(s not in records for s in starts)  # (the test's premise: some start is a look-alike)
     _, shares = _same(path, tmp_path, parts=True)
@@ -117,7 +121,7 @@ def test_a_piece_started_inside_a_record_is_not_used(tmp_path):
 def test_starts_fall_on_records(tmp_path):
     path = tmp_path / "conversations.json"
     path.write_bytes(json.dumps(_chats(10), indent=2).encode())
-    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE).starts
+    starts = pieces.plan(path, path.stat().st_size, MAX_VALUE, SMALL.piece_bytes).starts
     assert len(starts) >= 5 and starts == sorted(set(starts))
     assert set(starts) <= set(_record_starts(path))
     assert pieces.plan(path, path.stat().st_size, MAX_VALUE, piece_bytes=path.stat().st_size).starts == []  # one piece
@@ -141,21 +145,20 @@ def test_a_break_in_the_array_drops_the_pieces_after_it(tmp_path, damage):
         (_, _, errors, _), _ = _same(path, tmp_path)
         assert "invalid or truncated JSON" in errors[-1][2]
     else:
-        assert pieces.plan(path, path.stat().st_size, MAX_VALUE).starts == []
+        assert pieces.plan(path, path.stat().st_size, MAX_VALUE, SMALL.piece_bytes).starts == []
 
 
 def test_shift_place():
-    assert pieces.shift_place("record 3 (conversation x) message 2", 10) == "record 13 (conversation x) message 2"
-    assert pieces.shift_place("after record -1", 10) == "after record 9"
-    assert pieces.shift_place("record 3", 0) == "record 3"
+    assert work.shift_place("record 3 (conversation x) message 2", 10) == "record 13 (conversation x) message 2"
+    assert work.shift_place("after record -1", 10) == "after record 9"
+    assert work.shift_place("record 3", 0) == "record 3"
 
 
 def test_adopted_parts_follow_the_writers_own(tmp_path):
-    """TableWriter.adopt: parts written elsewhere take the next part numbers, between the writer's own."""
-    from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, TableBatch
-
+    """PartsWriter.adopt: parts written elsewhere take the next part numbers, between the writer's own."""
+    from chatetl.readers.platforms.chatgpt import conversation_from_chatgpt
     from chatetl.readers.tree import resolve_branches
-    from chatetl.readers.chatgpt import conversation_from_chatgpt
+    from chatetl.tables import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA, TableBatch
 
     chats = []
     for raw in _chats(2):
@@ -164,9 +167,9 @@ def test_adopted_parts_follow_the_writers_own(tmp_path):
         chats.append(conv)
     (tmp_path / "c").mkdir()
     (tmp_path / "m").mkdir()
-    writer = TableWriter.in_parts(tmp_path / "c", tmp_path / "m")
+    writer = PartsWriter(tmp_path / "c", tmp_path / "m")
     writer.add(chats[0])
-    beside = writer.beside_parts("piece-1")
+    beside = writer.spare_paths("piece-1")
     with TableWriter(*beside) as other:
         other.add(chats[1])
         other.add(chats[2])
@@ -223,7 +226,7 @@ def test_members_of_a_sharded_zip_are_read_as_pieces(tmp_path):
     path = tmp_path / "export.zip"
     path.write_bytes(bytes(data))
     (_, _, errors, summary), shares = _read_both(path, tmp_path)
-    assert shares.pieces == 7 and shares.workers >= 2 and shares.here >= 1
+    assert shares.ranges == 7 and shares.workers >= 2 and shares.here >= 1
     wheres = [(file.rsplit("!", 1)[-1], where) for file, where, _, _ in errors]
     assert wheres.index(("conversations-002b.zip", "")) == 3  # after shards 0-2's errors, before shard 3's
     assert any(file == "conversations-004b.json" and where.startswith("after ") for file, where in wheres)
@@ -239,14 +242,14 @@ def test_members_over_the_inflate_cap_stay_in_this_process(tmp_path, monkeypatch
     path.write_bytes(zip_bytes(members))
     monkeypatch.setenv("CHATETL_MAX_INFLATED_BYTES", str(sum(len(d) for d in members.values()) * 2 // 3))
     (_, _, errors, _), shares = _read_both(path, tmp_path)
-    assert shares.pieces == 0
+    assert shares.ranges == 0
     assert "inflated past" in errors[-1][2]
 
 
 def test_a_members_inflated_bytes_count_against_the_cap(tmp_path):
     """A member read as a piece counts what it inflated, as the readers' reading of it does."""
     from chatetl.readers import limits
-    from chatetl.readers.archive import Inflated, expand
+    from chatetl.readers.inputs.archive import Inflated
 
     members = {f"conversations-{i:03d}.json": _shard(i) for i in range(3)}
     path = tmp_path / "export.zip"
@@ -262,10 +265,10 @@ def test_a_members_inflated_bytes_count_against_the_cap(tmp_path):
     try:
         Inflated.member = member
         with TableWriter(tmp_path / "c.parquet", tmp_path / "m.parquet") as writer:
-            shares = parallel.read_into(writer, expand(Entry.from_path(path), report), report, 2)
+            shares = normalize_into(writer, [Entry.from_path(path)], report, 2, tuning=SMALL)
     finally:
         Inflated.member = original
-    assert shares.pieces == 3 and len(report.errors) == 3  # (each shard's bad record)
+    assert shares.ranges == 3 and len(report.errors) == 3  # (each shard's bad record)
     assert seen["inflated"].read == sum(len(d) for d in members.values())
     assert limits.current().max_inflated_bytes > seen["inflated"].read
 
@@ -273,16 +276,15 @@ def test_a_members_inflated_bytes_count_against_the_cap(tmp_path):
 def test_an_upload_from_s3_on_two_cores_streams_an_array_and_copies_a_zip(s3_store, tmp_path, monkeypatch):
     """The normalize step of an upload on the real S3 server: on two cores an array file is read from
     the stream (its records cut here, converted on both), a zip is copied to the step's folder and its
-    members read whole on both (chatetl.cli.inputs.COPY_MIN_BYTES says why); the same tables and
-    quarantine as one process."""
-    used = []
-    for name in ("read_leaf", "read_pieces", "read_whole"):
-        original = getattr(parallel._Pool, name)
-        monkeypatch.setattr(parallel._Pool, name, lambda self, *a, _o=original, _n=name: (used.append(_n), _o(self, *a))[1])
+    members read whole on both (chatetl.normalize.sources); the same tables and quarantine as one process."""
+    from chatetl.normalize import sources
+
+    used = _spied(monkeypatch)
     records = _chats(20)
     records.insert(9, {"title": "no mapping", "id": "bad-1"})
     s3_store.put_bytes("raw/a/conversations.json", json.dumps(records).encode())
     s3_store.put_bytes("raw/b/export.zip", zip_bytes({f"conversations-{i:03d}.json": _shard(i) for i in range(3)}))
+    monkeypatch.setattr(sources, "COPY_MIN_BYTES", 1)  # (the zip is copied however small)
     for key in ("raw/a/conversations.json", "raw/b/export.zip"):
         info = s3_store.head(key)
         one = normalize_upload(s3_store, info, "2026-03-01", workdir=tmp_path, workers=1)
@@ -296,7 +298,7 @@ def test_an_upload_from_s3_on_two_cores_streams_an_array_and_copies_a_zip(s3_sto
                 assert pq.read_table(pa.BufferReader(s3_store.get_bytes(k))).equals(pq.read_table(pa.BufferReader(data)))
             else:
                 assert s3_store.get_bytes(k) == data
-    assert used == ["read_leaf"] + ["read_whole"] * 3
+    assert [how for how, _ in used] == ["read_stream"] + ["read_whole"] * 3
     assert list(tmp_path.iterdir()) == [tmp_path / "tmp"]  # (the copy went with the step's folder)
 
 
@@ -307,22 +309,18 @@ def test_the_command_line_reads_s3_inputs_on_two_cores_as_one_process_does(s3_st
     the one process's, in the same order, and no copy is left behind."""
     from click.testing import CliRunner
 
-    from chatetl import workers
-    from chatetl.cli import inputs, main
+    from chatetl.cli import main
+    from chatetl.normalize import processes, sources
 
-    monkeypatch.setattr(workers, "AUTO_MIN_BYTES", 10_000)
-    monkeypatch.setattr(workers, "AUTO", True)
+    monkeypatch.setattr(processes, "AUTO_MIN_BYTES", 10_000)
     records = _chats(20)
     records.insert(9, {"title": "no mapping", "id": "bad-1"})
     s3_store.put_bytes("in/a/conversations.json", json.dumps(records).encode())
     s3_store.put_bytes("in/b/export.zip", zip_bytes({f"conversations-{i:03d}.json": _shard(i) for i in range(3)}))
     s3_store.put_bytes("in/c/small.zip", zip_bytes({"conversations.json": json.dumps(_chats(1)).encode()}))
-    monkeypatch.setattr(inputs, "COPY_MIN_BYTES", s3_store.head("in/c/small.zip").size + 1)
-    assert s3_store.head("in/b/export.zip").size >= inputs.COPY_MIN_BYTES
-    used = []
-    for name in ("read_leaf", "read_pieces", "read_whole"):
-        original = getattr(parallel._Pool, name)
-        monkeypatch.setattr(parallel._Pool, name, lambda self, leaf, *a, _o=original, _n=name: (used.append((_n, leaf.name)), _o(self, leaf, *a))[1])
+    monkeypatch.setattr(sources, "COPY_MIN_BYTES", s3_store.head("in/c/small.zip").size + 1)
+    assert s3_store.head("in/b/export.zip").size >= sources.COPY_MIN_BYTES
+    used = _spied(monkeypatch)
     uri = f"s3://{s3_store.bucket}/in/"
     results = {}
     for n in ("1", None):
@@ -334,8 +332,8 @@ def test_the_command_line_reads_s3_inputs_on_two_cores_as_one_process_does(s3_st
         one, two = (pq.read_table(tmp_path / f"out-{n}" / table) for n in ("1", None))
         assert two.num_rows and two.equals(one)
     zipped = f"s3://{s3_store.bucket}/in/b/export.zip!conversations-"
-    assert [(how, name[:len(zipped)] if name.startswith(zipped) else name) for how, name in used] == [("read_leaf", f"s3://{s3_store.bucket}/in/a/conversations.json")] + [
-        ("read_whole", zipped)] * 3 + [("read_leaf", f"s3://{s3_store.bucket}/in/c/small.zip!conversations.json")]
+    assert [(how, name[:len(zipped)] if name.startswith(zipped) else name) for how, name in used] == [("read_stream", f"s3://{s3_store.bucket}/in/a/conversations.json")] + [
+        ("read_whole", zipped)] * 3 + [("read_stream", f"s3://{s3_store.bucket}/in/c/small.zip!conversations.json")]
     assert list((tmp_path / "tmp").iterdir()) == []  # the copy and its folder are gone
 
 
@@ -345,18 +343,30 @@ def test_a_folder_of_small_files_is_read_a_file_a_piece(tmp_path):
     for i in range(5):
         records = [chatgpt_record(f"f{i}-{j}") for j in range(3)] + [{"title": "no mapping", "id": f"bad-{i}"}]
         (tmp_path / "in" / f"conversations-{i}.json").write_text(json.dumps(records))
-    assert max(p.stat().st_size for p in (tmp_path / "in").iterdir()) < 2 * pieces.PIECE_BYTES
+    assert max(p.stat().st_size for p in (tmp_path / "in").iterdir()) < 2 * SMALL.piece_bytes
     (_, _, errors, _), shares = _read_both(tmp_path / "in", tmp_path)
-    assert shares.pieces == 5 and shares.workers >= 1 and len(errors) == 5
+    assert shares.ranges == 5 and shares.workers >= 1 and len(errors) == 5
 
 
 def test_the_one_big_member_of_a_zip_is_cut_here(tmp_path):
     """A ChatGPT export before 2026, one conversations.json beside small files: its member is most of
-    the zip's JSON (MEMBER_SHARE), so it is cut as a stream here (a deflated member cannot be cut in pieces)."""
+    the zip's JSON (Tuning.member_share), so it is cut as a stream here (a deflated member cannot be cut in pieces)."""
     import zipfile
 
     members = {"conversations.json": _shard(0) + b" " * 1000, "user.json": b'{"id": "u"}', "message_feedback.json": b"[]"}
     path = tmp_path / "export.zip"
     path.write_bytes(zip_bytes(members, zipfile.ZIP_DEFLATED))
     (_, _, errors, _), shares = _read_both(path, tmp_path)
-    assert shares.pieces == 0 and shares.workers >= 1 and len(errors) == 1
+    assert shares.ranges == 0 and shares.workers >= 1 and len(errors) == 1
+
+
+def _spied(monkeypatch) -> list[tuple[str, str]]:
+    """How each array file is read (a stream cut here, byte ranges, a piece whole), with its name, as it is read."""
+    used: list[tuple[str, str]] = []
+    read_stream = stream_module.read_stream
+    monkeypatch.setattr("chatetl.normalize.door.read_stream",
+                        lambda pool, entry, fmt: (used.append(("read_stream", entry.name)), read_stream(pool, entry, fmt))[1])
+    for name in ("read_ranges", "read_whole"):
+        original = getattr(Pool, name)
+        monkeypatch.setattr(Pool, name, lambda self, entry, *a, _o=original, _n=name: (used.append((_n, entry.name)), _o(self, entry, *a))[1])
+    return used

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_path
-from chatetl.readers import rex as rex_module
-from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.platforms import rex as rex_module
 
 CONV = "abc123de-4567-89ab-cdef-0123456789ab"
 
@@ -22,11 +23,11 @@ def ts(minute: int, second: int = 0) -> str:
 
 
 def epoch(minute: int, second: int = 0) -> float:
-    return datetime(2026, 4, 15, 14, minute, second, tzinfo=timezone.utc).timestamp()
+    return datetime(2026, 4, 15, 14, minute, second, tzinfo=UTC).timestamp()
 
 
 def dt(minute: int, second: int = 0) -> datetime:
-    return datetime(2026, 4, 15, 14, minute, second, tzinfo=timezone.utc)
+    return datetime(2026, 4, 15, 14, minute, second, tzinfo=UTC)
 
 
 def turn(tid, speaker, minute, parent="client-created-root", text=None, *, star=True, model=None, level="full",
@@ -332,7 +333,7 @@ def test_mixed_record_types_interleaved_resyncs_jsonl(tmp_path):
     event = {"name": "pdk-app-event", "event": "open"}
     recs = [event, visit, titled("A1", 3, ident="A"), titled("B1", 3, ident="B"), visit, titled("A2", 6, ident="A"), {"date": ts(1)}, titled("B0", 2, ident="B")]
     p = write(tmp_path, "r.jsonl", recs, jsonl=True)
-    assert detect(Entry.from_path(p)) == (Format.REX, Layout.JSONL)
+    assert detect(Entry.from_path(p)) == (Format.REX, Shape.JSONL)
     convs, report = read_all(p)
     assert [(c.conversation_id, c.title) for c in convs] == [("B", "B1"), ("A", "A2")]  # winners in file order
     assert report.skipped == {"rex:pdk-app-event": 1, "rex:rex-history-visit": 2, "rex:(no name)": 1, "rex:superseded-resync": 2}
@@ -342,7 +343,7 @@ def test_mixed_record_types_interleaved_resyncs_jsonl(tmp_path):
 def test_detection_when_the_first_record_is_not_a_conversation(tmp_path):
     for first in ({"name": "pdk-app-event", "event": "open"}, {"name": "rex-history-visit", "url": "https://example.org/"}):
         p = write(tmp_path, "r.json", [first, record(two_turns())])
-        assert detect(Entry.from_path(p)) == (Format.REX, Layout.ARRAY)
+        assert detect(Entry.from_path(p)) == (Format.REX, Shape.ARRAY)
         convs, report = read_all(p)
         assert len(convs) == 1 and sum(report.skipped.values()) == 1
 
@@ -356,7 +357,7 @@ def test_two_passes_over_the_entry():
         return io.BytesIO(data)
 
     report = ReadReport()
-    convs = list(rex_module.read(Entry(name="r.json", opener=opener), Layout.ARRAY, report))
+    convs = list(rex_module.read(Entry(name="r.json", opener=opener), Shape.ARRAY, report))
     assert [c.title for c in convs] == ["two"] and len(opened) == 2
 
 

@@ -10,9 +10,10 @@ import pytest
 
 from chatetl.model import MessageKind, Role, Source
 from chatetl.readers import ReadReport, read_path
-from chatetl.readers.detect import Format, Layout, detect
 from chatetl.readers.entry import Entry
-from chatetl.readers.sharegpt import read
+from chatetl.readers.inputs.detect import Format, detect
+from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.platforms.sharegpt import read
 
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "samples" / "sharegpt" / "fastchat-dummy_conversation.json"
 
@@ -194,10 +195,10 @@ def test_wrong_shapes_are_reported_per_record(tmp_path):
 def test_detection_and_direct_call():
     data = json.dumps({"id": "j", "conversations": [{"from": "human", "value": "x"}]}).encode()
     jsonl = data + b"\n" + data.replace(b'"x"', b'"y"') + b"\n"
-    assert detect(Entry.from_bytes("a", b"[" + data + b"]")) == (Format.SHAREGPT, Layout.ARRAY)
-    assert detect(Entry.from_bytes("b", jsonl)) == (Format.SHAREGPT, Layout.JSONL)
+    assert detect(Entry.from_bytes("a", b"[" + data + b"]")) == (Format.SHAREGPT, Shape.ARRAY)
+    assert detect(Entry.from_bytes("b", jsonl)) == (Format.SHAREGPT, Shape.JSONL)
     report = ReadReport()
-    convs = list(read(Entry.from_bytes("b.jsonl", jsonl), Layout.JSONL, report))
+    convs = list(read(Entry.from_bytes("b.jsonl", jsonl), Shape.JSONL, report))
     assert len(convs) == 2 and report.conversations == 2 and convs[0].source_file == "b.jsonl"
 
 
@@ -233,10 +234,10 @@ REPEATS = [
 ]
 
 
-@pytest.mark.parametrize("layout", ["array", "jsonl"])
-def test_repeated_records_never_repeat_ids(tmp_path, layout):
-    text = json.dumps(REPEATS) if layout == "array" else "".join(json.dumps(r) + "\n" for r in REPEATS)
-    path = write(tmp_path, f"d.{'json' if layout == 'array' else 'jsonl'}", text)
+@pytest.mark.parametrize("shape", ["array", "jsonl"])
+def test_repeated_records_never_repeat_ids(tmp_path, shape):
+    text = json.dumps(REPEATS) if shape == "array" else "".join(json.dumps(r) + "\n" for r in REPEATS)
+    path = write(tmp_path, f"d.{'json' if shape == 'array' else 'jsonl'}", text)
     convs, report = read_all(path)
     assert report.errors == [] and report.skipped == {"sharegpt.duplicate record": 3}
     assert report.conversations == len(convs) == 7
@@ -276,7 +277,7 @@ def test_repeats_in_the_normalized_tables_pass_the_table_checks(tmp_path):
 
 
 def test_fingerprints_are_a_bounded_table_not_the_records(monkeypatch):
-    from chatetl.readers import sharegpt
+    from chatetl.readers.platforms import sharegpt
 
     table = sharegpt.Fingerprints(capacity=10_000, slots=8)
     keys = [sharegpt._digest(f"id-{i}") for i in range(5_000)]
@@ -294,7 +295,7 @@ def test_fingerprints_are_a_bounded_table_not_the_records(monkeypatch):
     monkeypatch.setattr(sharegpt, "MAX_FINGERPRINTS", 2)
     recs = [{"id": f"r{i}", "conversations": _turns(f"q{i}", "a")} for i in range(3)]
     report = ReadReport()
-    convs = list(read(Entry.from_bytes("d.json", json.dumps(recs + recs[:1]).encode()), Layout.ARRAY, report))
+    convs = list(read(Entry.from_bytes("d.json", json.dumps(recs + recs[:1]).encode()), Shape.ARRAY, report))
     assert len(convs) == 3 and report.skipped == {"sharegpt.records past the duplicate check": 1, "sharegpt.duplicate record": 1}
 
 

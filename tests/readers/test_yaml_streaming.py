@@ -17,7 +17,7 @@ from export_inputs import TRICKY, chat, visible
 
 from chatetl.exports.files import conversation_files
 from chatetl.readers import Entry, ReadReport, read_entry, read_path
-from chatetl.readers.chat_export import yaml as yaml_reader
+from chatetl.readers.platforms.chat_export import yaml as yaml_reader
 
 MIB = 1024 * 1024
 
