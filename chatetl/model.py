@@ -106,6 +106,23 @@ class _Model(BaseModel):
     # fast path (tuples and columns) never makes one, and building them all was a part of its start-up.
     model_config = ConfigDict(extra="forbid", validate_assignment=False, defer_build=True)
 
+    @classmethod
+    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
+        if len(d) != len(cls.__pydantic_fields__):
+            _refuse(cls, d)
+        return cls._made(d, given)
+
+    @classmethod
+    def _made(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
+        """An instance holding `d` as its field dict (every field, in field order), `given` marked as set:
+        what `model_construct` makes, without its work per field."""
+        m = _object_new(cls)
+        _object_setattr(m, "__dict__", d)
+        _object_setattr(m, "__pydantic_fields_set__", set(given))
+        _object_setattr(m, "__pydantic_extra__", None)
+        _object_setattr(m, "__pydantic_private__", None)
+        return m
+
 
 class ToolCall(_Model):
     id: str | None = None  # the source's call id (toolu_..., call_...), used to pair results
@@ -118,23 +135,7 @@ class ToolCall(_Model):
         d.update(values)
         if len(d) != 3:
             _refuse(cls, values)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(values))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
-
-    @classmethod
-    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
-        if len(d) != 3:
-            _refuse(cls, d)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(given))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
+        return cls._made(d, values)
 
 
 class ToolResult(_Model):
@@ -149,23 +150,7 @@ class ToolResult(_Model):
         d.update(values)
         if len(d) != 4:
             _refuse(cls, values)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(values))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
-
-    @classmethod
-    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
-        if len(d) != 4:
-            _refuse(cls, d)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(given))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
+        return cls._made(d, values)
 
 
 class Citation(_Model):
@@ -181,23 +166,7 @@ class Citation(_Model):
         d.update(values)
         if len(d) != 5:
             _refuse(cls, values)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(values))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
-
-    @classmethod
-    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
-        if len(d) != 5:
-            _refuse(cls, d)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(given))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
+        return cls._made(d, values)
 
 
 class Attachment(_Model):
@@ -215,23 +184,7 @@ class Attachment(_Model):
         d.update(values)
         if len(d) != 7:
             _refuse(cls, values)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(values))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
-
-    @classmethod
-    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
-        if len(d) != 7:
-            _refuse(cls, d)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(given))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
+        return cls._made(d, values)
 
 
 class Message(_Model):
@@ -275,12 +228,7 @@ class Message(_Model):
         when = d["created_at"]
         if when is not None and when.tzinfo is not _UTC:
             d["created_at"] = utc(when)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(values))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
+        return cls._made(d, values)
 
     @classmethod
     def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
@@ -289,12 +237,7 @@ class Message(_Model):
         when = d["created_at"]
         if when is not None and when.tzinfo is not _UTC:
             d["created_at"] = utc(when)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(given))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
+        return cls._made(d, given)
 
     @property
     def visible(self) -> bool:
@@ -339,24 +282,14 @@ class Conversation(_Model):
         if len(d) != 13 or d["source"] is _MISSING or d["platform"] is _MISSING or d["conversation_id"] is _MISSING:
             _refuse(cls, values)
         _utc_times(d)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(values))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
+        return cls._made(d, values)
 
     @classmethod
     def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
         if len(d) != 13:
             _refuse(cls, d)
         _utc_times(d)
-        m = _object_new(cls)
-        _object_setattr(m, "__dict__", d)
-        _object_setattr(m, "__pydantic_fields_set__", set(given))
-        _object_setattr(m, "__pydantic_extra__", None)
-        _object_setattr(m, "__pydantic_private__", None)
-        return m
+        return cls._made(d, given)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
