@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from chatetl.graph.properties import MESSAGE_PROPERTIES, message_columns, message_links
+from chatetl.graph.statements import LINKS_AMONG_CREATED
 from chatetl.model import Conversation
 
 if TYPE_CHECKING:
@@ -91,17 +92,7 @@ _STAGE_MESSAGES = """
 UNWIND range(0, size($p_key) - 1) AS i
 CREATE (m:StagedMessage {stage: $token, """ + ", ".join(f"{name}: $p_{name}[i]" for name in MESSAGE_PROPERTIES) + """})
 WITH collect(m) AS ms
-CALL (ms) {
-  UNWIND range(0, size($next_from) - 1) AS j
-  WITH ms[$next_from[j]] AS a, ms[$next_to[j]] AS b
-  CREATE (a)-[:NEXT]->(b)
-}
-CALL (ms) {
-  UNWIND range(0, size($reply_from) - 1) AS j
-  WITH ms[$reply_from[j]] AS a, ms[$reply_to[j]] AS b
-  CREATE (a)-[:REPLIES_TO]->(b)
-}
-CALL (ms) {
+""" + LINKS_AMONG_CREATED + """CALL (ms) {
   UNWIND $earlier AS link
   MATCH (o:StagedMessage {key: link.key}) USING INDEX o:StagedMessage(key)
   WHERE o.stage = $token

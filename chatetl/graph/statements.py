@@ -80,17 +80,9 @@ FOREACH (_ IN CASE WHEN d IS NOT NULL AND outcome = 'created' THEN [1] ELSE [] E
 RETURN row.key AS key, outcome, c.swapping_in AS swapping_in
 """
 
-# a created conversation's messages are new (its node did not exist, and messages are only ever written with their
-# conversation, in its transaction): CREATEd with their HAS_MESSAGE, NEXT and REPLIES_TO in one statement, no
-# lookups but the conversation's. Parameters are columns (one list per property, `$lo[ci]..$lo[ci+1]-1` the messages
-# of conversation ci); links are pairs of list indexes.
-CREATE_MESSAGES = """
-UNWIND range(0, size($conversations) - 1) AS ci
-MATCH (c:Conversation {key: $conversations[ci]})
-UNWIND range($lo[ci], $lo[ci + 1] - 1) AS i
-CREATE (c)-[:HAS_MESSAGE]->(m:Message {""" + ", ".join(f"{name}: $p_{name}[i]" for name in MESSAGE_PROPERTIES) + """})
-WITH collect(m) AS ms
-CALL (ms) {
+# the NEXT and REPLIES_TO links among messages just CREATEd and collected as `ms`, given as pairs of list
+# indexes (no lookups): a created conversation's messages and a staged step's
+LINKS_AMONG_CREATED = """CALL (ms) {
   UNWIND range(0, size($next_from) - 1) AS j
   WITH ms[$next_from[j]] AS a, ms[$next_to[j]] AS b
   CREATE (a)-[:NEXT]->(b)
@@ -101,6 +93,18 @@ CALL (ms) {
   CREATE (a)-[:REPLIES_TO]->(b)
 }
 """
+
+# a created conversation's messages are new (its node did not exist, and messages are only ever written with their
+# conversation, in its transaction): CREATEd with their HAS_MESSAGE, NEXT and REPLIES_TO in one statement, no
+# lookups but the conversation's. Parameters are columns (one list per property, `$lo[ci]..$lo[ci+1]-1` the messages
+# of conversation ci); links are pairs of list indexes.
+CREATE_MESSAGES = """
+UNWIND range(0, size($conversations) - 1) AS ci
+MATCH (c:Conversation {key: $conversations[ci]})
+UNWIND range($lo[ci], $lo[ci + 1] - 1) AS i
+CREATE (c)-[:HAS_MESSAGE]->(m:Message {""" + ", ".join(f"{name}: $p_{name}[i]" for name in MESSAGE_PROPERTIES) + """})
+WITH collect(m) AS ms
+""" + LINKS_AMONG_CREATED
 
 # a replaced state's old messages, deleted with their links before its messages are CREATEd like a new
 # conversation's (nothing else links to a Message but its TraceSteps, which the batch writes again or removes);
