@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -26,9 +27,11 @@ from chatetl.cli.options import (
     EXIT_CODES,
     INPUT_ERRORS,
     OK,
+    output_errors,
     quiet_and_progress,
     report_errors,
 )
+from chatetl.cli.terminal import one_line
 from chatetl.exports.archive import (
     ARCHIVE,
     ARCHIVE_PAGE,
@@ -61,6 +64,15 @@ def _inside(root: Path, relative: str) -> Path:
     return target
 
 
+def _write(target: Path, data: bytes) -> None:
+    """A file of OUT, whole or not at all: a full disk leaves no cut file behind."""
+    try:
+        target.write_bytes(data)
+    except OSError:
+        target.unlink(missing_ok=True)
+        raise
+
+
 def _flag(name: str) -> click.Option:
     return click.option(f"--include-{name}/--exclude-{name}", f"include_{name}", default=None, help=f"Let {name} in (default: the environment, else out).")
 
@@ -85,7 +97,7 @@ def export(
         bundle = parse_formats(zip_formats, ()) if zip_formats else ()
         env = ContentOptions.from_env("EXPORT")
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
+        raise click.BadParameter(one_line(str(exc))) from exc
     options = env.model_copy(update={k: v for k, v in flags.items() if v is not None})
     rendered = tuple(f for f in PER_CONVERSATION if f in chosen or f in bundle)
     want_training = TRAINING in chosen or TRAINING in bundle
@@ -97,7 +109,9 @@ def export(
     want_archive = ARCHIVE in chosen or ARCHIVE in bundle
     conversations = empty = superseded = 0
     meter = input_meter(inputs, progress, quiet, "export")
-    with temporary_collector(bundle) as collector, meter:
+    records = exported = archived = 0
+    # a full disk (temp or OUT) stops the writing: the summary still says what was written
+    with output_errors(str(out), tempfile.gettempdir()) as stop, temporary_collector(bundle) as collector, meter:
         for conv in read_inputs(inputs, report, meter):
             conversations += 1
             conv = with_state_hash(conv, state_hash(conv))  # hashed once: the collector and the archive row order by it
@@ -110,24 +124,23 @@ def export(
             if not collector.add(conv, files, lines):  # the state kept already wins (or is this one)
                 superseded += 1
                 continue
-            paths = []
+            old = written.get(conv.key)
+            written[conv.key] = paths = []  # (filled as they are written: a full disk midway still counts them)
             for f in files:
                 if f.format not in chosen:
                     continue
                 target = _inside(out, f.path)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(f.data)
+                _write(target, f.data)
                 paths.append(target)
-            old = written.get(conv.key)
             if old is not None:  # a winning state of a conversation already written: its stale files go
                 superseded += 1
                 for stale in old:
                     if stale not in paths:
                         stale.unlink(missing_ok=True)
-            written[conv.key] = paths
             if want_archive:
                 rows[conv.key] = archive_entry(conv, next((f.path for f in files if f.format == "html"), None))
-        records = 0
+            exported = collector.conversations
         # a training file wanted only for the zip is written beside the collector, never into OUT
         training_target = _inside(out, f"{TRAINING}/sharegpt.jsonl") if TRAINING in chosen else collector.workdir / "sharegpt.jsonl"
         if want_training:
@@ -137,7 +150,8 @@ def export(
         if ARCHIVE in chosen:
             target = _inside(out, f"{ARCHIVE}/{ARCHIVE_PAGE}")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(page)
+            _write(target, page)
+            archived = 1
         if bundle:
             extra = [(f"{TRAINING}/sharegpt.jsonl", training_target)] if TRAINING in bundle and records else []
             if ARCHIVE in bundle:
@@ -156,12 +170,14 @@ def export(
     if TRAINING in chosen:
         counts[TRAINING] = records
     if ARCHIVE in chosen:
-        counts[ARCHIVE] = 1
+        counts[ARCHIVE] = archived
     report_errors(report.errors, quiet)
+    if stop.reason:
+        click.echo(f"error: {stop.reason}", err=True)
     summary: dict[str, object] = {
         "files": report.files,
         "conversations": conversations,
-        "exported": collector.conversations,
+        "exported": exported,
         "written": counts,
         "errors": len(report.errors),
     }
@@ -169,7 +185,9 @@ def export(
         summary["empty"] = empty
     if superseded:
         summary["superseded"] = superseded
-    if bundle:
+    if bundle and not stop.reason:
         summary["zip"] = str(out / "chats.zip")
+    if stop.reason:
+        summary["stopped"] = stop.reason
     click.echo(json.dumps(summary, sort_keys=True))
-    sys.exit(INPUT_ERRORS if report.errors else OK)
+    sys.exit(INPUT_ERRORS if report.errors or stop.reason else OK)
