@@ -28,6 +28,7 @@ ENV_EXAMPLE = DEPLOY / ".env.example"
 DOCKERFILE = DEPLOY / "Dockerfile"
 DOCKERIGNORE = DEPLOY / "Dockerfile.dockerignore"
 INSTANCE_YAML = DEPLOY / "dagster.yaml"
+LOCAL_INSTANCE_YAML = DEPLOY / "dagster.local.yaml"
 DOCKER_WORKSPACE = DEPLOY / "workspace.docker.yaml"
 HELM_VALUES = DEPLOY / "helm" / "values.yaml"
 DEPLOY_README = DEPLOY / "README.md"
@@ -616,6 +617,25 @@ def test_helm_instance_settings_validate_and_match_the_compose_instance(helm, in
     assert instance_yaml["run_monitoring"]["max_resume_run_attempts"] == 0
     compute = helm["computeLogManager"]["config"]["s3ComputeLogManager"]
     assert compute["prefix"] == instance_yaml["compute_logs"]["config"]["prefix"]
+
+
+def test_every_instance_the_project_ships_gives_back_the_slots_of_a_dead_run(helm, instance_yaml, tmp_path):
+    """A run worker that dies holding a `neo4j` slot never blocks the pool for good, on any instance:
+    run monitoring is on and frees a finished run's slots (tests/deploy/test_pool_slots.py kills a run
+    worker on the local one, with the default launcher production uses too)."""
+    from dagster._core.instance.config import dagster_instance_config
+
+    instances = {"local": load_yaml(LOCAL_INSTANCE_YAML), "production": instance_yaml, "helm": helm_instance_settings(helm)}
+    for name, settings in instances.items():
+        home = tmp_path / name
+        home.mkdir()
+        (home / "dagster.yaml").write_text(yaml.safe_dump(settings))
+        config, _ = dagster_instance_config(str(home))  # Dagster's own schema
+        monitoring = config["run_monitoring"]
+        assert monitoring["enabled"], name
+        assert 0 < monitoring["free_slots_after_run_end_seconds"] <= 300, name
+        assert 0 < monitoring.get("poll_interval_seconds", 120) <= 120, name
+        assert config["concurrency"]["pools"]["default_limit"] == 1, name
 
 
 def test_readme_gives_the_one_command(compose):
