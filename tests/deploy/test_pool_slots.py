@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
+from dagster_dev import dagster_dev
 
 pytestmark = pytest.mark.integration
 
@@ -111,13 +109,8 @@ def test_claimers_racing_for_one_slot_never_hold_it_together(event_log):
 
 REPO = Path(__file__).resolve().parents[2]
 HOLDER = Path(__file__).resolve().parent / "pool_holder.py"
+LOCATION = HOLDER.name  # (dagster dev -f names the location after the file)
 SLOT_FREED_WITHIN = 150.0  # the local instance: the code server marks the run failed, the daemon frees its slots
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -131,35 +124,11 @@ def local_instance(tmp_path):
     ensure(home)
     holder_dir = tmp_path / "holder"
     holder_dir.mkdir()
-    port = _free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "POOL_HOLDER_DIR": str(holder_dir), "PYTHONPATH": str(REPO),
            "PYTHONUNBUFFERED": "1"}
     log = tmp_path / "dagster-dev.log"
-    dagster = Path(sys.executable).parent / "dagster"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(dagster), "dev", "-f", str(HOLDER), "-h", "127.0.0.1", "-p", str(port)], cwd=tmp_path,
-                                env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/server_info", timeout=5) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"dagster dev did not serve on {url}:\n{log.read_text(errors='replace')[-4000:]}")
-            time.sleep(1)
-        yield {"home": home, "port": port, "holder": holder_dir, "log": log}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+    with dagster_dev(["-f", str(HOLDER)], env, tmp_path, log) as url:
+        yield {"home": home, "url": url, "holder": holder_dir, "log": log}
 
 
 def _wait(what: str, check, timeout: float, log: Path):
@@ -177,7 +146,7 @@ def test_a_killed_run_worker_gives_its_neo4j_slot_back_on_the_local_instance(loc
     from dagster_graphql import DagsterGraphQLClient
 
     holder, log = local_instance["holder"], local_instance["log"]
-    client = DagsterGraphQLClient("127.0.0.1", port_number=local_instance["port"], timeout=60)
+    client = DagsterGraphQLClient("127.0.0.1", port_number=int(local_instance["url"].rsplit(":", 1)[1]), timeout=60)
     (holder / "hold").write_text("")
     first = _wait("the code location to take a run", lambda: _submit(client), 120, log)
     pid = int(_wait("the first run's step to hold the slot", lambda: _read(holder / f"{first}.pid"), 120, log))
@@ -198,9 +167,6 @@ def test_a_killed_run_worker_gives_its_neo4j_slot_back_on_the_local_instance(loc
         assert instance.event_log_storage.get_concurrency_info("neo4j").claimed_slots == []
     finally:
         instance.dispose()
-
-
-LOCATION = "pool_holder.py"
 
 
 def _submit(client) -> str | None:
