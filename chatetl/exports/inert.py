@@ -3,7 +3,7 @@ an image or HTML in a file a person opens (the `md` and `md-frontmatter` exports
 export, which renders bodies from Markdown).
 
 Three places need it. A one-line value (a title, a model, a source named without a link) is
-escaped where it would make one (`inert_if_linked`: `](`, `<tag`, `<scheme:`), so an ordinary title
+escaped where it would make one (`inert_if_linked`: `](`, `]:`, `<tag`, `<scheme:`), so an ordinary title
 keeps its bytes and reads back as it was; a heading that nothing reads back is escaped always
 (`inert_line`). A turn whose text the reader rendered from HTML (Gemini's answers: links there
 became `text (url)`, so every `[...](...)` in it was text on the page) has its brackets and angle
@@ -20,7 +20,9 @@ from typing import Any
 # a bracket or angle bracket and the backslashes before it: each backslash doubled (still shown as
 # itself), then the character escaped, so a backslash of the text never cancels the escape
 _OPENERS = re.compile(r"(\\*)([\[\]<])")
-_LINKED = re.compile(r"\]\(|<[A-Za-z/!?]")  # an inline link or image; an HTML tag, comment or autolink
+# an inline link or image; a link reference definition (without one, `[x]` and `[x][y]` are text);
+# an HTML tag, comment or autolink
+_LINKED = re.compile(r"\][(:]|<[A-Za-z/!?]")
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _BACKTICKS = re.compile(r"`+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")

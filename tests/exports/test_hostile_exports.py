@@ -139,7 +139,8 @@ def _active(markdown: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("fmt", ["md", "md-frontmatter"])
 def test_titles_and_models_never_link_load_or_inject_html(fmt):
     conv = chat([("user", "q"), ("assistant", "a")], title=EVIL_LINK_TITLE, model=EVIL_MODEL,
-                citations=[Citation(title="<img src=https://evil.example/c.png> [x](javascript:alert(3))", url="javascript:alert(4)")])
+                citations=[Citation(title="<img src=https://evil.example/c.png> [x](javascript:alert(3))", url="javascript:alert(4)"),
+                           Citation(title="[ref]: javascript:alert(5)"), Citation(title="see [ref] and [more][ref]")])
     text = _file(conv, fmt).data.decode()
     assert _active(_markdown_part(text)) == []
     assert "click me" in text and "pixel" in text  # still said, as text
