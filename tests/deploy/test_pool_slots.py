@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from dagster_dev import dagster_dev
+from dagster_dev import HOLDER_LOCATION, pool_holder_dev, submit_hold_job, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -108,8 +108,6 @@ def test_claimers_racing_for_one_slot_never_hold_it_together(event_log):
 # A run worker killed while it holds a slot: the slot is given back, on the instance the project ships
 
 REPO = Path(__file__).resolve().parents[2]
-HOLDER = Path(__file__).resolve().parent / "pool_holder.py"
-LOCATION = HOLDER.name  # (dagster dev -f names the location after the file)
 SLOT_FREED_WITHIN = 150.0  # the local instance: the code server marks the run failed, the daemon frees its slots
 
 
@@ -122,63 +120,32 @@ def local_instance(tmp_path):
 
     home = tmp_path / "dagster_home"
     ensure(home)
-    holder_dir = tmp_path / "holder"
-    holder_dir.mkdir()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "POOL_HOLDER_DIR": str(holder_dir), "PYTHONPATH": str(REPO),
-           "PYTHONUNBUFFERED": "1"}
-    log = tmp_path / "dagster-dev.log"
-    with dagster_dev(["-f", str(HOLDER)], env, tmp_path, log) as url:
-        yield {"home": home, "url": url, "holder": holder_dir, "log": log}
-
-
-def _wait(what: str, check, timeout: float, log: Path):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{log.read_text(errors='replace')[-3000:]}")
+    with pool_holder_dev(home, tmp_path) as dev:
+        yield dev
 
 
 def test_a_killed_run_worker_gives_its_neo4j_slot_back_on_the_local_instance(local_instance):
     from dagster import DagsterInstance, DagsterRunStatus
-    from dagster_graphql import DagsterGraphQLClient
 
-    holder, log = local_instance["holder"], local_instance["log"]
-    client = DagsterGraphQLClient("127.0.0.1", port_number=int(local_instance["url"].rsplit(":", 1)[1]), timeout=60)
+    holder, log = local_instance.holder, local_instance.log
+    client = local_instance.client()
     (holder / "hold").write_text("")
-    first = _wait("the code location to take a run", lambda: _submit(client), 120, log)
-    pid = int(_wait("the first run's step to hold the slot", lambda: _read(holder / f"{first}.pid"), 120, log))
-    instance = DagsterInstance.from_config(str(local_instance["home"]))
+    first = wait_for("the code location to take a run", lambda: submit_hold_job(client), 120, log)
+    pid = local_instance.step_pid(first)
+    instance = DagsterInstance.from_config(str(local_instance.home))
     try:
         assert [s.run_id for s in instance.event_log_storage.get_concurrency_info("neo4j").claimed_slots] == [first]
         os.kill(pid, signal.SIGKILL)  # the run worker dies with the slot in hand (OOM killer, a lost host)
         (holder / "hold").unlink()
-        again = client.submit_job_execution("hold_job", repository_location_name=LOCATION, repository_name="__repository__")
+        again = client.submit_job_execution("hold_job", repository_location_name=HOLDER_LOCATION, repository_name="__repository__")
 
         def finished():
             run = instance.get_run_by_id(again)
             return run if run is not None and run.is_finished else None
 
-        run = _wait("the re-execution to get the slot and finish", finished, SLOT_FREED_WITHIN, log)
+        run = wait_for("the re-execution to get the slot and finish", finished, SLOT_FREED_WITHIN, log)
         assert run.status == DagsterRunStatus.SUCCESS
         assert instance.get_run_by_id(first).status == DagsterRunStatus.FAILURE
         assert instance.event_log_storage.get_concurrency_info("neo4j").claimed_slots == []
     finally:
         instance.dispose()
-
-
-def _submit(client) -> str | None:
-    from dagster_graphql import DagsterGraphQLClientError
-
-    try:
-        return client.submit_job_execution("hold_job", repository_location_name=LOCATION, repository_name="__repository__")
-    except DagsterGraphQLClientError as e:
-        if "notfound" in str(e).lower().replace(" ", ""):  # still loading the location
-            return None
-        raise
-
-
-def _read(path: Path) -> str | None:
-    return path.read_text() if path.exists() and path.read_text() else None
