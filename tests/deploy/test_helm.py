@@ -40,7 +40,8 @@ check_production_resources, dockerfile_cmd, flag, instance_env_refs = (
     _files.check_production_resources, _files.dockerfile_cmd, _files.flag, _files.instance_env_refs)
 kubectl_secrets, load_yaml, pyproject, required_env = (
     _files.kubectl_secrets, _files.load_yaml, _files.pyproject, _files.required_env)
-check_gives_back_the_slots_of_a_dead_run = _files.check_gives_back_the_slots_of_a_dead_run
+check_gives_back_the_slots_of_a_dead_run, check_run_time_limit = (
+    _files.check_gives_back_the_slots_of_a_dead_run, _files.check_run_time_limit)
 
 CHART = REPO / "deploy" / "helm" / "chatetl"
 CHECK = REPO / "deploy" / "helm" / "check.sh"
@@ -147,6 +148,13 @@ def test_the_instance_gives_back_the_slots_of_a_dead_run(rendered, values, tmp_p
     """The chart's instance frees a dead run's `neo4j` slot like every other instance the
     project ships (test_deploy_files.py checks the local and the compose one)."""
     check_gives_back_the_slots_of_a_dead_run(f"helm {values}", instance(rendered[values]), tmp_path / values)
+
+
+@pytest.mark.parametrize("values", ["default", "production"])
+def test_the_instance_stops_a_run_at_the_time_limit(rendered, values, tmp_path):
+    """The chart's instance stops a run at the run time limit of the other instances
+    (test_deploy_files.py checks the local and the compose one)."""
+    check_run_time_limit(f"helm {values}", instance(rendered[values]), tmp_path / values)
 
 
 @pytest.mark.parametrize("values", ["default", "production"])
