@@ -6,14 +6,16 @@ CHATETL_EXPORT_INCLUDE_* / CHATETL_INCLUDE_*, CHATETL_CHUNK_*, CHATETL_EXPORT_FO
 CHATETL_EXPORT_ZIP_FORMATS, read by chatetl.settings), and assets.definitions builds the assets
 with those. The values convert to the library's own types (ContentOptions, ChunkOptions,
 ExportPlan), which the CLI uses too. Export formats are an enum: the launchpad offers the
-names and refuses an unknown one before the run starts.
+names and refuses an unknown one before the run starts; values whose limits Dagster's config
+types cannot say (chunk sizes) are checked when the run is launched too (`checked_at_launch`).
 """
 
 import enum
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
 
-from dagster import Config
-from pydantic import Field, create_model
+from dagster import AssetsDefinition, Config, DagsterInvalidConfigError
+from pydantic import Field, ValidationError, create_model, model_validator
 
 from chatetl.exports.formats import ALL_FORMATS, parse_formats
 from chatetl.exports.partition import ExportPlan
@@ -33,6 +35,15 @@ def _names(values: list[Any]) -> list[str]:
 
 
 C = TypeVar("C", bound=Config)
+
+
+def _reasons(exc: ValidationError, prefix: str = "") -> str:
+    """A validation error on one line: each field (with `prefix`) and what is wrong with it."""
+    out = []
+    for e in exc.errors():
+        why = e["msg"].removeprefix("Value error, ")
+        out.append(f"{prefix}{'.'.join(map(str, e['loc']))}: {why}" if e["loc"] else why)
+    return "; ".join(out)
 
 
 def _with_defaults(cls: type[C], values: dict[str, Any]) -> type[C]:
@@ -84,6 +95,14 @@ class DocumentsConfig(ContentConfig):
         """The chunk options; ValueError when they do not fit together."""
         return ChunkOptions(max_chars=self.chunk_max_chars, overlap_chars=self.chunk_overlap_chars)
 
+    @model_validator(mode="after")
+    def _chunk_sizes_fit(self) -> Self:
+        try:
+            self.chunking()
+        except ValidationError as exc:  # ChunkOptions' limits, said with this config's field names
+            raise ValueError(_reasons(exc, "chunk_")) from None
+        return self
+
     @classmethod
     def for_settings(cls, settings: Settings) -> type["DocumentsConfig"]:
         chunking = ChunkOptions.from_settings(settings)
@@ -110,3 +129,25 @@ class ExportsConfig(ContentConfig):
         return _with_defaults(
             cls, {**settings.content_flags("EXPORT"), "formats": list(plan.formats), "zip_formats": list(plan.bundle_formats)}
         )
+
+
+def checked_at_launch(asset: AssetsDefinition, config_class: type[Config]) -> AssetsDefinition:
+    """`asset` with its run config built into `config_class` when a run is launched, so a value
+    the class's validators refuse fails the launch (launchpad, sensor, schedule, backfill), with
+    the reason, before any step of the run.
+
+    Dagster checks a run config's types at launch, but builds the Config (its validators) only in
+    the step. A configured op's mapping function runs when Dagster makes the run's plan, before
+    the run exists: this one builds the Config there and hands the values on unchanged."""
+    op = asset.op
+
+    def validated(values: Mapping[str, Any]) -> Mapping[str, Any]:
+        try:
+            config_class(**values)
+        except ValidationError as exc:
+            why = f"Error in config for asset {op.name}: {_reasons(exc)}"
+            raise DagsterInvalidConfigError(why, [], dict(values)) from None  # type: ignore[no-untyped-call]  # (Dagster's, untyped)
+        return values
+
+    configured = op.configured(validated, name=op.name, config_schema=op.config_field)
+    return AssetsDefinition.dagster_internal_init(**{**asset.get_attributes_dict(), "node_def": configured})

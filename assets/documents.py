@@ -9,7 +9,7 @@ from dagster import (
     MetadataValue,
 )
 
-from assets.config import DocumentsConfig
+from assets.config import DocumentsConfig, checked_at_launch
 from assets.metadata import counts_table, key_list, md_fenced, md_list, md_text
 from assets.partitions import partition_days
 from assets.policies import NEO4J_POOL, daily_asset
@@ -81,4 +81,4 @@ def documents_asset(config_class: type[DocumentsConfig] = DocumentsConfig) -> As
         CHATETL_EMBEDDER adds embeddings."""
         return write_documents(context, config, object_store, neo4j)
 
-    return documents
+    return checked_at_launch(documents, config_class)

@@ -18,8 +18,11 @@ list with its chunks (`per_conversation=False` ranks chunks); every candidate of
 part in the fusion, as in the paper (which fused whole TREC runs), and chunks of equal score
 share a rank: their order in the index's answer means nothing (chunks holding the same query
 words score the same but for their length), and fusion must not read it as a preference. Filters (platform, date range,
-role, model) apply to the best `pool` chunks of each index (Neo4j 5.26's indexes cannot filter
-inside the index; a filter raises the pool). A hit gives its conversation (title, platform,
+role, model) keep the best `pool` chunks of each index that pass them, however far down the index
+ranks them (Neo4j 5.26's indexes cannot filter inside the index: the index is asked deeper until
+enough pass, `chatetl.graph.chunk_search.chunk_matches`). The words go to the full-text index as
+words, never as Lucene syntax (`AND`, `NOT`, brackets escaped), at most `MAX_TERMS` of them (a
+note says when more were left out). A hit gives its conversation (title, platform,
 dates, url), the chunk (text, offsets in the Document, message ids), `matches`: where in the
 chunk text the query's words are (a vector hit without them: the sentence nearest the query),
 and with a store, the conversation's exported files (exports/_conversations/ manifests).
@@ -35,7 +38,7 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from chatetl.exports.bucket import read_manifest
-from chatetl.graph.chunk_search import chunk_indexes, chunk_matches, lucene_escape
+from chatetl.graph.chunk_search import FullTextQueryError, chunk_indexes, chunk_matches, lucene_escape
 from chatetl.model import Role
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
 from chatetl.readers.platform_names import normalize_platform
@@ -49,7 +52,8 @@ log = logging.getLogger(__name__)
 MODES = ("hybrid", "text", "vector")
 RRF_K = 60
 POOL = 100  # candidates per index at least ...
-FILTERED_POOL = 1000  # ... and with a filter (the filter drops most of them)
+FILTERED_POOL = 1000  # ... and how deep the index is asked first with a filter (the filter drops most of them)
+MAX_TERMS = 1000  # words given to the full-text index, below Lucene's clause limit (1024 in Neo4j 5)
 
 
 class SearchError(ValueError):
@@ -84,7 +88,8 @@ class SearchFilters:
         return {
             "platform": normalize_platform(self.platform) if self.platform else None,
             "since": self.since.isoformat() if self.since else None,
-            "until": (self.until + timedelta(days=1)).isoformat() if self.until else None,
+            # (until the last day there is: no end at all, rather than a day past the calendar's end)
+            "until": (self.until + timedelta(days=1)).isoformat() if self.until and self.until < date.max else None,
             "role": self.role,
             "model": self.model.strip().lower() if self.model and self.model.strip() else None,
         }
@@ -148,12 +153,41 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(w for w in (m.lower() for m in _WORD.findall(query)) if len(w) > 1 and w not in _STOP))
 
 
-def text_query(query: str) -> str:
-    """The query for the full-text index: the user's words literally (Lucene syntax escaped), without
-    the stop words that every chunk holds (they would rank chunks by noise); all stop words: all kept."""
+# each of these is a term of its own to the full-text index's tokenizer (Unicode's word breaks)
+_IDEOGRAPHS = re.compile("[\u3040-\u309f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _terms(word: str) -> int:
+    """At least the terms the index makes of a word (a-b is two, each ideograph one)."""
+    return len(_WORD.findall(word)) + len(_IDEOGRAPHS.findall(word))
+
+
+def searched_words(query: str) -> tuple[list[str], int]:
+    """The words of a query the full-text index is given, and how many more it had: without the stop
+    words that every chunk holds (they would rank chunks by noise; all stop words: all kept), up to
+    `MAX_TERMS` terms (more would exceed Lucene's clause limit)."""
     words = query.split()
     kept = [w for w in words if "".join(_WORD.findall(w)).lower() not in _STOP] or words
-    return " ".join(lucene_escape(w) for w in kept)
+    terms = 0
+    for i, word in enumerate(kept):
+        terms += _terms(word)
+        if terms > MAX_TERMS:
+            return kept[:i], len(kept) - i
+    return kept, 0
+
+
+_OPERATORS = frozenset({"AND", "OR", "NOT"})  # Lucene's, in capitals only
+
+
+def literal_word(word: str) -> str:
+    """One word of a query as a Lucene term, never syntax: its special characters escaped, and an
+    operator word (`AND`, `OR`, `NOT`) escaped as a whole (`\\AND`: the term `and`)."""
+    return "\\" + word if word in _OPERATORS else lucene_escape(word)
+
+
+def text_query(query: str) -> str:
+    """The query for the full-text index: `searched_words`, literally (Lucene syntax escaped)."""
+    return " ".join(literal_word(w) for w in searched_words(query)[0])
 
 
 def word_matches(text: str, terms: Sequence[str]) -> list[tuple[int, int]]:
@@ -271,7 +305,8 @@ def search(
         raise SearchError(f"k={k}: expected at least 1")
     filters = filters or SearchFilters()
     params = filters.params()
-    pool = pool or max(k * 5, FILTERED_POOL if filters.active else POOL)
+    pool = pool or max(k * 5, POOL)
+    depth = max(pool, FILTERED_POOL) if filters.active else pool
     model: Embedder | None = None
     if mode != "text":
         model = as_embedder(embedder) if embedder is not None else load_embedder()
@@ -281,14 +316,14 @@ def search(
     query_vector: list[float] | None = None
     indexes = chunk_indexes(driver, database)
     if mode != "vector" and indexes["fulltext"]:
-        lists["text"] = chunk_matches(driver, query=text_query(query), limit=pool, pool=pool, filters=params, database=database)
+        lists["text"] = _text_list(driver, query, pool, depth, params, database)
     if model is not None and indexes["vector_dimensions"] is not None:
         query_vector = model([query])[0]
         dims = indexes["vector_dimensions"]
         if dims != len(query_vector):
             raise SearchError(f"the graph's vectors have {dims} dimensions, the embedder {model.name}'s {len(query_vector)}: "
                               "search with the model the chunks were embedded with")
-        lists["vector"] = chunk_matches(driver, vector=query_vector, limit=pool, pool=pool, filters=params, database=database)
+        lists["vector"] = chunk_matches(driver, vector=query_vector, limit=pool, pool=depth, filters=params, database=database)
     hits = []
     for rank, (score, ranks, row) in enumerate(fuse(lists, k, per_conversation), start=1):
         if len(lists) == 1:  # one list: its own score says more than 1/(60 + rank)
@@ -323,6 +358,20 @@ def search(
     if store is not None:
         _add_exports(store, hits)
     return hits
+
+
+def _text_list(driver: Driver, query: str, pool: int, depth: int, params: dict[str, Any], database: str | None) -> list[dict[str, Any]]:
+    """The full-text list: the query's words (a note when some were left out); what the index cannot
+    take is a SearchError saying why on one line."""
+    words, left_out = searched_words(query)
+    if left_out:
+        log.warning("search: the full-text index takes %d words of this query, %d more were left out", len(words), left_out)
+    if not words:
+        return []
+    try:
+        return chunk_matches(driver, query=" ".join(literal_word(w) for w in words), limit=pool, pool=depth, filters=params, database=database)
+    except FullTextQueryError as exc:
+        raise SearchError(str(exc)) from None
 
 
 def _add_exports(store: ObjectStore, hits: list[Hit]) -> None:

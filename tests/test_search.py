@@ -27,6 +27,7 @@ from chatetl.search import (
     fuse,
     query_terms,
     search,
+    searched_words,
     sentences,
     text_query,
     word_matches,
@@ -209,3 +210,95 @@ def test_without_embeddings_hybrid_is_text_and_vector_is_refused(loaded, monkeyp
     other = Embedder(name="other", vectors_of=lambda texts: [[1.0, 0.0, 0.5] for _ in texts])
     with pytest.raises(SearchError, match="256 dimensions"):
         search(driver, "KeyError", embedder=other, database=DB)
+
+
+# --------------------------------------------------------------------------- hostile queries and deep filters
+
+
+@pytest.fixture
+def crowded(clean_graph, tmp_path):
+    """A word on every one of 1,100 short chunks of one chatgpt chat, and once in a longer grok answer:
+    the grok chunk ranks below the 1,100 others in both indexes."""
+    clean_graph.execute_query(f"DROP INDEX {VECTOR_INDEX} IF EXISTS", database_=DB)
+    start = _at("2025-05-01")
+    herd = "zebra zebra zebra stripes {} grazing with the whole herd on the open plain at dusk"  # one turn per chunk
+    crowd = chat([("user" if i % 2 == 0 else "assistant", herd.format(i)) for i in range(1100)],
+                 title="Zebras", conversation_id="crowd", updated=start)
+    lone = chat([("user", "Which animals live on the savanna near the river in the dry season?"),
+                 ("assistant", "Lions, elephants, giraffes, wildebeest and the occasional zebra, with hippos in the river itself.")],
+                title="Savanna", platform="grok", source=Source.GROK, conversation_id="lone", model="grok-2", updated=start + timedelta(days=31))
+    crowd.created_at, lone.created_at = start, start + timedelta(days=31)
+    load_conversations(clean_graph, [crowd, lone], database=DB)
+    store = LocalObjectStore(tmp_path / "bucket")
+    result = DocumentsResult()
+    write_upload_documents(store, clean_graph, "2025-05-01", "up-1", [crowd, lone], result, database=DB,
+                           chunking=ChunkOptions(max_chars=120, overlap_chars=0), embedder=builtin_embedder())
+    assert result.chunks >= 1102
+    yield clean_graph
+    clean_graph.execute_query(f"DROP INDEX {VECTOR_INDEX} IF EXISTS", database_=DB)
+
+
+@pytest.mark.integration
+def test_a_filter_finds_a_chunk_ranked_below_a_thousand_others(crowded):
+    driver = crowded
+    every = search(driver, "zebra", mode="text", k=1200, database=DB, per_conversation=False, pool=1200)
+    assert [h.conversation["conversation_id"] for h in every].index("lone") >= 1000  # below a thousand chunks of the crowd
+    for mode in ("text", "vector", "hybrid"):
+        hits = search(driver, "zebra", mode=mode, filters=SearchFilters(platform="grok"), database=DB)
+        assert _ids(hits) == ["lone"], mode
+    # the other filters too: the grok chat's model, its role, its dates
+    assert _ids(search(driver, "zebra", mode="text", filters=SearchFilters(model="grok"), database=DB)) == ["lone"]
+    assert _ids(search(driver, "zebra", mode="vector", filters=SearchFilters(model="grok", role="assistant"), database=DB)) == ["lone"]
+    assert _ids(search(driver, "zebra", mode="text", filters=SearchFilters(since=date(2025, 6, 1)), database=DB)) == ["lone"]
+    # each step of the widening: a pool of 10, then 100, then every match of the words
+    from chatetl.graph.chunk_search import chunk_matches
+
+    [row] = chunk_matches(driver, query="zebra", limit=5, pool=10, filters={"platform": "grok"}, database=DB)
+    assert row["conversation_id"] == "lone" and row["platform"] == "grok"
+    # a filter both pass: what an unfiltered search finds, the crowd first
+    assert _ids(search(driver, "zebra", mode="text", filters=SearchFilters(since=date(2025, 5, 1)), database=DB)) == ["crowd"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("query", ["NOT", "is it AND", "AND OR NOT", "tram AND", "(a OR b", "[a TO", "title:x", "a\\", "~", "*"])
+def test_any_query_is_taken_as_words(loaded, query):
+    driver, _, _ = loaded
+    hits = search(driver, query, mode="text", database=DB)  # no Lucene error: the words are searched
+    assert isinstance(hits, list)
+
+
+@pytest.mark.integration
+def test_a_query_of_more_words_than_lucene_takes_is_cut_with_a_note(loaded, caplog):
+    driver, _, _ = loaded
+    query = " ".join(f"word{i}" for i in range(1500)) + " ladybirds"
+    with caplog.at_level("WARNING", logger="chatetl.search"):
+        search(driver, query, mode="text", database=DB)
+    assert "takes 1000 words of this query, 501 more were left out" in caplog.text
+    hyphens = "-".join(["a"] * 3000)  # one word the tokenizer cuts into 3,000 terms
+    with caplog.at_level("WARNING", logger="chatetl.search"):
+        assert search(driver, f"aphids {hyphens}", mode="text", database=DB)[0].conversation["conversation_id"] == "roses"
+    assert searched_words("漢字" * 600) == ([], 1)  # 1,200 ideographs, each a term
+
+
+def test_lucene_syntax_is_escaped_word_by_word():
+    assert text_query("is it AND") == "is it \\AND"
+    assert text_query("NOT") == "\\NOT"
+    assert text_query("ANDROID OR-gate OR") == "ANDROID OR\\-gate"  # (OR, a stop word, left out among other words)
+    assert searched_words("one two three") == (["one", "two", "three"], 0)
+
+
+@pytest.mark.integration
+def test_a_query_the_index_still_refuses_is_one_line(loaded, monkeypatch):
+    from chatetl import search as search_module
+
+    driver, _, _ = loaded
+    monkeypatch.setattr(search_module, "literal_word", lambda word: word)  # raw Lucene, as before the escaping
+    with pytest.raises(SearchError) as refused:
+        search(driver, "is it AND", mode="text", database=DB)
+    assert str(refused.value).startswith("the full-text index cannot take this query: ParseException: Encountered")
+    assert "\n" not in str(refused.value)
+
+
+def test_the_last_day_there_is_is_a_filter_without_an_end():
+    assert SearchFilters(until=date.max).params()["until"] is None
+    assert SearchFilters(since=date.max, until=date.max).params()["since"] == "9999-12-31"

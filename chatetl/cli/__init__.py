@@ -6,11 +6,13 @@ exporters' Markdown, Jinja2 and YAML, nor the graph driver). What they share: `o
 
 from __future__ import annotations
 
+import errno
 import importlib
+from typing import Any
 
 import click
 
-from chatetl.cli.options import EXIT_CODES
+from chatetl.cli.options import EXIT_CODES, INPUT_ERRORS
 
 _COMMANDS = {
     "normalize": "chatetl.cli.normalize:normalize",
@@ -29,6 +31,19 @@ class _LazyGroup(click.Group):
             module, attr = _COMMANDS[name].split(":")
             self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """The command; an output it cannot write (a full disk, temp or `--out`; a folder it may not
+        write) ends it with one line naming the file and the cause, never a traceback (exit 1)."""
+        from chatetl.cli.terminal import os_error
+
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # stdout closed (`| head`): click exits quietly
+                raise
+            click.echo(f"error: {os_error(exc)}", err=True)
+            ctx.exit(INPUT_ERRORS)
 
 
 def version() -> str:

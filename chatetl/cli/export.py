@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,11 @@ from chatetl.cli.options import (
     EXIT_CODES,
     INPUT_ERRORS,
     OK,
+    output_errors,
     quiet_and_progress,
     report_errors,
 )
+from chatetl.cli.terminal import one_line
 from chatetl.exports.archive import (
     ARCHIVE,
     ARCHIVE_PAGE,
@@ -66,11 +69,20 @@ def _inside(root: Path, relative: str) -> Path:
     return target
 
 
+def _write(target: Path, data: bytes) -> None:
+    """A file of OUT, whole or not at all: a full disk leaves no cut file behind."""
+    try:
+        target.write_bytes(data)
+    except OSError:
+        target.unlink(missing_ok=True)
+        raise
+
+
 def _write_inside(root: Path, relative: str, data: bytes) -> Path:
     """`data` written to a relative export path under `root` (its folder made)."""
     target = _inside(root, relative)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
+    _write(target, data)
     return target
 
 
@@ -94,7 +106,7 @@ class _Request:
             bundle = parse_formats(zip_formats, ()) if zip_formats else ()
             env = ContentOptions.from_env("EXPORT")
         except ValueError as exc:
-            raise click.BadParameter(str(exc)) from exc
+            raise click.BadParameter(one_line(str(exc))) from exc
         return cls(chosen, bundle, env.model_copy(update={k: v for k, v in flags.items() if v is not None}))
 
     def wants(self, format_name: str) -> bool:
@@ -108,53 +120,61 @@ class _Request:
 
 @dataclass
 class _Written:
-    """The files in OUT, each conversation's its winning state's, and the archive's rows (the same states')."""
+    """The files in OUT, each conversation's its winning state's, and the archive's rows (the same states').
+    What it holds is what is on disk whole, also when writing stopped midway (a full disk)."""
 
     out: Path
     request: _Request
     files: dict[str, list[Path]] = field(default_factory=dict)  # conversation key -> its files on disk
     rows: dict[str, ArchiveEntry] = field(default_factory=dict)  # conversation key -> its archive row
+    records: int = 0  # the training file's
+    archived: int = 0  # the archive pages in OUT
 
     def write(self, conv: Conversation, files: list[ExportFile]) -> int:
         """A winning state's files written to OUT, an earlier state's files it does not overwrite removed: how many
         states written before it replaced (1 or 0)."""
-        paths = [_write_inside(self.out, f.path, f.data) for f in files if f.format in self.request.chosen]
         old = self.files.get(conv.key)
+        paths: list[Path] = []  # filled as they are written: a full disk midway still counts them
+        self.files[conv.key] = paths
+        for f in files:
+            if f.format in self.request.chosen:
+                paths.append(_write_inside(self.out, f.path, f.data))
         if old is not None:  # a winning state of a conversation already written: its stale files go
             for stale in old:
                 if stale not in paths:
                     stale.unlink(missing_ok=True)
-        self.files[conv.key] = paths
         if self.request.wants(ARCHIVE):
             self.rows[conv.key] = archive_entry(conv, next((f.path for f in files if f.format == "html"), None))
         return int(old is not None)
 
-    def counts(self, records: int) -> dict[str, int]:
-        """Files written per chosen format (`records`: the training file's)."""
+    def counts(self) -> dict[str, int]:
+        """Files written per chosen format (the training file's records)."""
         counts = dict.fromkeys(self.request.chosen, 0)
         for paths in self.files.values():
             for p in paths:
                 counts[p.parent.name] += 1
         if TRAINING in self.request.chosen:
-            counts[TRAINING] = records
+            counts[TRAINING] = self.records
         if ARCHIVE in self.request.chosen:
-            counts[ARCHIVE] = 1
+            counts[ARCHIVE] = self.archived
         return counts
 
 
-def _write_collected(out: Path, request: _Request, collector: ExportCollector, rows: Iterable[ArchiveEntry]) -> int:
+def _write_collected(collector: ExportCollector, written: _Written) -> None:
     """What is written once every input is read: the training file, the archive page and the zip (each as
-    chosen); the training file's records."""
+    chosen), counted in `written` as each is done."""
+    out, request = written.out, written.request
     chosen, bundle = request.chosen, request.bundle
     records = 0
     # a training file wanted only for the zip is written beside the collector, never into OUT
     training_target = _inside(out, f"{TRAINING}/sharegpt.jsonl") if TRAINING in chosen else collector.workdir / "sharegpt.jsonl"
     if request.wants(TRAINING):
         training_target.parent.mkdir(parents=True, exist_ok=True)
-        records = collector.write_training(training_target)
-    page = render_archive(rows).encode("utf-8", "replace") if request.wants(ARCHIVE) else b""
+        records = written.records = collector.write_training(training_target)
+    page = render_archive(written.rows.values()).encode("utf-8", "replace") if request.wants(ARCHIVE) else b""
     if ARCHIVE in chosen:
         _write_inside(out, f"{ARCHIVE}/{ARCHIVE_PAGE}", page)
+        written.archived = 1
     if bundle:
         extra = [(f"{TRAINING}/sharegpt.jsonl", training_target)] if TRAINING in bundle and records else []
         if ARCHIVE in bundle:
@@ -165,7 +185,6 @@ def _write_collected(out: Path, request: _Request, collector: ExportCollector, r
         training_target.unlink(missing_ok=True)
         if not any(training_target.parent.iterdir()):
             training_target.parent.rmdir()
-    return records
 
 
 @click.command("export", epilog=EXIT_CODES)
@@ -188,9 +207,10 @@ def export(
     report = ReadReport()
     out.mkdir(parents=True, exist_ok=True)
     written = _Written(out, request)
-    conversations = empty = superseded = 0
+    conversations = empty = superseded = exported = 0
     meter = input_meter(inputs, progress, quiet, "export")
-    with temporary_collector(request.bundle) as collector, meter:
+    # a full disk (temp or OUT) stops the writing: the summary still says what was written
+    with output_errors(str(out), tempfile.gettempdir()) as stop, temporary_collector(request.bundle) as collector, meter:
         for conv in read_inputs(inputs, report, meter):
             conversations += 1
             conv = with_state_hash(conv, state_hash(conv))  # hashed once: the collector and the archive row order by it
@@ -203,21 +223,26 @@ def export(
                 superseded += 1
             else:
                 superseded += written.write(conv, files)
-        records = _write_collected(out, request, collector, written.rows.values())
+                exported = collector.conversations
+        _write_collected(collector, written)
 
     report_errors(report.errors, quiet)
+    if stop.reason:
+        click.echo(f"error: {stop.reason}", err=True)
     summary: dict[str, object] = {
         "files": report.files,
         "conversations": conversations,
-        "exported": collector.conversations,
-        "written": written.counts(records),
+        "exported": exported,
+        "written": written.counts(),
         "errors": len(report.errors),
     }
     if empty:
         summary["empty"] = empty
     if superseded:
         summary["superseded"] = superseded
-    if request.bundle:
+    if request.bundle and not stop.reason:
         summary["zip"] = str(out / "chats.zip")
+    if stop.reason:
+        summary["stopped"] = stop.reason
     click.echo(json.dumps(summary, sort_keys=True))
-    sys.exit(INPUT_ERRORS if report.errors else OK)
+    sys.exit(INPUT_ERRORS if report.errors or stop.reason else OK)

@@ -16,6 +16,7 @@ from chatetl.cli.options import (
     quiet_and_progress,
     report_errors,
 )
+from chatetl.cli.terminal import one_line
 from chatetl.graph.connection import neo4j_settings, open_driver
 from chatetl.graph.load import DEFAULT_BATCH_MESSAGES, load_conversations
 from chatetl.model import Conversation
@@ -43,7 +44,7 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
         conf = neo4j_settings(settings)
         content, chunking = ContentOptions.from_env("RAG"), ChunkOptions.from_env()
     except ValueError as exc:  # a SettingError, or chunk sizes that do not fit together
-        raise click.UsageError(str(exc)) from exc
+        raise click.UsageError(one_line(str(exc))) from exc
     database = conf["database"] or None
     deep = settings.graph_deep if deep is None else deep
     report = ReadReport()
@@ -64,7 +65,7 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
                 on_batch=load_batch_documents,
             )
     except (Neo4jError, DriverError, OSError) as exc:
-        click.echo(f"error: writing the graph at {conf['uri']} failed: {type(exc).__name__}: {exc}", err=True)
+        click.echo(f"error: writing the graph at {conf['uri']} failed: {type(exc).__name__}: {one_line(str(exc))}", err=True)
         sys.exit(USAGE_OR_GRAPH)
     finally:
         driver.close()

@@ -1,11 +1,16 @@
-"""What every command shares: `--quiet`, `--progress`, the exit codes and how each command's help ends with them."""
+"""What every command shares: `--quiet`, `--progress`, the exit codes and how each command's help
+ends with them, the input errors on stderr, and an output that cannot be written said in one line."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import errno
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
+
+from chatetl.cli.terminal import one_line, os_error
 
 # the codes the commands exit with (click's own: 2 for a usage error, 1 for Ctrl-C)
 OK, INPUT_ERRORS, USAGE_OR_GRAPH = 0, 1, 2
@@ -37,4 +42,27 @@ def report_errors(errors: list[Any], quiet: bool) -> None:
     if quiet:
         return
     for err in errors:
-        click.echo(f"error: {err}", err=True)
+        click.echo(f"error: {one_line(str(err))}", err=True)
+
+
+class Stop:
+    __slots__ = ("reason",)
+
+    def __init__(self) -> None:
+        self.reason: str | None = None  # why the command stopped writing, on one line (None: it did not)
+
+
+@contextmanager
+def output_errors(*folders: str) -> Iterator[Stop]:
+    """A command's writing into `folders`: an OSError in it (a full disk, temp or the output folder;
+    a folder it may not write) ends the block, its cause on one line in `.reason` (with the folders
+    when the error names no file), so the command can still say what it did. A closed stdout
+    (`| head`) is left to click, which exits quietly."""
+    stop = Stop()
+    try:
+        yield stop
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        where = "" if exc.filename or not folders else one_line(f"(writing to {' or '.join(folders)})")
+        stop.reason = f"{os_error(exc)} {where}".rstrip()

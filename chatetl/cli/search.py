@@ -11,7 +11,6 @@ conversation's exported files are. With --json: one JSON object per hit and line
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import date, datetime
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import click
 
 from chatetl.cli.options import OK, USAGE_OR_GRAPH
+from chatetl.cli.terminal import json_line, one_line, printable
 from chatetl.settings import Settings
 
 EXIT_CODES = """\b
@@ -49,31 +49,33 @@ def _date(value: str | None, name: str) -> date | None:
 
 
 def _marked(text: str, spans: list[tuple[int, int]], color: bool) -> str:
-    """The text with its matches in bold (or between ** ** without colour), on one line."""
+    """The text with its matches in bold (or between ** ** without colour), on one line; every piece
+    of the chat's text made printable (a sequence a match cuts in two is text, never a control)."""
     out, pos = [], 0
     for start, end in spans:
         if start < pos:
             continue
-        out.append(text[pos:start])
-        out.append(click.style(text[start:end], bold=True) if color else f"**{text[start:end]}**")
+        out.append(printable(text[pos:start]))
+        word = printable(text[start:end])
+        out.append(click.style(word, bold=True) if color else f"**{word}**")
         pos = end
-    out.append(text[pos:])
+    out.append(printable(text[pos:]))
     return " ".join("".join(out).split())
 
 
 def render(hit: Any, color: bool) -> str:
     conv = hit.conversation
-    day = (conv.get("updated_at") or conv.get("created_at") or "")[:10] or "undated"
+    day = one_line(str(conv.get("updated_at") or conv.get("created_at") or "")[:10]) or "undated"
     found = ", ".join(f"{name} #{rank}" for name, rank in (("text", hit.text_rank), ("vector", hit.vector_rank)) if rank)
-    title = conv.get("title") or conv.get("document_title") or conv["key"]
-    head = f"{hit.rank:>2}. {click.style(title, bold=True) if color else title}  ·  {conv.get('platform')}  ·  {day}  ({found})"
+    title = one_line(conv.get("title") or conv.get("document_title") or conv["key"])
+    head = f"{hit.rank:>2}. {click.style(title, bold=True) if color else title}  ·  {one_line(str(conv.get('platform')))}  ·  {day}  ({found})"
     snippet, spans = hit.snippet()
     lines = [head, f"    {_marked(snippet, spans, color)}"]
-    ids = hit.message_ids
-    lines.append(f"    messages: {', '.join(ids[:4])}{f' (+{len(ids) - 4})' if len(ids) > 4 else ''}   chunk {hit.chunk_id}")
+    ids = [one_line(i) for i in hit.message_ids]
+    lines.append(f"    messages: {', '.join(ids[:4])}{f' (+{len(ids) - 4})' if len(ids) > 4 else ''}   chunk {one_line(hit.chunk_id)}")
     if hit.exports:
         fmt = "html" if "html" in hit.exports else min(hit.exports)
-        lines.append(f"    file: {hit.exports[fmt][0]}")
+        lines.append(f"    file: {one_line(hit.exports[fmt][0])}")
     return "\n".join(lines)
 
 
@@ -106,7 +108,7 @@ def search(query: str, platform: str | None, since: str | None, until: str | Non
         filters = SearchFilters(platform=platform, since=_date(since, "--since"), until=_date(until, "--until"), role=role, model=model)
         embedder = load_embedder(settings=settings) if mode != "text" else None
     except ValueError as exc:  # a SettingError, a SearchError, a bad CHATETL_EMBEDDER
-        raise click.UsageError(str(exc)) from exc
+        raise click.UsageError(one_line(str(exc))) from exc
     if embedder is None and mode == "hybrid":
         click.echo("note: embeddings are off (CHATETL_EMBEDDINGS): full-text search only", err=True)
     store = settings_store(settings)
@@ -114,18 +116,18 @@ def search(query: str, platform: str | None, since: str | None, until: str | Non
     try:
         hits = run_search(driver, query, k=k, mode=mode, filters=filters, embedder=embedder, store=store, database=conf["database"] or None)
     except SearchError as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise click.UsageError(one_line(str(exc))) from exc
     except (Neo4jError, DriverError, OSError) as exc:
-        click.echo(f"error: searching the graph at {conf['uri']} failed: {type(exc).__name__}: {exc}", err=True)
+        click.echo(f"error: searching the graph at {conf['uri']} failed: {type(exc).__name__}: {one_line(str(exc))}", err=True)
         sys.exit(USAGE_OR_GRAPH)
     finally:
         driver.close()
     if as_json:
         for hit in hits:
-            click.echo(json.dumps(hit.to_dict(), ensure_ascii=False, sort_keys=True))
+            click.echo(json_line(hit.to_dict()))
     else:
         color = sys.stdout.isatty()
         click.echo("\n\n".join(render(hit, color) for hit in hits) if hits else "", nl=bool(hits))
     if not hits:
-        click.echo(f"no hits for {query!r}", err=True)
+        click.echo(f"no hits for {one_line(repr(query))}", err=True)
     sys.exit(OK)

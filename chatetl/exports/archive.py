@@ -43,6 +43,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from chatetl.exports.html import TEMPLATES
+from chatetl.exports.meta import without_controls
 from chatetl.labels import platform_label
 from chatetl.layout import EXPORTS_PREFIX, export_prefix
 from chatetl.model import Conversation, StateOrder, order_of, state_hash, state_version
@@ -283,7 +284,7 @@ def render_archive(entries: Iterable[ArchiveEntry], linked: set[str] | None = No
         }
         for e in rows
     ]
-    return _environment().get_template("archive.html.j2").render(
+    page = _environment().get_template("archive.html.j2").render(
         page_title=title,
         rows=view,
         platforms=[(p, platform_label(p)) for p in platforms],
@@ -295,6 +296,7 @@ def render_archive(entries: Iterable[ArchiveEntry], linked: set[str] | None = No
         script=script,
         script_hash=script_hash,
     )
+    return without_controls(page)  # (everything in it is escaped text or the static script: taking controls out cannot make markup)
 
 
 # ---- the bucket ----

@@ -74,7 +74,7 @@ def to_html(view: ExportView) -> str:
                 "role": t.role.value,
                 "kind": t.kind.value,
                 "heading": turn_label(t),
-                "body": render_body(t.text),
+                "body": render_body(view.markdown(t)),
                 "sources": sources,
             }
         )

@@ -34,14 +34,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from chatetl.exports.meta import (
-    ExportView,
-    encode,
-    has_controls_utf8,
-    safe_link,
-    source_list,
-    without_controls,
-)
+from chatetl.exports.inert import inert_if_linked
+from chatetl.exports.meta import ExportView, encode, has_controls_utf8, safe_link, source_list, without_controls
 from chatetl.model import MessageKind, Role
 from chatetl.readers.platforms.chat_export.markdown import parse_markdown_lines
 from chatetl.readers.report import ReadReport
@@ -57,12 +51,20 @@ def _one_line(value: str) -> str:
     return " ".join(without_controls(value).split())  # a title with newlines must not break the fence
 
 
+def _shown_line(value: str) -> str:
+    """A value shown as text on one line (a title, a model, a source without a link): never a link, an image or HTML."""
+    return inert_if_linked(_one_line(value))
+
+
 def link_text(value: str) -> str:
-    """A link's text on one line, with what would end the link early escaped (`\\`, `[`, `]`)."""
-    return _LINK_SPECIAL.sub(r"\\\g<0>", _one_line(value))
+    """A link's text on one line, with what would end the link early escaped (`\\`, `[`, `]`), and
+    an HTML tag in it made text."""
+    text = _LINK_SPECIAL.sub(r"\\\g<0>", _one_line(value))
+    return text.replace("<", "\\<") if _TAG.search(text) else text
 
 
 _LINK_SPECIAL = re.compile(r"[\\\[\]]")
+_TAG = re.compile(r"<[A-Za-z/!?]")
 
 
 def link_url(url: str) -> str:
@@ -143,7 +145,7 @@ def _render(view: ExportView, bodies: list[str]) -> str:
     meta = view.meta()
     if "exported_at" in meta:  # the extension's Markdown calls it `exported`
         meta = {("exported" if k == "exported_at" else k): v for k, v in meta.items()}
-    out += [f"{k}: {_one_line(str(v))}" for k, v in meta.items()]
+    out += [f"{k}: {_shown_line(str(v))}" for k, v in meta.items()]
     out += ["```", ""]
     add = out.extend
     for turn, body in zip(view.turns, bodies):
@@ -160,7 +162,7 @@ def _render(view: ExportView, bodies: list[str]) -> str:
             for i, s in enumerate(links, 1):
                 url = safe_link(s.get("url"))  # javascript:, data: ... are never links: their title (or the URL) as text
                 title = s.get("title") or s.get("url") or ""
-                out.append(f"{i}. [{link_text(title)}]({link_url(url)})" if url else f"{i}. {_one_line(title)}")
+                out.append(f"{i}. [{link_text(title)}]({link_url(url)})" if url else f"{i}. {_shown_line(title)}")
             out += ["```", ""]
     return "\n".join(out)
 
@@ -210,7 +212,7 @@ def reads_back_plainly(body: str) -> bool:
 
 
 def render_markdown(view: ExportView) -> MarkdownResult:
-    bodies = [without_controls(markdown_equivalent(t.text)) for t in view.turns]
+    bodies = [without_controls(markdown_equivalent(view.markdown(t))) for t in view.turns]
     text = _render(view, bodies)
     if all(reads_back_plainly(b) for b in bodies):
         return MarkdownResult(text)  # (most chats; tests/exports/test_roundtrip.py checks it on random bodies)
@@ -244,7 +246,7 @@ def markdown_bytes(view: ExportView) -> bytes:
     is anywhere is decided once, on the encoded file (`has_controls_utf8`), rather than on every body:
     the marker and meta lines are made the same way on both paths, so a file without one has bodies
     without one. Any other chat goes the whole way (`render_markdown`)."""
-    bodies = [markdown_equivalent(t.text) for t in view.turns]
+    bodies = [markdown_equivalent(view.markdown(t)) for t in view.turns]
     data = encode(_render(view, bodies))
     if not has_controls_utf8(data) and all(reads_back_plainly(b) for b in bodies):
         return data

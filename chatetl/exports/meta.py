@@ -18,9 +18,13 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
-from chatetl.model import Citation, Conversation
+from chatetl.exports.inert import inert_markdown
+from chatetl.model import Citation, Conversation, Source
 from chatetl.readers.timeutil import iso
 from chatetl.selection import VISIBLE, ContentOptions, OutputTurn, branches
+
+# A message whose text the reader rendered from the HTML the source held (Gemini's answers).
+FROM_HTML = "html"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,18 @@ class ExportView:
     def meta(self) -> dict[str, Any]:
         """Meta keys in the order the extension's files give them; missing values are left out (never null)."""
         return dict(self._meta)  # (a copy: the caller may change it)
+
+    def markdown(self, turn: OutputTurn) -> str:
+        """A turn's text as the Markdown of a file a person opens (md, md-frontmatter, html): as it
+        is, but for text rendered from HTML, where every `[`, `]` and `<` was a character on the
+        page and stays one (`inert.inert_markdown`)."""
+        return inert_markdown(turn.text) if turn.message_id in self._from_html else turn.text
+
+    @cached_property
+    def _from_html(self) -> frozenset[str]:
+        if self.conv.source is not Source.GEMINI:  # (the one reader that renders HTML: no pass over the others' messages)
+            return frozenset()
+        return frozenset(m.message_id for m in self.conv.messages if m.content_type == FROM_HTML)
 
     @cached_property
     def _meta(self) -> dict[str, Any]:

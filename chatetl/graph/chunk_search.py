@@ -74,16 +74,18 @@ def similar_chunks(driver: Driver, text: str, embedder: TextEmbedder, k: int = 5
 
 # The filters of chunk_matches, applied to the candidates an index returns (Neo4j 5.26's
 # indexes cannot filter inside the index): a chunk's messages are its Document key + ':' + id.
-_FILTERED = """
-MATCH (d:Document)-[:HAS_CHUNK]->(node)
+_CANDIDATES = """
+MATCH (d:Document)-[:HAS_CHUNK]->(node{label})
 OPTIONAL MATCH (c:Conversation)-[:HAS_DOCUMENT]->(d)
-WITH node, score, d, c, [id IN node.message_ids | d.key + ':' + id] AS message_keys
+WITH node, {score}d, c, [id IN node.message_ids | d.key + ':' + id] AS message_keys
 WHERE ($platform IS NULL OR d.source = $platform)
   AND ($since IS NULL OR coalesce(d.updated_at, d.created_at) >= $since)
   AND ($until IS NULL OR d.created_at < $until)
-  AND ($role IS NULL OR EXISTS { MATCH (m:Message) WHERE m.key IN message_keys AND m.role = $role })
+  AND ($role IS NULL OR EXISTS {{ MATCH (m:Message) WHERE m.key IN message_keys AND m.role = $role }})
   AND ($model IS NULL OR toLower(coalesce(c.model_slug, '')) STARTS WITH $model
-       OR EXISTS { MATCH (m:Message) WHERE m.key IN message_keys AND toLower(m.model_slug) STARTS WITH $model })
+       OR EXISTS {{ MATCH (m:Message) WHERE m.key IN message_keys AND toLower(m.model_slug) STARTS WITH $model }})
+"""
+_ROWS = """
 RETURN node.id AS chunk_id, node.text AS text, node.position AS position, node.char_start AS char_start,
        node.char_end AS char_end, node.message_ids AS message_ids, score,
        d.key AS document_key, d.title AS title, d.source AS platform, d.created_at AS created_at,
@@ -92,10 +94,40 @@ RETURN node.id AS chunk_id, node.text AS text, node.position AS position, node.c
 ORDER BY score DESC, chunk_id
 LIMIT $limit
 """
+_FILTERED = _CANDIDATES.format(label="", score="score, ") + _ROWS
 
 _TEXT_MATCHES = f"CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', $query, {{limit: $pool}}) YIELD node, score" + _FILTERED
 _VECTOR_MATCHES = f"CALL db.index.vector.queryNodes('{VECTOR_INDEX}', $pool, $vector) YIELD node, score" + _FILTERED
+# With a filter, when the index's nearest `pool` hold fewer than `limit` chunks that pass it: every
+# hit of the words (the full-text index without a limit), or the cosine of every chunk that passes
+# (the vector index's own score, (1 + cos) / 2), so a filter finds what is there however far down.
+_TEXT_EVERY_MATCH = f"CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', $query) YIELD node, score" + _FILTERED
+_VECTOR_EVERY_MATCH = (
+    _CANDIDATES.format(label=":Chunk", score="")
+    + "  AND node.embedding IS NOT NULL\nWITH node, d, c, vector.similarity.cosine(node.embedding, $vector) AS score"
+    + _ROWS
+)
 FILTERS = ("platform", "since", "until", "role", "model")
+WIDEN = 10  # a filtered query's second pool: this many times the first, before every match
+
+
+class FullTextQueryError(ValueError):
+    """The full-text index could not take a query (Lucene's parser, its clause limit): the cause, on one line."""
+
+
+def _text_rows(driver: Driver, database: str | None, statement: str, **params: Any) -> list[dict[str, Any]]:
+    """A full-text statement's rows; Lucene's refusal (a Java stack trace in Neo4j's message) as one line."""
+    from neo4j.exceptions import ClientError
+
+    try:
+        return run_read(driver, database, statement, **params)
+    except ClientError as exc:
+        message = exc.message or ""
+        if "org.apache.lucene" not in message:
+            raise
+        cause = message.split("Caused by: ", 1)[-1].splitlines()[0].strip()  # "org.apache...ParseException: Encountered ..."
+        name, sep, detail = cause.partition(": ")
+        raise FullTextQueryError(f"the full-text index cannot take this query: {name.rsplit('.', 1)[-1]}{sep}{detail}") from None
 
 
 def chunk_matches(
@@ -108,11 +140,14 @@ def chunk_matches(
     filters: dict[str, Any] | None = None,
     database: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The best chunks of one index: the full-text index for `query` (Lucene syntax: escape a
-    user's words with `lucene_escape`), or the vector index for `vector`. The `pool` nearest are
+    """The best chunks of one index: the full-text index for `query` (Lucene syntax: a user's words
+    as chatetl.search.text_query gives them), or the vector index for `vector`. The `pool` nearest are
     filtered (`filters`: platform, since and until as ISO dates or times (until exclusive), role,
     model as a lower-case prefix; None: any) and the first `limit` returned, best first, each with
-    its Document and Conversation. The index must exist (`chunk_indexes` says which do)."""
+    its Document and Conversation. With a filter, a pool that holds fewer than `limit` chunks that
+    pass is widened (`WIDEN` times, then every match), so a filter finds what is there however far
+    down the index ranks it. The index must exist (`chunk_indexes` says which do). A query the
+    full-text index cannot parse raises FullTextQueryError."""
     if (query is None) == (vector is None):
         raise ValueError("chunk_matches: give either a query or a vector")
     params = {name: None for name in FILTERS}
@@ -120,6 +155,16 @@ def chunk_matches(
         if name not in params:
             raise ValueError(f"unknown filter {name!r}: expected one of {', '.join(FILTERS)}")
         params[name] = value
+    filtered = any(v is not None for v in params.values())
     if query is not None:
-        return run_read(driver, database, _TEXT_MATCHES, query=query, pool=int(pool), limit=int(limit), **params)
-    return run_read(driver, database, _VECTOR_MATCHES, vector=[float(x) for x in vector or ()], pool=int(pool), limit=int(limit), **params)
+        rows = _text_rows(driver, database, _TEXT_MATCHES, query=query, pool=int(pool), limit=int(limit), **params)
+        if filtered and len(rows) < limit:
+            rows = _text_rows(driver, database, _TEXT_MATCHES, query=query, pool=int(pool) * WIDEN, limit=int(limit), **params)
+        if filtered and len(rows) < limit:
+            rows = _text_rows(driver, database, _TEXT_EVERY_MATCH, query=query, limit=int(limit), **params)
+        return rows
+    values = [float(x) for x in vector or ()]
+    rows = run_read(driver, database, _VECTOR_MATCHES, vector=values, pool=int(pool), limit=int(limit), **params)
+    if filtered and len(rows) < limit:
+        rows = run_read(driver, database, _VECTOR_EVERY_MATCH, vector=values, limit=int(limit), **params)
+    return rows

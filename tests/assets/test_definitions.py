@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import os
 
+import pytest
+
 
 def test_definitions_load_with_everything():
     from assets.definitions import defs
@@ -171,3 +173,74 @@ def test_bad_values_fail_loudly_naming_the_variable_and_the_value():
     assert Settings.from_env({"CHATETL_GRAPH_DEEP": " On "}).graph_deep is True
     assert Settings.from_env({"CHATETL_GRAPH_DEEP": ""}).graph_deep is False  # empty is unset
     assert Settings.from_env({"CHATETL_SENSOR_MAX_SECONDS": "2.5"}).sensor_max_seconds == 2.5
+
+
+@pytest.mark.parametrize(("chunking", "why"), [
+    ({"chunk_max_chars": 5}, "chunk_max_chars"),
+    ({"chunk_overlap_chars": -1}, "chunk_overlap_chars"),
+    ({"chunk_max_chars": 100, "chunk_overlap_chars": 80}, "at most half"),
+    ({"chunk_max_chars": 100, "chunk_overlap_chars": 500}, "at most half"),
+])
+def test_chunk_settings_that_do_not_fit_are_refused_when_the_run_is_launched(tmp_path, monkeypatch, chunking, why):
+    """Dagster makes the run's plan (launchpad, sensor, backfill) before any step: a bad chunk size fails
+    there, naming the setting, and no run starts; the steps before documents never ran."""
+    from dagster import DagsterInstance, DagsterInvalidConfigError
+
+    from assets import definitions
+    from chatetl.settings import Settings
+
+    monkeypatch.setenv("CHATETL_LOCAL_STORE_ROOT", str(tmp_path))
+    defs = definitions.build_definitions(Settings.from_env({"CHATETL_LOCAL_STORE_ROOT": str(tmp_path)}))
+    job = defs.resolve_job_def("ingest_job")
+    instance = DagsterInstance.ephemeral()
+    with pytest.raises(DagsterInvalidConfigError, match=why) as refused:
+        job.execute_in_process(partition_key="2026-01-01", instance=instance,
+                               run_config={"ops": {"documents": {"config": chunking}}})
+    assert "documents" in str(refused.value) and "Traceback" not in str(refused.value)
+    assert instance.get_runs() == []  # refused before a run (or any of its steps) existed
+    assert not (tmp_path / "normalized").exists()
+
+
+def test_chunk_settings_that_fit_still_launch(tmp_path, monkeypatch):
+    from dagster._core.execution.api import create_execution_plan
+
+    from assets import definitions
+    from chatetl.settings import Settings
+
+    monkeypatch.setenv("CHATETL_LOCAL_STORE_ROOT", str(tmp_path))
+    defs = definitions.build_definitions(Settings.from_env({"CHATETL_LOCAL_STORE_ROOT": str(tmp_path)}))
+    job = defs.resolve_job_def("ingest_job")
+    plan = create_execution_plan(job, run_config={"ops": {"documents": {"config": {"chunk_max_chars": 400, "chunk_overlap_chars": 200}}}})
+    assert "documents" in plan.step_keys_to_execute
+    assert defs.resolve_assets_def("documents").op.config_schema.as_field().default_value["chunk_max_chars"] == 2000
+
+
+LAUNCH_RUN = """
+mutation ($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+    ... on LaunchRunSuccess { run { runId } }
+  }
+}"""
+
+
+def test_the_launchpad_refuses_chunk_settings_that_do_not_fit(tmp_path, monkeypatch):
+    """Launched as the UI launches (GraphQL `launchRun`, the code location in its own gRPC server):
+    refused with the reason, and no run is created."""
+    from dagster._core.test_utils import instance_for_test
+    from dagster_graphql.test.utils import define_out_of_process_context, execute_dagster_graphql
+
+    monkeypatch.setenv("CHATETL_LOCAL_STORE_ROOT", str(tmp_path))
+    workspace = os.path.join(os.path.dirname(__file__), "..", "..", "workspace.yaml")
+    params = {
+        "selector": {"repositoryLocationName": "chatetl", "repositoryName": "__repository__", "jobName": "ingest_job"},
+        "runConfigData": {"ops": {"documents": {"config": {"chunk_max_chars": 200, "chunk_overlap_chars": 150}}}},
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2026-01-01"}]},
+    }
+    with instance_for_test() as instance, define_out_of_process_context(workspace, None, instance) as context:
+        answer = execute_dagster_graphql(context, LAUNCH_RUN, {"params": params}).data["launchRun"]
+        assert answer["__typename"] != "LaunchRunSuccess", answer
+        assert "Error in config for asset documents: overlap_chars (150) must be at most half of max_chars (200)" in answer["message"]
+        assert instance.get_runs() == []

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from dagster_dev import dagster_dev as dagster_dev_server
 
 from chatetl.samples import chatgpt_export
 
@@ -30,12 +30,6 @@ RUN_TIMEOUT = 300
 
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _graphql(url: str, query: str, variables: dict | None = None) -> dict:
@@ -61,54 +55,22 @@ def dagster_dev(tmp_path, s3_bucket, services):
     sys.path.insert(0, str(REPO / "deploy"))
     from dagster_home import ensure
 
-    started: list[subprocess.Popen] = []
-    log_path = tmp_path / "dagster-dev.log"
+    with ExitStack() as running:
 
-    def start() -> str:
-        home = tmp_path / "dagster_home"
-        ensure(home)
-        env = {
-            **os.environ,
-            "DAGSTER_HOME": str(home),
-            "CHATETL_STORE": "s3",
-            "CHATETL_S3_BUCKET": s3_bucket,
-            "CHATETL_S3_PREFIX": "",
-            "PYTHONUNBUFFERED": "1",
-        }
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        dagster = Path(sys.executable).parent / "dagster"
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [str(dagster), "dev", "-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
-                cwd=REPO,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        started.append(proc)
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/server_info", timeout=5) as resp:
-                    if resp.status == 200:
-                        return url
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"dagster dev did not serve on {url}:\n{log_path.read_text(errors='replace')[-4000:]}")
-            time.sleep(1)
+        def start() -> str:
+            home = tmp_path / "dagster_home"
+            ensure(home)
+            env = {
+                **os.environ,
+                "DAGSTER_HOME": str(home),
+                "CHATETL_STORE": "s3",
+                "CHATETL_S3_BUCKET": s3_bucket,
+                "CHATETL_S3_PREFIX": "",
+                "PYTHONUNBUFFERED": "1",
+            }
+            return running.enter_context(dagster_dev_server(["-w", str(REPO / "workspace.yaml")], env, REPO, tmp_path / "dagster-dev.log"))
 
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        yield start
 
 
 def _browser(url: str, out: Path, name: str, *, dump: bool = False, budget_ms: int = 15000) -> str:

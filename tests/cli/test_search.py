@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -93,3 +94,57 @@ def test_usage_errors_say_what_is_wrong(bucket):
     result = run(bucket, "tram", "--since", "2025-09-02", "--until", "2025-09-01")
     assert result.exit_code == 2 and "after until" in result.stderr
     assert "Exit codes" in run(bucket, "--help").stdout
+
+
+# what a terminal acts on: every C0 control but tab and line feed, DEL, every C1 control
+ACTED_ON = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+HOSTILE_TITLE = "Tram \x1b]0;pwned\x07plans \x1b]52;c;ZXZpbA==\x1b\\for \x1b]8;;https://evil.example\x1b\\Lisbon\x1b]8;;\x1b\\ \x9b2J\x9d0;x\x9c"
+HOSTILE_TEXT = "Which funicular \x1b[2K\rFAKE LINE \x1b[1A\x1bc goes up \x07\x7f to the castle \x90q\x9c in Lisbon?"
+
+
+@pytest.fixture
+def hostile(clean_graph, tmp_path):
+    """A chat whose title and text hold every kind of terminal escape, in the graph with its html export."""
+    start = datetime(2025, 9, 1, tzinfo=UTC)
+    conv = chat([("user", HOSTILE_TEXT), ("assistant", "The Elevador da Bica \x1b]0;owned\x07 or the 28 tram.")],
+                title=HOSTILE_TITLE, conversation_id="hostile\x1b[31m", updated=start)
+    conv.created_at = start
+    store = LocalObjectStore(tmp_path / "bucket")
+    load_conversations(clean_graph, [conv], database=DB)
+    write_upload_documents(store, clean_graph, "2025-09-01", "up-1", [conv], DocumentsResult(), database=DB, embedder=None)
+    publish_conversation(store, conv, conversation_files(conv, ["html"]), ["html"])
+    return tmp_path / "bucket"
+
+
+def test_nothing_from_a_chat_reaches_the_terminal_as_a_control(hostile):
+    result = run(hostile, "funicular castle", "--mode", "text", CHATETL_EMBEDDINGS="off")
+    assert result.exit_code == 0, result.output
+    assert not ACTED_ON.search(result.stdout + result.stderr), repr(result.stdout)
+    head, snippet = result.stdout.splitlines()[:2]
+    assert head.startswith(" 1. Tram plans for Lisbon") and "FAKE LINE" in snippet and "**funicular**" in snippet
+    # a program gets the data exactly, escaped as JSON
+    result = run(hostile, "funicular castle", "--mode", "text", "--json", CHATETL_EMBEDDINGS="off")
+    assert result.exit_code == 0 and not ACTED_ON.search(result.stdout)
+    hit = json.loads(result.stdout)
+    assert hit["conversation"]["title"] == HOSTILE_TITLE and HOSTILE_TEXT in hit["text"]
+    result = run(hostile, "xylophonics\x1b]2;\x07", "--mode", "text", CHATETL_EMBEDDINGS="off")
+    assert "no hits for" in result.stderr and not ACTED_ON.search(result.stderr)
+
+
+@pytest.mark.parametrize("query", ["NOT", "is it AND", "tram OR", " ".join(["word"] * 1100)])
+def test_lucene_syntax_and_long_queries_are_words_never_a_parser_dump(bucket, query):
+    result = run(bucket, query, "--mode", "text")
+    assert result.exit_code == 0, result.output
+    assert "org.apache" not in result.output and "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) <= 2  # "no hits", the note on a cut query
+
+
+def test_the_last_day_of_the_calendar_is_a_date_like_any_other(bucket):
+    result = run(bucket, "tram", "--until", "9999-12-31", "--json", "--mode", "text")
+    assert result.exit_code == 0, result.output
+    assert [json.loads(x)["conversation"]["conversation_id"] for x in result.stdout.splitlines()] == ["lisbon"]
+    result = run(bucket, "tram", "--since", "9999-12-31")
+    assert result.exit_code == 0 and "no hits" in result.stderr and "Traceback" not in result.output
+    result = run(bucket, "tram", "--until", "10000-01-01")
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("Error:")]  # (click's usage lines around it)
+    assert result.exit_code == 2 and error.endswith("'10000-01-01': expected a date, YYYY-MM-DD") and "Traceback" not in result.output

@@ -29,6 +29,7 @@ ENV_EXAMPLE = DEPLOY / ".env.example"
 DOCKERFILE = DEPLOY / "Dockerfile"
 DOCKERIGNORE = DEPLOY / "Dockerfile.dockerignore"
 INSTANCE_YAML = DEPLOY / "dagster.yaml"
+LOCAL_INSTANCE_YAML = DEPLOY / "dagster.local.yaml"
 DOCKER_WORKSPACE = DEPLOY / "workspace.docker.yaml"
 DEPLOY_README = DEPLOY / "README.md"
 
@@ -447,6 +448,64 @@ def kubectl_secrets() -> dict[str, set[str]]:
         name = words[words.index("generic") + 1]
         secrets[name] = {w.split("=", 2)[1] for w in words if w.startswith("--from-literal=")}
     return secrets
+
+
+def check_gives_back_the_slots_of_a_dead_run(name: str, settings: dict, home: Path) -> None:
+    """Dagster's own schema reads the instance `settings`: run monitoring is on and frees a
+    finished run's pool slots soon, every pool starting at one slot."""
+    from dagster._core.instance.config import dagster_instance_config
+
+    home.mkdir()
+    (home / "dagster.yaml").write_text(yaml.safe_dump(settings))
+    config, _ = dagster_instance_config(str(home))
+    monitoring = config["run_monitoring"]
+    assert monitoring["enabled"], name
+    assert 0 < monitoring["free_slots_after_run_end_seconds"] <= 300, name
+    assert 0 < monitoring.get("poll_interval_seconds", 120) <= 120, name
+    assert config["concurrency"]["pools"]["default_limit"] == 1, name
+
+
+def test_every_instance_the_project_ships_gives_back_the_slots_of_a_dead_run(instance_yaml, tmp_path):
+    """A run worker that dies holding a `neo4j` slot never blocks the pool for good, on any instance:
+    run monitoring is on and frees a finished run's slots (tests/deploy/test_pool_slots.py kills a run
+    worker on the local one, with the default launcher production uses too). The Helm chart's
+    rendered instance is checked the same way in tests/deploy/test_helm.py."""
+    instances = {"local": load_yaml(LOCAL_INSTANCE_YAML), "production": instance_yaml}
+    for name, settings in instances.items():
+        check_gives_back_the_slots_of_a_dead_run(name, settings, tmp_path / name)
+
+
+def documented_run_time_limit() -> int:
+    """The run time limit's default as deploy/README.md's table gives it."""
+    match = re.search(r"^\| `run_monitoring\.max_runtime_seconds` \| `(\d+)`", DEPLOY_README.read_text(), re.MULTILINE)
+    assert match, "deploy/README.md documents no default of run_monitoring.max_runtime_seconds"
+    return int(match.group(1))
+
+
+def check_run_time_limit(name: str, settings: dict, home: Path) -> None:
+    """Dagster's own schema reads the instance `settings`: run monitoring is on and stops a run at
+    the documented limit, which leaves a day's run (or a backfill run of several days waiting its
+    turn for the pool) its hours and stops a runaway within the day."""
+    from dagster._core.instance.config import dagster_instance_config
+
+    home.mkdir()
+    (home / "dagster.yaml").write_text(yaml.safe_dump(settings))
+    config, _ = dagster_instance_config(str(home))
+    monitoring = config["run_monitoring"]
+    assert monitoring["enabled"], name
+    limit = monitoring.get("max_runtime_seconds")
+    assert limit == documented_run_time_limit(), f"{name}: run time limit {limit}"
+    assert 2 * 3600 <= limit <= 12 * 3600, name
+
+
+def test_every_instance_the_project_ships_stops_a_run_at_the_time_limit(instance_yaml, tmp_path):
+    """A run whose step never ends is stopped, on any instance (tests/deploy/test_run_time_limit.py
+    sees it on the local one; tests/deploy/test_helm.py checks the chart's rendered instance)."""
+    instances = {"local": load_yaml(LOCAL_INSTANCE_YAML), "production": instance_yaml}
+    for name, settings in instances.items():
+        check_run_time_limit(name, settings, tmp_path / name)
+    limit = documented_run_time_limit()
+    assert f"Exceeded maximum runtime of {limit} seconds." in DEPLOY_README.read_text()
 
 
 def test_readme_gives_the_one_command(compose):

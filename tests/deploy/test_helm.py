@@ -40,6 +40,8 @@ check_production_resources, dockerfile_cmd, flag, instance_env_refs = (
     _files.check_production_resources, _files.dockerfile_cmd, _files.flag, _files.instance_env_refs)
 kubectl_secrets, load_yaml, pyproject, required_env = (
     _files.kubectl_secrets, _files.load_yaml, _files.pyproject, _files.required_env)
+check_gives_back_the_slots_of_a_dead_run, check_run_time_limit = (
+    _files.check_gives_back_the_slots_of_a_dead_run, _files.check_run_time_limit)
 
 CHART = REPO / "deploy" / "helm" / "chatetl"
 CHECK = REPO / "deploy" / "helm" / "check.sh"
@@ -139,6 +141,20 @@ def test_the_instance_validates_and_matches_the_compose_instance(rendered, value
     assert logs["prefix"] == compose["compute_logs"]["config"]["prefix"]
     # AWS S3 itself has no endpoint: the chart leaves it out instead of an empty one
     assert ("endpoint_url" in logs) == bool(env_config(rendered[values])["CHATETL_S3_ENDPOINT_URL"])
+
+
+@pytest.mark.parametrize("values", ["default", "production"])
+def test_the_instance_gives_back_the_slots_of_a_dead_run(rendered, values, tmp_path):
+    """The chart's instance frees a dead run's `neo4j` slot like every other instance the
+    project ships (test_deploy_files.py checks the local and the compose one)."""
+    check_gives_back_the_slots_of_a_dead_run(f"helm {values}", instance(rendered[values]), tmp_path / values)
+
+
+@pytest.mark.parametrize("values", ["default", "production"])
+def test_the_instance_stops_a_run_at_the_time_limit(rendered, values, tmp_path):
+    """The chart's instance stops a run at the run time limit of the other instances
+    (test_deploy_files.py checks the local and the compose one)."""
+    check_run_time_limit(f"helm {values}", instance(rendered[values]), tmp_path / values)
 
 
 @pytest.mark.parametrize("values", ["default", "production"])

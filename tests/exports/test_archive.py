@@ -8,7 +8,6 @@ import hashlib
 import io
 import json
 import re
-import shutil
 import zipfile
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -18,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 import pytest
+from headless import needs_browser
 
 from chatetl.exports.archive import archive_key, day_rows_key, write_archive
 from chatetl.exports.formats import parse_formats
@@ -252,30 +252,7 @@ def test_the_days_zip_holds_a_page_of_its_own_linking_into_the_zip(tmp_path):
 # ------------------------------------------------------------------------------- in a real browser
 
 
-def _browser_tools() -> tuple[str | None, str | None]:
-    return shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
-
-
-@pytest.fixture
-def browser(tmp_path):
-    """Debian's headless Chromium driven through its chromedriver (Selenium, no driver download)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium, chromedriver = _browser_tools()
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage",
-                "--no-first-run", "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'chromium'}",
-                "--window-size=1200,900"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
-    yield driver
-    driver.quit()
-
-
-@pytest.mark.skipif(None in _browser_tools(), reason="needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)")
+@needs_browser
 def test_the_archive_page_in_headless_chromium_filters_and_its_links_open(tmp_path, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
@@ -368,3 +345,34 @@ def test_cli_export_archive_writes_the_page_beside_the_html_files_it_links(tmp_p
     assert len(page.rows) == summary["exported"] > 5
     linked = {(out / "archive" / unquote(r["href"])).resolve() for r in page.rows}
     assert linked == {p.resolve() for p in (out / "html").iterdir()}  # every row's file, and nothing else there
+
+
+CONTROL_TITLE = "Bell\x07 NUL\x00 \x1b]0;pwned\x07esc \x1b[31mred\x9b2J del\x7f end"
+RAW_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x84\x86-\x9f]")
+
+
+def _with_controls() -> list[Conversation]:
+    start = datetime(2025, 6, 1, tzinfo=UTC)
+    return [conversation("ctl", "chat\x1bgpt", CONTROL_TITLE, start, 2), conversation("plain", "grok", "Plain", start, 2)]
+
+
+def test_no_raw_control_character_reaches_the_page(tmp_path):
+    store = LocalObjectStore(tmp_path / "bucket")
+    write_partition_exports(store, "2026-03-01", [("u1", iter([(c, None) for c in _with_controls()]))], PLAN)
+    text, page = _page(store)
+    assert not RAW_CONTROLS.search(text), repr(RAW_CONTROLS.search(text))
+    titles = sorted(r["cells"][0] for r in page.rows)
+    assert titles == ["Bell NUL ]0;pwnedesc [31mred2J del end", "Plain"]  # the text around the controls stays
+
+
+@needs_browser
+def test_a_title_with_controls_shows_without_them_in_headless_chromium(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    store = LocalObjectStore(tmp_path / "bucket")
+    write_partition_exports(store, "2026-03-01", [("u1", iter([(c, None) for c in _with_controls()]))], PLAN)
+    browser.get((tmp_path / "bucket" / archive_key()).as_uri())
+    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#conversations td.title")]
+    assert any(c.startswith("Bell NUL ]0;pwnedesc [31mred2J del end") for c in cells), cells
+    assert not RAW_CONTROLS.search(browser.page_source)
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
