@@ -1,4 +1,4 @@
-"""The README's DuckDB queries (its section "Querying the normalized tables with DuckDB"), run as written against the demo's output:
+"""The DuckDB queries of docs/tables.md (its section "Querying the normalized tables with DuckDB"), run as written against the demo's output:
 the built-in samples uploaded and normalized into a local-folder bucket, as `make demo` does, plus
 a generated year of ChatGPT history uploaded twice (a second export of the same account), so the
 months differ and every chat arrives in two uploads. Each result is checked against the same
@@ -22,7 +22,7 @@ from chatetl.layout import RAW_PREFIX
 from chatetl.samples import ChatGPTBuilder, sample_uploads
 from chatetl.storage import LocalObjectStore
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+TABLES_DOC = Path(__file__).resolve().parent.parent / "docs" / "tables.md"
 
 
 def year_of_history() -> bytes:
@@ -39,9 +39,10 @@ def year_of_history() -> bytes:
 
 
 def doc_queries() -> list[str]:
-    text = README.read_text()
+    text = TABLES_DOC.read_text()
     section = text[text.index("## Querying the normalized tables with DuckDB") :]
-    section = section[: section.index("\n## ", 1)]
+    end = section.find("\n## ", 1)
+    section = section if end < 0 else section[:end]
     return re.findall(r"```sql\n(.*?)```", section, re.DOTALL)
 
 

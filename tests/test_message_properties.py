@@ -1,5 +1,5 @@
-"""A Message node's properties, made a column at a time for the load (`message_columns`), are the values the
-README documents, spelled out here a message at a time as they were first written."""
+"""A Message node's properties, made a column at a time for the load (`message_columns`), are the values
+docs/graph.md documents, spelled out here a message at a time as they were first written."""
 
 from __future__ import annotations
 

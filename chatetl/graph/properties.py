@@ -73,7 +73,7 @@ MESSAGE_PROPERTIES = (
     "key", "message_id", "name", "role", "kind", "content", "content_truncated", "content_length", "created_at",
     "conversation_id", "platform", "has_tool_calls", "has_tool_results", "model_slug", "seq", "on_active_branch",
 )
-"""A Message node's properties, in the order message_columns gives them: the README's, plus the
+"""A Message node's properties, in the order message_columns gives them: docs/graph.md's, plus the
 `message_id` and `platform` queries find a message by. The links a state asks for (its NEXT and
 parent) are not stored on the node: the load passes them beside it. Neo4j's write cost grows
 with properties per node, so bookkeeping nothing in the graph reads stays in the normalized

@@ -125,11 +125,10 @@ def test_the_settings_read_only_declared_variables():
     assert not set(settings.DEPLOYMENT_VARIABLES) & set(settings.OPTIONAL_VARIABLES)
 
 
-def test_the_readme_configuration_names_every_setting():
+def test_the_configuration_doc_names_every_setting():
     from chatetl import settings
 
-    readme = (REPO / "README.md").read_text()
-    config = readme[readme.index("## Configuration"):readme.index("## The data's path")]
+    config = (REPO / "docs" / "configuration.md").read_text()
     for name in (*settings.DEPLOYMENT_VARIABLES, *settings.OPTIONAL_VARIABLES):
         shown = name if "_INCLUDE_" not in name else name[: name.index("_INCLUDE_") + len("_INCLUDE_")] + "*"
         assert f"`{shown}`" in config, name

@@ -41,7 +41,7 @@ def test_the_new_path_writes_the_graph_the_old_one_wrote(clean_graph, tmp_path, 
     # the states that replace others written a few conversations a transaction (chatetl.graph.load._write_in_parts)
     monkeypatch.setattr(graph_load, "REPLACE_MESSAGES", 20)
     assert _run(clean_graph, load_conversations, loads, tmp_path) == actual
-    assert set(MOVED_OFF_MESSAGE) == set(DOCUMENTED_MOVED)  # the list the README and properties.py document
+    assert set(MOVED_OFF_MESSAGE) == set(DOCUMENTED_MOVED)  # the list docs/graph.md and properties.py document
     for (name, _, _), (want_summary, want_dump), (got_summary, got_full) in zip(loads, expected, actual, strict=True):
         got_dump, kept = message_props_moved(got_full)
         assert not kept, (name, kept)  # off the new graph's Messages
