@@ -76,7 +76,8 @@ _EXTRA_FIELDS = ("index", "stop_reason", "truncated", "input_mode", "sync_source
 SENDERS = {"human": Role.USER, "user": Role.USER, "assistant": Role.ASSISTANT}
 ARTIFACT_TOOL = "artifacts"  # the newer exports' tool_use name for artifacts; older inline ones get it too
 # an element of the older inline markup, up to its end tag (or the end of a text cut short)
-_ANT_ELEMENT = re.compile(r"<(antThinking|antArtifact)\b([^>]*)>(.*?)(?:</\1\s*>|\Z)", re.DOTALL)
+_ANT_OPEN = re.compile(r"<(antThinking|antArtifact)\b([^>]*)>")
+_ANT_CLOSE = {tag: re.compile(rf"</{tag}\s*>") for tag in ("antThinking", "antArtifact")}
 _ATTRIBUTE = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 # the newer exports' artifact input names the identifier `id`
 _ARTIFACT_FIELDS = {"identifier": "id"}
@@ -262,8 +263,7 @@ def _take_inline_markup(text: str, reasoning: list[str], tool_calls: list[ToolCa
     """`text` without its `<antThinking>` and `<antArtifact>` elements: their bodies go to
     `reasoning` and (as `artifacts` tool calls) to `tool_calls`, their tag names to `block_types`."""
 
-    def take(match: re.Match[str]) -> str:
-        tag, attributes, body = match.group(1), match.group(2), match.group(3)
+    def take(tag: str, attributes: str, body: str) -> str:
         if tag not in block_types:
             block_types.append(tag)
         if tag == "antThinking":
@@ -278,10 +278,19 @@ def _take_inline_markup(text: str, reasoning: list[str], tool_calls: list[ToolCa
         tool_calls.append(ToolCall.fast(id=None, name=ARTIFACT_TOOL, input=json_text(artifact)))
         return "\n\n"
 
-    found = _ANT_ELEMENT.sub(take, text)
-    if found == text:
+    # An element runs from its opening tag to its closing one, or (never closed) to the end. Openings are
+    # looked for only up to the last ">" (past it none can end), so no "<antThinking" re-scans the text.
+    kept: list[str] = []
+    pos, last = 0, text.rfind(">") + 1
+    while opening := _ANT_OPEN.search(text, pos, last):
+        closing = _ANT_CLOSE[opening.group(1)].search(text, opening.end())
+        body_end, end = (closing.start(), closing.end()) if closing else (len(text), len(text))
+        kept += [text[pos:opening.start()], take(opening.group(1), opening.group(2), text[opening.end():body_end])]
+        pos = end
+    if not kept:
         return text
-    return _BLANK_LINES.sub("\n\n", found).strip()
+    kept.append(text[pos:])
+    return _BLANK_LINES.sub("\n\n", "".join(kept)).strip()
 
 
 def _tool_call(block: dict[str, Any]) -> ToolCall:

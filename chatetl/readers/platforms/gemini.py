@@ -299,14 +299,19 @@ def _shown_file_name(name: Any) -> str | None:
 # ---- HTML rows -----------------------------------------------------------------------------
 
 _CELL_START = b'<div class="outer-cell'
-_CONTENT_CELL = re.compile(r'<div class="([^"]*\bcontent-cell\b[^"]*)">')
-_HEADER_CELL = re.compile(r'<p class="mdl-typography--title">(.*?)</p>', re.DOTALL)
+# The cell's patterns never re-scan past a closing they did not find (every scan of a cell stays linear in it,
+# however many tags are left open): an element is its opening then the first closing after it, and once no
+# closing follows an opening none follows a later one.
+_CONTENT_CELL = re.compile(r'<div class="([^"]*)">')
+_CONTENT_CLASS = re.compile(r"\bcontent-cell\b")
+_HEADER_OPEN, _HEADER_CLOSE = '<p class="mdl-typography--title">', "</p>"
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _BLOCK_START = re.compile(r"<(?:p|h[1-6]|ul|ol|pre|table|blockquote|hr|div|dl|figure|section|img)\b", re.IGNORECASE)
-_ANCHOR = re.compile(r'<a\s[^>]*?href="([^"]*)"[^>]*>(.*?)</a>', re.DOTALL | re.IGNORECASE)
-_FILE_LINK = re.compile(r'<(?:img\s[^>]*?src|a\s[^>]*?href)="([^"]*)"', re.IGNORECASE)
+_LINK_OPEN = re.compile(r"<(a|img)\s", re.IGNORECASE)
+_LINK_CLOSE = re.compile(r"</a>", re.IGNORECASE)
+_LINK_TARGET = {"a": re.compile(r'href="([^"]*)"'), "img": re.compile(r'src="([^"]*)"')}
 _TAG = re.compile(r"<[^>]*>")
-_CAPTION_SECTION = re.compile(r"<b>(.*?)</b>", re.DOTALL)
+_CAPTION_OPEN, _CAPTION_CLOSE = "<b>", "</b>"
 _SPACES = re.compile(r"[\s\u00a0\u202f]+")
 
 
@@ -367,8 +372,8 @@ def _decoded(entry: Entry, report: ReadReport, index: int, offset: int, data: by
 
 def row_from_cell(cell: str, index: int, where: str, report: ReadReport) -> _Row | None:
     """One `outer-cell` of MyActivity.html as the _Row its JSON row gives (None for another product's)."""
-    header = _HEADER_CELL.search(cell)
-    header_text = _plain(header.group(1)) if header else None
+    header = _element(cell, _HEADER_OPEN, _HEADER_CLOSE)
+    header_text = _plain(cell[header[1]:header[2]]) if header else None
     parts = _cell_parts(cell)
     body = parts.get("body")
     if body is None:
@@ -396,7 +401,7 @@ def row_from_cell(cell: str, index: int, where: str, report: ReadReport) -> _Row
     time_text = _plain(lines[time_at])
     when = _takeout_time(time_text)
 
-    subtitles = [_line_item(line) for line in lines[1:time_at] if _plain(line) or _ANCHOR.search(line)]
+    subtitles = [_line_item(line) for line in lines[1:time_at] if _plain(line) or _first_anchor(line)]
     answer_html = "<br>".join(lines[time_at + 1:]) + body[head_end:]
     answers: list[str] = []
     images: list[list[list[str]]] = []
@@ -418,7 +423,7 @@ def row_from_cell(cell: str, index: int, where: str, report: ReadReport) -> _Row
         url = s.get("url")
         if isinstance(url, str) and _is_local_file(url):
             files.append([url, _shown_file_name(s.get("name"))])
-    links = [href for href, _ in _ANCHOR.findall(title_line)]
+    links = [href for href, _ in _anchors(title_line)]
     links = [*[v for d in details for v in (d.get("url"), d.get("name")) if isinstance(v, str)], *map(html.unescape, links)]
     second = _second(when) if when else time_text
     return _row(index, where, when.timestamp() if when else None, second, title, answers, images, files, links, subtitles, extra, report)
@@ -426,7 +431,7 @@ def row_from_cell(cell: str, index: int, where: str, report: ReadReport) -> _Row
 
 def _cell_parts(cell: str) -> dict[str, str]:
     """The inner HTML of a cell's content cells: "body" (the activity), "right", "caption"."""
-    found = list(_CONTENT_CELL.finditer(cell))
+    found = [m for m in _CONTENT_CELL.finditer(cell) if _CONTENT_CLASS.search(m.group(1))]
     parts: dict[str, str] = {}
     for i, m in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(cell)
@@ -442,7 +447,7 @@ def _cell_parts(cell: str) -> dict[str, str]:
             name = "body"
             inner = inner.removesuffix("</div>")
             if i + 1 == len(found):  # the last cell: the page's closing tags follow it
-                inner = re.sub(r"(?:\s*</div>)+\s*(?:</body>\s*)?(?:</html>\s*)?$", "", inner)
+                inner = _without_page_end(inner)
         parts.setdefault(name, inner)
     return parts
 
@@ -451,30 +456,89 @@ def _caption_sections(caption: str) -> list[tuple[str, list[dict[str, str]]]]:
     """The caption's `<b>Label:</b><br>&emsp;line<br>...` sections (labels are translated): each
     section's HTML and its lines as items {name} or {name, url}."""
     sections: list[tuple[str, list[dict[str, str]]]] = []
-    labels = list(_CAPTION_SECTION.finditer(caption))
-    for i, m in enumerate(labels):
-        body = caption[m.end(): labels[i + 1].start() if i + 1 < len(labels) else len(caption)]
+    labels = list(_elements(caption, _CAPTION_OPEN, _CAPTION_CLOSE))
+    for i, (_, _, end) in enumerate(labels):
+        body = caption[end + len(_CAPTION_CLOSE): labels[i + 1][0] if i + 1 < len(labels) else len(caption)]
         sections.append((body, [_line_item(line) for line in _BR.split(body) if _plain(line)]))
     return sections
 
 
 def _line_item(line: str) -> dict[str, str]:
     """A subtitle or caption line as the JSON has it: {"name"} or {"name", "url"} for a link."""
-    anchor = _ANCHOR.search(line)
+    anchor = _first_anchor(line)
     name = _plain(line)
     if anchor:
-        return {"name": name, "url": html.unescape(anchor.group(1))}
+        return {"name": name, "url": html.unescape(anchor[0])}
     return {"name": name}
 
 
 def _attachment_links(right: str) -> list[str]:
     """The files the right cell shows (images and links), in its order."""
-    return [html.unescape(u) for u in _FILE_LINK.findall(right) if u]
+    return [html.unescape(target) for _, target, _ in _links(right) if target]
 
 
 def _plain(fragment: str) -> str:
     """A line of the cell as text: tags dropped, entities decoded, spaces as the JSON has them."""
-    return html.unescape(_TAG.sub("", fragment)).strip()
+    last = fragment.rfind(">") + 1  # (past the last ">" no tag ends: the rest is text, never scanned per "<")
+    return html.unescape(_TAG.sub("", fragment[:last]) + fragment[last:]).strip()
+
+
+def _elements(text: str, opening: str, closing: str) -> Iterator[tuple[int, int, int]]:
+    """(start, content start, content end) of each `opening ... closing` element, in order."""
+    pos = 0
+    while (start := text.find(opening, pos)) >= 0:
+        end = text.find(closing, start + len(opening))
+        if end < 0:
+            return
+        yield start, start + len(opening), end
+        pos = end + len(closing)
+
+
+def _element(text: str, opening: str, closing: str) -> tuple[int, int, int] | None:
+    return next(_elements(text, opening, closing), None)
+
+
+def _links(fragment: str) -> Iterator[tuple[str, str, int]]:
+    """(tag, its href or src, the position of its ">") of each `<a ...>` and `<img ...>`:
+    a tag runs to its first ">" (one inside a tag is no tag of its own)."""
+    pos = 0
+    while opening := _LINK_OPEN.search(fragment, pos):
+        end = fragment.find(">", opening.end())
+        if end < 0:
+            return
+        kind = opening.group(1).lower()
+        target = _LINK_TARGET[kind].search(fragment, opening.end(), end)
+        pos = end + 1
+        if target:
+            yield kind, target.group(1), end
+
+
+def _anchors(fragment: str) -> Iterator[tuple[str, str]]:
+    """(href, inner HTML) of each closed `<a href="...">...</a>`."""
+    after = 0  # the end of the last anchor read (a link inside it is its content)
+    for kind, href, end in _links(fragment):
+        if kind != "a" or end < after:
+            continue
+        closing = _LINK_CLOSE.search(fragment, end + 1)
+        if closing is None:  # none closes after this one: none after a later one either
+            return
+        yield href, fragment[end + 1:closing.start()]
+        after = closing.end()
+
+
+def _first_anchor(fragment: str) -> tuple[str, str] | None:
+    return next(_anchors(fragment), None)
+
+
+def _without_page_end(inner: str) -> str:
+    """The last cell without the page's closing tags after it (`</div>`s, then `</body>`, `</html>`)."""
+    rest = inner.rstrip()
+    for suffix in ("</html>", "</body>"):
+        rest = rest.removesuffix(suffix).rstrip()
+    closed = 0
+    while rest.endswith("</div>"):
+        rest, closed = rest[: -len("</div>")].rstrip(), closed + 1
+    return rest if closed else inner
 
 
 # Takeout writes times in the account's locale; English forms are read ("Sep 2, 2026, 1:26:27 PM PDT",

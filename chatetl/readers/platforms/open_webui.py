@@ -283,10 +283,25 @@ def _fold_details(text: str, reasoning: list[str], calls: list[ToolCall], result
         return text
     kept: list[str] = []
     pos = 0
+    # Each scan's finding is remembered, so no later opening re-scans the same stretch (openings come in
+    # order): the next ">" and "</details>" after a place stay the next ones for any later place before
+    # them, and within one tag a type not found is not found again.
+    gt = close = untyped_to = -1
     while (start := text.find(_OPEN, pos)) >= 0:
-        tag_end = text.find(">", start)
-        close = text.find(_CLOSE, tag_end) if tag_end >= 0 else -1
-        kind = _DETAILS_TYPE.search(text, start, tag_end) if close >= 0 and text[start + len(_OPEN)] in " \t\n" else None
+        if gt < start:
+            gt = text.find(">", start)
+            if gt < 0:
+                break
+        tag_end = gt
+        if close < tag_end:
+            close = text.find(_CLOSE, tag_end)
+            if close < 0:
+                break
+        kind = None
+        if close >= 0 and text[start + len(_OPEN)] in " \t\n" and tag_end != untyped_to:
+            kind = _DETAILS_TYPE.search(text, start, tag_end)
+            if kind is None:
+                untyped_to = tag_end
         if kind is None:  # no block of the model's work (or one never closed): it stays text
             kept.append(text[pos:start + len(_OPEN)])
             pos = start + len(_OPEN)
