@@ -51,6 +51,7 @@ from chatetl.readers.convert import json_text, raw_bytes
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
+from chatetl.readers.tree import turn_kind
 
 PLATFORM = "claude-ai"
 ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
@@ -119,6 +120,9 @@ def conversation_from_claude_ai(record: dict[str, Any], report: ReadReport, file
     messages: list[Message] = []
     place = f"{where} (conversation {conv_id})" if where else f"conversation {conv_id}"
     for index, raw in enumerate(raw_messages):
+        if raw is None:  # a hole the export left in the list: nothing lost beside it
+            report.warn(file, f"{place} message {index}", "message is null: skipped")
+            continue
         if not isinstance(raw, dict):
             report.error(file, f"{place} message {index}", f"message is not an object (got {type(raw).__name__})", raw=raw_bytes(raw))
             continue
@@ -215,8 +219,11 @@ def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id:
         extra["thinking_summaries"] = summaries
 
     joined_reasoning = "\n\n".join(reasoning) or None
-    if visible.strip() or (role is Role.USER and not tool_results):
+    attachments = _attachments(raw)
+    if visible.strip():
         kind, text = MessageKind.TURN, visible
+    elif role is Role.USER and not tool_results:  # no text: a turn only with an attachment (the empty-message rule)
+        kind, text = turn_kind(visible, attachments, extra), visible
     elif tool_calls:
         kind, text = MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls)
     elif tool_results:
@@ -240,7 +247,7 @@ def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id:
         tool_calls=tool_calls,
         tool_results=tool_results,
         citations=citations,
-        attachments=_attachments(raw),
+        attachments=attachments,
         extra=extra,
     )
 
