@@ -29,6 +29,7 @@ _PARAGRAPHS = frozenset(
 _LINES = frozenset({"dt", "dd", "summary", "caption", "tr"})
 _INLINE_MARKS = {"strong": "**", "b": "**", "em": "*", "i": "*", "del": "~~", "s": "~~", "strike": "~~"}
 _SAFE_LINK = ("http://", "https://", "mailto:")
+_MARKUP_START = re.compile(r"<(?=[A-Za-z/!?])")  # a "<" Markdown would read as a tag or an autolink
 _MAX_NESTING = 16  # quote and list levels shown as prefixes
 _PADDED_CELLS = 4096  # empty cells a table's short rows may gain beyond its own cells
 
@@ -46,6 +47,16 @@ def html_to_text(html: str) -> HtmlText:
     writer = _TextWriter()
     writer.feed(_inline_marks(html))
     return HtmlText(writer.result(), tuple(writer.images))
+
+
+def _escaped(text: str) -> str:
+    """Text a page showed as text, kept text in Markdown: `[`, `]` and a `<` that opens a tag
+    backslash-escaped, so `[your bank](https://...)` or an `<img alt>` written in an answer never
+    becomes a link, an image or markup in a Markdown export (`a < b` stays as it is)."""
+    for c in "[]":
+        if c in text:
+            text = text.replace(c, "\\" + c)
+    return _MARKUP_START.sub(r"\\<", text) if "<" in text else text
 
 
 def _collapse_spaces(text: str) -> str:
@@ -159,6 +170,7 @@ class _TextWriter:
         self.row: list[str] | None = None
         self.cell: list[str] | None = None
         self.images: list[tuple[str, str]] = []
+        self.code_span = False  # inside inline code: text kept as it is
 
     def feed(self, markup: str) -> None:
         """Cut `markup` into comments, tags and text in one forward pass: a comment, a tag (its
@@ -168,13 +180,15 @@ class _TextWriter:
         ends = _TagEnds(markup)
         size = len(markup)
         pos = 0
+        lone = ""  # a "<" that opened no tag: text, read with the text after it (escaped as that makes it)
         while pos < size:
             lt = markup.find("<", pos)
             if lt < 0:
                 lt = size
-            if lt > pos:
+            if lt > pos or lone:
                 text = markup[pos:lt]
-                data(unescape(text) if "&" in text else text)
+                data(lone + (unescape(text) if "&" in text else text))
+                lone = ""
             if lt == size:
                 break
             opening = _TAG_OPEN.match(markup, lt)
@@ -203,8 +217,10 @@ class _TextWriter:
             elif markup.startswith(("<!", "<?"), lt) and lt < ends.last:  # a doctype or instruction: nothing
                 pos = markup.find(">", lt) + 1
                 continue
-            data("<")  # a "<" that opens no tag is text
+            lone = "<"  # a "<" that opens no tag is text
             pos = lt + 1
+        if lone:
+            data(lone)
 
     # ---- writing ----
 
@@ -319,7 +335,13 @@ class _TextWriter:
             src, alt = (attr.get("src") or "").strip(), (attr.get("alt") or "").strip()
             self.images.append((src, alt))
             shown = src if src.startswith(("http://", "https://")) or (src and ":" not in src.split("/")[0]) else ""
+            alt = _escaped(_collapse_spaces(alt))
+            glued = not self.breaks and bool(self.parts) and not self.parts[-1][-1:].isspace() and self.cell is None
+            if glued:  # right after a word: its own block, never glued to the sentence before it
+                self._block(2)
             self._write(f"![{alt}]({shown})" if shown else f"![{alt}]")
+            if glued:
+                self._block(2)
         elif tag == "hr":
             self._block(2)
             self._write("---")
@@ -397,6 +419,19 @@ class _TextWriter:
             if self.table_depth == 0:
                 self._write_table()
 
+    def _escaped_outside_code(self, text: str) -> str:
+        """`text` with what Markdown would read as a link or markup escaped (`_escaped`), but inside
+        inline code (between the backticks `<code>` became), where a backslash would show."""
+        if "`" not in text:
+            return text if self.code_span else _escaped(text)
+        pieces = text.split("`")
+        for i, piece in enumerate(pieces):
+            if i:
+                self.code_span = not self.code_span
+            if not self.code_span:
+                pieces[i] = _escaped(piece)
+        return "`".join(pieces)
+
     def _open_item(self) -> None:
         if not self.lists:
             self.lists.append([False, 1, False])
@@ -454,7 +489,7 @@ class _TextWriter:
                 data = data.removeprefix("\n")
             self._write_lines(data)
             return
-        text = _collapse_spaces(data)
+        text = self._escaped_outside_code(_collapse_spaces(data))
         if text.startswith(" ") and (self.col0 or self.breaks or not self.parts or self.parts[-1].endswith(" ")):
             text = text[1:]
         if not text:

@@ -129,6 +129,7 @@ _ACTIVITIES = (
     ("Shared", "shared"),
     ("Deleted", "deleted"),
 )
+_GENERATED = re.compile(r"^\d+ generated images?\.?$")  # a subtitle of a row whose answer made images
 _IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "heic", "heif", "bmp", "svg", "avif"})
 _MIME = mimetypes.MimeTypes()  # the standard library's own table, not the machine's (the same everywhere)
 
@@ -227,7 +228,8 @@ def row_from_activity(record: Any, index: int, where: str, report: ReadReport) -
             links += [v for v in (d.get("url"), d.get("name")) if isinstance(v, str)]
     if isinstance(record.get("titleUrl"), str):
         links.append(record["titleUrl"])
-    return _row(index, where, when.timestamp(), _second(when), title, answers, images, files, links, subtitles, extra, report)
+    uploads = frozenset({record["imageFile"]} if isinstance(record.get("imageFile"), str) else ())
+    return _row(index, where, when.timestamp(), _second(when), title, answers, images, files, links, subtitles, extra, report, uploads)
 
 
 def _is_gemini(header: Any, products: list[str]) -> bool:
@@ -240,6 +242,7 @@ def _is_gemini(header: Any, products: list[str]) -> bool:
 def _row(
     index: int, where: str, time: float | None, second: str, title: str, answers: list[str], images: list[list[list[str]]],
     files: list[list[Any]], links: list[str], subtitles: list[dict], extra: dict[str, Any], report: ReadReport,
+    uploads: frozenset[str] = frozenset(),
 ) -> _Row:
     """The parts both variants read, made one row the same way."""
     prompt = _PROMPT.match(title)
@@ -275,7 +278,30 @@ def _row(
             seen[pointer][1] = shown or seen[pointer][1]
         else:
             seen[pointer] = [pointer, shown]
+    _generated_to_answer(seen, images, subtitles, uploads)
     return _Row(index, where, time, second, activity, text, answers, images, list(seen.values()), conversations, model, extra)
+
+
+def _generated_to_answer(files: dict[str, list[Any]], images: list[list[list[str]]], subtitles: list[dict], uploads: frozenset[str]) -> None:
+    """A row lists the images its answer generated among its files: a file the answer shows (an
+    `<img>` of the same name) is the answer's alone, and when a subtitle says "N generated
+    image(s)." the row's other image files are too (added to the last answer), but for the
+    person's own (`imageFile`, or a file a subtitle names as attached)."""
+    if not images or not files:
+        return
+    shown = {_file_name(src) for answer in images for src, _ in answer if src}
+    generated = any(_GENERATED.match(text_or_none(s.get("name")) or "") for s in subtitles)
+    for pointer in list(files):
+        name = _file_name(pointer)
+        if name in shown:
+            del files[pointer]
+        elif generated and name.rsplit(".", 1)[-1].lower() in _IMAGE_EXTENSIONS and not files[pointer][1] and pointer not in uploads:
+            del files[pointer]
+            images[-1].append([pointer, ""])
+
+
+def _file_name(pointer: str) -> str:
+    return pointer.split("?", 1)[0].rsplit("/", 1)[-1]
 
 
 def _second(when: datetime) -> str:
@@ -724,6 +750,10 @@ def _conversation(conv_id: str, rows: list[_Row]) -> Conversation:
         line = first_prompt.strip().split("\n", 1)[0].strip()
         title = line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
         meta["title_from"] = "first prompt"
+    elif file := next((f for r in rows if r.activity is None for f in r.files), None):
+        attachment = _file(*file)  # prompts of files alone: the first file, as the app shows it
+        title = f"{'Image' if attachment.kind == 'image' else 'File'}: {attachment.name}"[:TITLE_CHARS]
+        meta["title_from"] = "first prompt's file"
     if conv_id.startswith("activity-"):
         meta["id_from"] = "time and prompt"
     gems = sorted({r.extra["gem"] for r in rows if isinstance(r.extra.get("gem"), str)})
