@@ -400,7 +400,7 @@ def test_output_items_give_the_tool_call_its_result_and_the_full_reasoning():
     assert m.reasoning == "The user asks about Paris; call get_weather."
     assert [(c.id, c.name, c.input) for c in m.tool_calls] == [("call_1", "get_weather", '{"city":"Paris"}'),
                                                               ("code_interpreter:1", "code_interpreter", "print(1)")]
-    assert [(r.tool_call_id, r.name, r.output) for r in m.tool_results][0] == ("call_1", "get_weather", '{"sky":"sunny"}')
+    assert (m.tool_results[0].tool_call_id, m.tool_results[0].name, m.tool_results[0].output) == ("call_1", "get_weather", '{"sky":"sunny"}')
     assert m.tool_results[1].tool_call_id == "code_interpreter:1" and "stdout" in m.tool_results[1].output
     assert "output" not in m.extra
 
