@@ -49,9 +49,9 @@ locale keeps the row, without its time, as drift `gemini.html.time_format`).
 
 Memory: a conversation needs all of its rows and the file is newest first, so the rows of a file
 are held until its end as compact tuples (the texts already converted, not the raw records), up
-to MAX_HELD_BYTES of text; past that they go to a temporary file (one orjson line per row) and are
-read back by offset, so memory stays bounded whatever the file's size (Takeout files are tens of
-MB). Conversations come out in the order of their newest activity (the file's order).
+to MAX_HELD_BYTES of text; past that they all go to a temporary SQLite database (rows and which
+conversation holds which), read back one conversation at a time, so memory stays flat whatever
+the file's size. Conversations come out in the order of their newest activity (the file's order).
 
 Researched from: a measured real export's field report (`details[].url` with the app id, rows in
 2-4 branches, `attachedFiles`/`imageFile`, rows without details) and a Japanese field report (the
@@ -72,6 +72,7 @@ import html
 import mimetypes
 import os
 import re
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -90,8 +91,8 @@ from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 
 PLATFORM = "gemini"
-# row text held in memory; the rest of a file's rows go to a temporary file (held rows take about 3x their text in
-# RSS, so a bounded hold keeps a big MyActivity.json's memory bounded, at a small cost in time)
+# row text held in memory; past it a file's rows go to a temporary database (held rows take about 3x their text in
+# RSS, so a bounded hold keeps a big MyActivity.json's memory flat, at a small cost in time); the README refers here
 MAX_HELD_BYTES = 16 * 1024 * 1024
 MAX_CELL_BYTES = 64 * 1024 * 1024  # one HTML activity cell; a longer one is reported and skipped
 READ_BYTES = 1024 * 1024  # the HTML is read this much at a time
@@ -627,51 +628,80 @@ def _zone_offset(zone: str) -> timedelta | None:
 # ---- rows into conversations ---------------------------------------------------------------
 
 
-class _Spilled(NamedTuple):
-    offset: int
-    length: int
-
-
 class _RowStore:
-    """A file's rows until its conversations are built: in memory up to `budget` bytes of text,
-    the rest in a temporary file (one orjson line each) read back by offset."""
+    """A file's rows grouped by conversation until they are all read: in memory while their text stays
+    under `budget` bytes; past it, every row and every conversation's list of rows go to a temporary
+    SQLite database (one row stored once, its conversations by index), so memory stays flat
+    whatever the file's size: neither rows nor the per-row bookkeeping are held."""
 
     def __init__(self, budget: int | None = None) -> None:
         self.budget = MAX_HELD_BYTES if budget is None else budget
         self.held = 0
-        self.rows: list[_Row | _Spilled] = []
-        self.spill: Any = None
+        self.rows: list[_Row] = []
+        self.groups: dict[str, list[int]] = {}  # conversation id -> its rows, in file order (newest activity first)
+        self.db: sqlite3.Connection | None = None
+        self.folder: tempfile.TemporaryDirectory[str] | None = None
+        self.count = 0
 
-    def add(self, row: _Row) -> int:
-        size = 256 + len(row.text) + sum(len(a) for a in row.answers)
-        if self.held + size <= self.budget:
-            self.held += size
-            self.rows.append(row)
-        else:
-            if self.spill is None:
-                self.spill = tempfile.TemporaryFile(prefix="chatetl-gemini-")  # noqa: SIM115 (closed by close())
-            data = orjson.dumps(tuple(row)) + b"\n"
-            self.spill.seek(0, os.SEEK_END)
-            self.rows.append(_Spilled(self.spill.tell(), len(data)))
-            self.spill.write(data)
-        return len(self.rows) - 1
+    def add(self, row: _Row, conversations: list[str]) -> None:
+        index, self.count = self.count, self.count + 1
+        if self.db is None:
+            self.held += 256 + len(row.text) + sum(len(a) for a in row.answers) + 64 * len(conversations)
+            if self.held <= self.budget:
+                self.rows.append(row)
+                for conv_id in conversations:
+                    self.groups.setdefault(conv_id, []).append(index)
+                return
+            self._spill()
+        self._insert(index, row, conversations)
 
-    def get(self, i: int) -> _Row:
-        row = self.rows[i]
-        if isinstance(row, _Row):
-            return row
-        self.spill.seek(row.offset)
-        return _Row(*orjson.loads(self.spill.read(row.length)))
+    def _spill(self) -> None:
+        """From now on the rows live in a temporary database: those held go there first."""
+        self.folder = tempfile.TemporaryDirectory(prefix="chatetl-gemini-")
+        self.db = sqlite3.connect(os.path.join(self.folder.name, "rows.db"), isolation_level=None)
+        self.db.executescript(
+            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
+            "CREATE TABLE rows (idx INTEGER PRIMARY KEY, data BLOB);"
+            "CREATE TABLE convs (conv TEXT PRIMARY KEY, first INTEGER);"
+            "CREATE TABLE members (conv TEXT, idx INTEGER, PRIMARY KEY (conv, idx)) WITHOUT ROWID;"
+        )
+        self.db.executemany("INSERT INTO rows VALUES (?, ?)", ((i, orjson.dumps(tuple(r))) for i, r in enumerate(self.rows)))
+        for conv_id, indexes in self.groups.items():
+            self.db.execute("INSERT INTO convs VALUES (?, ?)", (conv_id, indexes[0]))
+            self.db.executemany("INSERT INTO members VALUES (?, ?)", ((conv_id, i) for i in indexes))
+        self.rows, self.groups = [], {}
+
+    def _insert(self, index: int, row: _Row, conversations: list[str]) -> None:
+        assert self.db is not None
+        self.db.execute("INSERT INTO rows VALUES (?, ?)", (index, orjson.dumps(tuple(row))))
+        for conv_id in conversations:
+            self.db.execute("INSERT OR IGNORE INTO convs VALUES (?, ?)", (conv_id, index))
+            self.db.execute("INSERT OR IGNORE INTO members VALUES (?, ?)", (conv_id, index))
+
+    def conversations(self) -> Iterator[tuple[str, list[_Row]]]:
+        """(id, its rows in file order) of each conversation, in the order of its newest activity."""
+        if self.db is None:
+            for conv_id, indexes in self.groups.items():
+                yield conv_id, [self.rows[i] for i in indexes]
+            return
+        self.db.execute("COMMIT")
+        reader = self.db.cursor()
+        for (conv_id,) in self.db.execute("SELECT conv FROM convs ORDER BY first"):
+            found = reader.execute("SELECT r.data FROM members m JOIN rows r ON r.idx = m.idx WHERE m.conv = ? ORDER BY m.idx", (conv_id,))
+            yield conv_id, [_Row(*orjson.loads(data)) for (data,) in found]
 
     def close(self) -> None:
-        if self.spill is not None:
-            self.spill.close()
-        self.rows.clear()
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+        if self.folder is not None:
+            self.folder.cleanup()
+            self.folder = None
+        self.rows, self.groups = [], {}
 
 
 def _conversations(entry: Entry, rows: Iterator[_Row | None], report: ReadReport) -> Iterator[Conversation]:
     store = _RowStore()
-    groups: dict[str, list[int]] = {}  # conversation id -> its rows, in file order (newest activity first)
     try:
         for row in rows:
             if row is None:
@@ -679,11 +709,9 @@ def _conversations(entry: Entry, rows: Iterator[_Row | None], report: ReadReport
             if not row.conversations and row.activity is not None:
                 report.skip(f"gemini activity outside a conversation ({row.activity})")
                 continue
-            at = store.add(row)
-            for conv_id in row.conversations or [_derived_id(row)]:
-                groups.setdefault(conv_id, []).append(at)
-        records = ((f"{store.get(idx[0]).where} (conversation {cid})", (cid, idx)) for cid, idx in groups.items())
-        yield from convert_records(entry, records, report, lambda group, where: _conversation(group[0], [store.get(i) for i in group[1]]))
+            store.add(row, row.conversations or [_derived_id(row)])
+        records = ((f"{group[0].where} (conversation {cid})", (cid, group)) for cid, group in store.conversations())
+        yield from convert_records(entry, records, report, lambda group, where: _conversation(group[0], group[1]))
     finally:
         store.close()
 
