@@ -29,6 +29,9 @@ _PARAGRAPHS = frozenset(
 _LINES = frozenset({"dt", "dd", "summary", "caption", "tr"})
 _INLINE_MARKS = {"strong": "**", "b": "**", "em": "*", "i": "*", "del": "~~", "s": "~~", "strike": "~~"}
 _SAFE_LINK = ("http://", "https://", "mailto:")
+_MARKUP_START = re.compile(r"<(?=[A-Za-z/!?])")  # a "<" Markdown would read as a tag or an autolink
+_MAX_NESTING = 16  # quote and list levels shown as prefixes
+_PADDED_CELLS = 4096  # empty cells a table's short rows may gain beyond its own cells
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,16 @@ def html_to_text(html: str) -> HtmlText:
     return HtmlText(writer.result(), tuple(writer.images))
 
 
+def _escaped(text: str) -> str:
+    """Text a page showed as text, kept text in Markdown: `[`, `]` and a `<` that opens a tag
+    backslash-escaped, so `[your bank](https://...)` or an `<img alt>` written in an answer never
+    becomes a link, an image or markup in a Markdown export (`a < b` stays as it is)."""
+    for c in "[]":
+        if c in text:
+            text = text.replace(c, "\\" + c)
+    return _MARKUP_START.sub(r"\\<", text) if "<" in text else text
+
+
 def _collapse_spaces(text: str) -> str:
     """Each run of HTML's whitespace (space, tab, line ends, form feed) as one space, as a browser shows
     text. By str.replace, at memchr speed: twice the rate of one regex substitution, which stepped
@@ -58,7 +71,8 @@ def _collapse_spaces(text: str) -> str:
     return text
 
 
-_PRE_BLOCK = re.compile(r"(<pre\b.*?</pre\s*>)", re.IGNORECASE | re.DOTALL)
+_PRE_OPEN = re.compile(r"<pre\b", re.IGNORECASE)
+_PRE_CLOSE = re.compile(r"</pre\s*>", re.IGNORECASE)
 _INLINE_SUBS = (
     (re.compile(r"</?(?:strong|b)(?:\s[^>]*)?>", re.IGNORECASE), "**"),
     (re.compile(r"</?(?:em|i)(?:\s[^>]*)?>", re.IGNORECASE), "*"),
@@ -71,19 +85,67 @@ def _inline_marks(markup: str) -> str:
     """Whitespace collapsed, and bold, italics, strike-through and inline code as their Markdown marks,
     outside code blocks: done over the whole fragment at once (in the regex engine), so the text
     around them reaches the writer in one piece."""
-    pieces = _PRE_BLOCK.split(markup) if "<pre" in markup or "<PRE" in markup else [markup]
+    pieces = _pre_blocks(markup) if "<pre" in markup or "<PRE" in markup else [markup]
     for i in range(0, len(pieces), 2):  # (the odd pieces are the code blocks)
         piece = _collapse_spaces(pieces[i])  # whitespace collapsed, as HTML shows it outside code blocks
+        # every mark ends at a ">": past the last one none matches, and tried there a pattern would
+        # scan to the end for each opening (quadratic in a run of unclosed tags)
+        last = piece.rfind(">") + 1
+        head = piece[:last]
         for pattern, mark in _INLINE_SUBS:
-            piece = pattern.sub(mark, piece)
-        pieces[i] = piece
+            head = pattern.sub(mark, head)
+        pieces[i] = head + piece[last:]
     return "".join(pieces)
 
 
-# a comment, a tag (its attributes may hold a quoted ">"), a doctype or processing instruction, text, a lone "<"
-_TOKEN = re.compile(
-    r"<!--.*?(?:-->|$)|<(/?)([A-Za-z][A-Za-z0-9-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>|<[!?][^>]*>|([^<]+)|(<)", re.DOTALL
-)
+def _pre_blocks(markup: str) -> list[str]:
+    """`markup` split around its closed `<pre>` blocks (text, block, text, ...). Once no `</pre>`
+    follows an opening, none follows a later one: the rest is text, found in one scan."""
+    pieces: list[str] = []
+    pos = 0
+    while (opening := _PRE_OPEN.search(markup, pos)) and (closing := _PRE_CLOSE.search(markup, opening.end())):
+        pieces += [markup[pos:opening.start()], markup[opening.start():closing.end()]]
+        pos = closing.end()
+    pieces.append(markup[pos:])
+    return pieces
+
+
+_TAG_OPEN = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
+_TAG_STOP = re.compile(r"[>\"']")
+
+
+class _TagEnds:
+    """Where a tag ends: at the first `>` outside its quoted values. A tag that never ends (the value
+    ends first) has its `<` read as text; the scan that found so went to the value's end, so from
+    then on a quote no longer hides a `>` (a tag ends at the next `>`, and with none left none
+    does): every later scan stops at the `>` the reading jumps to, and a value is read in time
+    linear in its length however many of its tags are left open."""
+
+    def __init__(self, markup: str) -> None:
+        self.markup = markup
+        self.last = markup.rfind(">")
+        self.quotes = True  # quoted values hide a ">" (until a scan for one ran to the end)
+
+    def end(self, start: int) -> int:
+        """The `>` of the tag whose attributes start at `start`, or -1."""
+        markup = self.markup
+        if start > self.last:
+            return -1
+        if not self.quotes:
+            return markup.find(">", start)
+        pos = start
+        while stop := _TAG_STOP.search(markup, pos):
+            at = stop.start()
+            quote = markup[at]
+            if quote == ">":
+                return at
+            pos = markup.find(quote, at + 1) + 1
+            if not pos:
+                break
+        self.quotes = False
+        return -1
+
+
 _ATTRIBUTE = re.compile(r"""([A-Za-z_:][-A-Za-z0-9_:.]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?""")
 _ATTRIBUTES_READ = frozenset({"a", "img", "code", "ol"})  # the only tags whose attributes matter here
 _NO_ATTRIBUTES: dict[str, str] = {}
@@ -95,6 +157,7 @@ class _TextWriter:
         self.breaks = 0  # newlines wanted before the next text: 1 a line break, 2 a blank line
         self.col0 = True  # the next text starts a line
         self.prefixes: list[str] = []  # what each line starts with: "> " per quote, the indent of list items
+        self.deeper = 0  # quotes and list items nested past _MAX_NESTING: no prefix of their own
         self.quotes = 0  # the quotes the last text was in
         self.marker: str | None = None  # a list item's "- " / "3. ", written before its first text
         self.lists: list[list] = []  # [ordered, next number, an item open]
@@ -107,28 +170,57 @@ class _TextWriter:
         self.row: list[str] | None = None
         self.cell: list[str] | None = None
         self.images: list[tuple[str, str]] = []
+        self.code_span = False  # inside inline code: text kept as it is
 
     def feed(self, markup: str) -> None:
+        """Cut `markup` into comments, tags and text in one forward pass: a comment, a tag (its
+        attributes may hold a quoted ">"), a doctype or processing instruction, text; a "<" that
+        opens none of them is text."""
         data, start, end = self.handle_data, self.handle_starttag, self.handle_endtag
-        for closing, tag, raw, text, lone in _TOKEN.findall(markup):
-            if text:
-                data(unescape(text) if "&" in text else text)
-            elif tag:
-                tag = tag.lower()
-                if closing:
-                    end(tag)
+        ends = _TagEnds(markup)
+        size = len(markup)
+        pos = 0
+        lone = ""  # a "<" that opened no tag: text, read with the text after it (escaped as that makes it)
+        while pos < size:
+            lt = markup.find("<", pos)
+            if lt < 0:
+                lt = size
+            if lt > pos or lone:
+                text = markup[pos:lt]
+                data(lone + (unescape(text) if "&" in text else text))
+                lone = ""
+            if lt == size:
+                break
+            opening = _TAG_OPEN.match(markup, lt)
+            if opening:
+                gt = ends.end(opening.end())
+                if gt >= 0:
+                    pos = gt + 1
+                    tag, raw = opening.group(2).lower(), markup[opening.end():gt]
+                    if opening.group(1):
+                        end(tag)
+                        continue
+                    attrs = (
+                        [(a.lower(), unescape(v or w or x)) for a, v, w, x in _ATTRIBUTE.findall(raw)]
+                        if raw and tag in _ATTRIBUTES_READ
+                        else []
+                    )
+                    if raw.endswith("/"):
+                        self.handle_startendtag(tag, attrs)
+                    else:
+                        start(tag, attrs)
                     continue
-                attrs = (
-                    [(a.lower(), unescape(v or w or x)) for a, v, w, x in _ATTRIBUTE.findall(raw)]
-                    if raw and tag in _ATTRIBUTES_READ
-                    else []
-                )
-                if raw.endswith("/"):
-                    self.handle_startendtag(tag, attrs)
-                else:
-                    start(tag, attrs)
-            elif lone:
-                data("<")  # a "<" that opens no tag is text (a comment or a doctype is nothing)
+            elif markup.startswith("<!--", lt):  # a comment: to its "-->", or to the end (bar a last line end)
+                close = markup.find("-->", lt + 4)
+                pos = close + 3 if close >= 0 else size - 1 if markup.endswith("\n") else size
+                continue
+            elif markup.startswith(("<!", "<?"), lt) and lt < ends.last:  # a doctype or instruction: nothing
+                pos = markup.find(">", lt) + 1
+                continue
+            lone = "<"  # a "<" that opens no tag is text
+            pos = lt + 1
+        if lone:
+            data(lone)
 
     # ---- writing ----
 
@@ -156,7 +248,7 @@ class _TextWriter:
         if self.col0:
             self.quotes = self.prefixes.count("> ") if self.prefixes else 0
             if self.marker is not None:
-                self.parts.append("".join(self.prefixes[:-1]) + self.marker)
+                self.parts.append("".join(self.prefixes if self.deeper else self.prefixes[:-1]) + self.marker)
                 self.marker = None
             elif self.prefixes:
                 self.parts.append("".join(self.prefixes))
@@ -221,7 +313,7 @@ class _TextWriter:
             self._open_item()
         elif tag == "blockquote":
             self._block(2)
-            self.prefixes.append("> ")
+            self._nest("> ")
         elif tag == "pre":
             self._block(2)
             self.pre += 1
@@ -236,12 +328,20 @@ class _TextWriter:
         elif tag in _INLINE_MARKS:
             self._write(_INLINE_MARKS[tag])
         elif tag == "a":
+            if self.links:  # links do not nest: a new one ends the open one, as in a browser
+                self.handle_endtag("a")
             self.links.append((attr.get("href"), []))
         elif tag == "img":
             src, alt = (attr.get("src") or "").strip(), (attr.get("alt") or "").strip()
             self.images.append((src, alt))
             shown = src if src.startswith(("http://", "https://")) or (src and ":" not in src.split("/")[0]) else ""
+            alt = _escaped(_collapse_spaces(alt))
+            glued = not self.breaks and bool(self.parts) and not self.parts[-1][-1:].isspace() and self.cell is None
+            if glued:  # right after a word: its own block, never glued to the sentence before it
+                self._block(2)
             self._write(f"![{alt}]({shown})" if shown else f"![{alt}]")
+            if glued:
+                self._block(2)
         elif tag == "hr":
             self._block(2)
             self._write("---")
@@ -280,7 +380,9 @@ class _TextWriter:
         elif tag == "li":
             self._close_item()
         elif tag == "blockquote":
-            if "> " in self.prefixes:
+            if self.deeper:
+                self.deeper -= 1
+            elif "> " in self.prefixes:
                 self.prefixes.reverse()
                 self.prefixes.remove("> ")
                 self.prefixes.reverse()
@@ -317,6 +419,19 @@ class _TextWriter:
             if self.table_depth == 0:
                 self._write_table()
 
+    def _escaped_outside_code(self, text: str) -> str:
+        """`text` with what Markdown would read as a link or markup escaped (`_escaped`), but inside
+        inline code (between the backticks `<code>` became), where a backslash would show."""
+        if "`" not in text:
+            return text if self.code_span else _escaped(text)
+        pieces = text.split("`")
+        for i, piece in enumerate(pieces):
+            if i:
+                self.code_span = not self.code_span
+            if not self.code_span:
+                pieces[i] = _escaped(piece)
+        return "`".join(pieces)
+
     def _open_item(self) -> None:
         if not self.lists:
             self.lists.append([False, 1, False])
@@ -325,16 +440,27 @@ class _TextWriter:
         self.marker = f"{current[1]}. " if current[0] else "- "
         current[1] += 1
         current[2] = True
-        self.prefixes.append(" " * len(self.marker))
+        self._nest(" " * len(self.marker))
         self.breaks = max(self.breaks, 1) if self.parts else 0
 
     def _close_item(self) -> None:
         if self.lists and self.lists[-1][2]:
             self.lists[-1][2] = False
             self.marker = None
-            if self.prefixes:
+            if self.deeper:
+                self.deeper -= 1
+            elif self.prefixes:
                 self.prefixes.pop()
             self.breaks = 1  # the next item on the next line (a tight list), whatever its paragraphs asked
+
+    def _nest(self, prefix: str) -> None:
+        """One more quote or list level: its prefix on every line inside it, up to _MAX_NESTING
+        levels (deeper ones show as the deepest: a line's prefix, and the text, stay linear in the
+        markup however deep it nests)."""
+        if len(self.prefixes) < _MAX_NESTING:
+            self.prefixes.append(prefix)
+        else:
+            self.deeper += 1
 
     def _write_table(self) -> None:
         rows, self.table = self.table or [], None
@@ -344,8 +470,10 @@ class _TextWriter:
         if not rows:
             return
         width = max(len(r) for r in rows)
+        if sum(width - len(r) for r in rows) > sum(len(r) for r in rows) + _PADDED_CELLS:
+            width = 0  # short rows padded only while that keeps the text linear in the markup (GFM pads them itself)
         lines = ["| " + " | ".join(r + [""] * (width - len(r))) + " |" for r in rows]
-        lines.insert(1, "|" + " --- |" * width)
+        lines.insert(1, "|" + " --- |" * (width or len(rows[0])))
         self._block(2)
         self._write_lines("\n".join(lines))
         self._block(2)
@@ -361,7 +489,7 @@ class _TextWriter:
                 data = data.removeprefix("\n")
             self._write_lines(data)
             return
-        text = _collapse_spaces(data)
+        text = self._escaped_outside_code(_collapse_spaces(data))
         if text.startswith(" ") and (self.col0 or self.breaks or not self.parts or self.parts[-1].endswith(" ")):
             text = text[1:]
         if not text:

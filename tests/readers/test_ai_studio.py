@@ -297,3 +297,40 @@ def test_times_with_offsets_are_utc_and_times_past_a_datetime_are_null_and_count
     question, answer = conv.messages
     assert question.created_at.isoformat() == "2026-01-07T10:00:00+00:00" and answer.created_at is None
     assert report.drift.get("time.out_of_range") == 1
+
+
+# --- issue 37: a chunk whose parts hold text beside code and its result -------------------------
+
+CODE_PARTS = [
+    {"text": "I'll compute it."},
+    {"executableCode": {"language": "PYTHON", "code": "print(2**10)"}},
+    {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1024\n"}},
+    {"text": "The answer is 1024."},
+]
+
+
+def test_a_chunk_of_text_code_and_result_parts_keeps_each_in_its_order():
+    chunks = [chunk("user", "Compute 2**10 with code.", t=0),
+              chunk("model", None, t=1, finishReason="STOP", parts=CODE_PARTS)]
+    conv, _ = only("Invented code run", prompt(chunks, system=None, runSettings={"model": "models/gemini-2.5-pro"}))
+    shown = [(m.role, m.kind, m.text) for m in conv.messages]
+    assert shown == [
+        (Role.USER, MessageKind.TURN, "Compute 2**10 with code."),
+        (Role.ASSISTANT, MessageKind.TURN, "I'll compute it."),
+        (Role.ASSISTANT, MessageKind.TOOL_CALL, "print(2**10)"),
+        (Role.TOOL, MessageKind.TOOL_RESULT, "1024\n"),
+        (Role.ASSISTANT, MessageKind.TURN, "The answer is 1024."),
+    ]
+    call, result = conv.messages[2], conv.messages[3]
+    assert result.tool_results[0].tool_call_id == call.tool_calls[0].id
+    assert len({m.message_id for m in conv.messages}) == 5
+    assert conv.messages[-1].extra["finish_reason"] == "STOP"
+
+
+def test_a_chunk_text_restating_its_parts_is_the_text_once_beside_the_code():
+    chunks = [chunk("user", "Compute 2**10 with code.", t=0),
+              chunk("model", "I'll compute it.The answer is 1024.", t=1, parts=CODE_PARTS)]
+    conv, _ = only("Invented code run", prompt(chunks, system=None))
+    shown = [(m.kind, m.text) for m in conv.messages[1:]]
+    assert shown == [(MessageKind.TURN, "I'll compute it.The answer is 1024."), (MessageKind.TOOL_CALL, "print(2**10)"),
+                     (MessageKind.TOOL_RESULT, "1024\n")]

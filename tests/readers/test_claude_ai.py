@@ -580,3 +580,40 @@ def test_manifest_detection_is_liberal_in_its_keys_and_strict_that_it_names_zips
     ]
     for value in not_manifests:
         assert detect(Entry.from_bytes("m.json", json.dumps(value).encode()))[0] is not Format.CLAUDE_AI_MANIFEST, value
+
+
+# --- issue 37: empty human messages, null messages ---------------------------------------------
+
+
+def test_an_empty_human_message_is_hidden_not_a_numbered_turn(tmp_path):
+    empty = msg("m-2", "human", "", content=[block_text("")], parent="m-1", t="2025-05-01T10:01:00.000000Z")
+    spaces = msg("m-3", "human", "  \n", content=[block_text("  \n")], parent="m-2", t="2025-05-01T10:01:01.000000Z")
+    image = msg("m-4", "human", "", content=[block_text("")], parent="m-3", t="2025-05-01T10:01:02.000000Z",
+                files=[{"file_name": "photo.png"}])
+    answer = msg("m-5", "assistant", "A photo.", content=[block_text("A photo.")], parent="m-4", t="2025-05-01T10:01:05.000000Z")
+    first = msg("m-1", "human", "Hi", content=[block_text("Hi")], t="2025-05-01T10:00:00.000000Z")
+    [c], report = read_file(tmp_path, "conversations.json", json.dumps([conv("c-empty", [first, empty, spaces, image, answer])]))
+    m = by_id(c)
+    for mid in ("m-2", "m-3"):
+        assert m[mid].kind is MessageKind.HIDDEN and m[mid].extra["empty"] is True
+    assert m["m-4"].kind is MessageKind.TURN and [a.name for a in m["m-4"].attachments] == ["photo.png"]
+    assert [t.message_id for t in c.visible_turns] == ["m-1", "m-4", "m-5"]
+    assert not report.errors
+
+
+def test_a_null_in_chat_messages_is_a_warning_and_the_rest_read(tmp_path):
+    c1 = simple_pair("c-null")
+    c1["chat_messages"].insert(1, None)
+    [c], report = read_file(tmp_path, "conversations.json", json.dumps([c1]))
+    assert [t.text for t in c.visible_turns] == ["Hello?", "Hi there."]
+    assert not report.errors
+    assert [w.reason for w in report.warnings] == ["message is null: skipped"]
+    assert "message 1" in report.warnings[0].where
+
+
+def test_a_message_of_another_type_in_chat_messages_stays_an_error(tmp_path):
+    c1 = simple_pair("c-num")
+    c1["chat_messages"].insert(1, 5)
+    [c], report = read_file(tmp_path, "conversations.json", json.dumps([c1]))
+    assert [e.reason for e in report.errors] == ["message is not an object (got int)"]
+    assert len(c.visible_turns) == 2

@@ -551,3 +551,54 @@ def test_empty_and_image_only_user_lines(tmp_path):
     assert (m["u2"].kind, m["u2"].extra.get("empty")) == (MessageKind.HIDDEN, True)
     assert (m["a2"].kind, m["a2"].extra.get("empty")) == (MessageKind.HIDDEN, True)
     assert [x.message_id for x in c.visible_turns] == ["u1", "a1"]
+
+
+# --- issue 37: what an IDE extension injects around a prompt --------------------------------------
+
+SESSION = "0b0b0b0b-0000-4000-8000-000000000005"
+OPENED = ("<ide_opened_file>The user opened the file /home/u/proj/app.py in the IDE. "
+          "This may or may not be related to the current task.</ide_opened_file>")
+SELECTED = ("<ide_selection>The user selected the lines 3 to 4 from /home/u/proj/app.py:\ndef f():\n    pass\n\n"
+            "This may or may not be related to the current task.</ide_selection>")
+
+
+def ide_line(uuid, parent, content, t):
+    return {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/u/proj", "sessionId": SESSION,
+            "version": "2.0.14", "gitBranch": "main", "type": "user", "message": {"role": "user", "content": content},
+            "uuid": uuid, "timestamp": f"2026-01-10T10:00:{t:02d}.000Z"}
+
+
+def answer_line(uuid, parent, text, t):
+    return {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/u/proj", "sessionId": SESSION,
+            "version": "2.0.14", "type": "assistant", "uuid": uuid, "timestamp": f"2026-01-10T10:00:{t:02d}.000Z",
+            "message": {"id": f"msg_{uuid}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"}}
+
+
+def test_ide_context_blocks_are_hidden_context_never_the_prompt_or_the_title(tmp_path):
+    lines = [
+        ide_line("u-0", None, [{"type": "text", "text": OPENED}], 0),  # a line of context alone
+        ide_line("u-1", "u-0", [{"type": "text", "text": OPENED}, {"type": "text", "text": SELECTED},
+                                {"type": "text", "text": "Add a docstring to f"}], 1),
+        answer_line("a-1", "u-1", "Done.", 2),
+        ide_line("u-2", "a-1", OPENED + "Refactor f", 3),  # glued to the prompt in one string
+        answer_line("a-2", "u-2", "Refactored.", 4),
+        ide_line("u-3", "a-2", "Explain <ide_selection>x</ide_selection> tags\n" + SELECTED, 5),
+        answer_line("a-3", "u-3", "They are context.", 6),
+        ide_line("u-4", "a-3", "<ide_diagnostics>1 error in app.py\nline 3: undefined name", 7),  # never closed
+    ]
+    path = tmp_path / f"{SESSION}.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    report = ReadReport()
+    [c] = list(read_path(path, report))
+    m = by_id(c)
+    assert m["u-0"].kind is MessageKind.HIDDEN and m["u-0"].text == OPENED
+    assert m["u-1"].kind is MessageKind.TURN and m["u-1"].text == "Add a docstring to f"
+    assert m["u-1"].extra["injected"] == [OPENED, SELECTED]
+    assert m["u-2"].text == "Refactor f" and m["u-2"].extra["injected"] == [OPENED]
+    # a tag the person wrote inside their prompt stays; an unclosed block at the end runs to the end
+    assert m["u-3"].text == "Explain <ide_selection>x</ide_selection> tags"
+    assert m["u-3"].extra["injected"] == [SELECTED]
+    assert m["u-4"].kind is MessageKind.HIDDEN and m["u-4"].text.startswith("<ide_diagnostics>1 error")
+    assert c.title == "Add a docstring to f"
+    assert [t.text for t in c.visible_turns][:2] == ["Add a docstring to f", "Done."]

@@ -488,10 +488,9 @@ def test_rows_past_the_memory_budget_spill_to_disk_and_read_the_same(monkeypatch
     spilled = []
     real_add = gemini._RowStore.add
 
-    def add(self, r):
-        at = real_add(self, r)
-        spilled.append(type(self.rows[at]).__name__)
-        return at
+    def add(self, r, conversations):  # (held: a _Row in memory; past the budget: spilled to the store's database)
+        real_add(self, r, conversations)
+        spilled.append("_Spilled" if self.db is not None else "_Row")
 
     monkeypatch.setattr(gemini, "MAX_HELD_BYTES", 3000)
     monkeypatch.setattr(gemini._RowStore, "add", add)
@@ -579,3 +578,49 @@ def test_whitespace_runs_collapse_as_one_regex_substitution_did():
         assert collapsed == run.sub(" ", text), repr(text)
         changed += collapsed != text
     assert changed > 5_000  # (most of them had runs to collapse)
+
+
+# --- issue 37: generated images, image-only prompts, images glued to a sentence ------------------
+
+FOX = "fox_a1b2c3-0f9e8d7c6b5a4321.png"
+PHOTO = "photo_9f8e7d-1a2b3c4d5e6f7a8b.jpg"
+
+
+def test_a_generated_image_is_the_answers_alone_and_never_glued_to_its_sentence():
+    drawn = row("Prompted Draw a fox", 2, f'<p>Here is a fox with sharp bone structure.<img src="{FOX}" alt=""></p>', app=APP_A,
+                subtitles=[{"name": "1 generated image."}], attachedFiles=[FOX, "fox_b-2.png"])
+    (conv,), report = read_rows([drawn])
+    assert report.errors == []
+    prompt, answer = conv.messages
+    assert prompt.attachments == []
+    assert [a.pointer for a in answer.attachments] == [FOX, "fox_b-2.png"]
+    assert answer.text == f"Here is a fox with sharp bone structure.\n\n![]({FOX})"
+
+
+def test_a_prompt_of_an_image_alone_is_titled_by_the_image():
+    photo = row("Prompted ", 0, "<p>A photo of a forest.</p>", app=APP_B, attachedFiles=[PHOTO], imageFile=PHOTO,
+                subtitles=[{"name": "Attached 1 file."}, {"name": "-  photo_9f8e7d.jpg", "url": PHOTO}])
+    (conv,), _ = read_rows([photo])
+    assert conv.title == "Image: photo_9f8e7d.jpg" and conv.meta["title_from"] == "first prompt's file"
+    prompt = conv.messages[0]
+    assert prompt.kind is MessageKind.TURN and [a.pointer for a in prompt.attachments] == [PHOTO]
+    # beside a prompt with text, the text still titles it
+    (conv,), _ = read_rows([row("Prompted Draw a fox", 2, "<p>Fox.</p>", app=APP_B), photo])
+    assert conv.title == "Draw a fox"
+
+
+def test_literal_link_and_image_text_in_an_answer_stay_text_in_markdown():
+    from markdown_it import MarkdownIt
+
+    answer = html_to_text(
+        "<p>Log in at [your bank](https://bank.example.invalid/login) or &lt;img src=x&gt; and "
+        "<code>a[0] &lt;b&gt;</code>; 1 &lt; 2.</p>"
+        '<p><img src="https://x.org/i.png" alt="](https://evil.example.invalid) [click"></p>'
+    ).text
+    assert answer == (
+        "Log in at \\[your bank\\](https://bank.example.invalid/login) or \\<img src=x> and `a[0] <b>`; 1 < 2.\n\n"
+        "![\\](https://evil.example.invalid) \\[click](https://x.org/i.png)"
+    )
+    rendered = MarkdownIt("commonmark").render(answer)
+    assert "<a " not in rendered and "<img" in rendered and rendered.count("<img") == 1
+    assert 'src="https://x.org/i.png"' in rendered

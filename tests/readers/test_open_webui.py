@@ -372,3 +372,43 @@ def test_empty_messages_are_hidden_and_kept_in_the_tree():
         (MessageKind.HIDDEN, True, None), (MessageKind.HIDDEN, True, None)]
     assert by_id["a2"].extra["error"] == {"content": "timeout"} and by_id["u3"].parent_id == "a2"
     assert [m.text for m in convs[0].visible_turns] == ["first", "one", "last", "two"]
+
+
+# --- issue 37: the newer `output` items --------------------------------------------------------
+
+OUTPUT = [
+    {"type": "reasoning", "id": "rs_1", "status": "completed", "summary": [{"type": "summary_text", "text": "Need weather tool"}],
+     "content": [{"type": "reasoning_text", "text": "The user asks about Paris; call get_weather."}]},
+    {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}",
+     "status": "completed"},
+    {"type": "function_call_output", "id": "fco_1", "call_id": "call_1", "output": [{"type": "input_text", "text": "{\"sky\":\"sunny\"}"}],
+     "status": "completed"},
+    {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": "It is sunny."}]},
+    {"type": "open_webui:code_interpreter", "code": "print(1)", "output": {"stdout": "1\n", "result": ""}},
+    {"type": "open_webui:status", "description": "done"},
+]
+
+
+def test_output_items_give_the_tool_call_its_result_and_the_full_reasoning():
+    content = (reasoning_block("Need weather tool")
+               + "It is sunny.")
+    answer = message("m2", "assistant", content, parent="m1", t=5, model="gpt-5", output=OUTPUT)
+    convs, report = read_bytes("owui.json", json.dumps([row("c-out", [message("m1", "user", "Weather in Paris?"), answer])]))
+    assert not report.errors and not any("output" in k for k in report.drift)
+    m = {x.message_id: x for x in convs[0].messages}["m2"]
+    assert (m.kind, m.text) == (MessageKind.TURN, "It is sunny.")
+    assert m.reasoning == "The user asks about Paris; call get_weather."
+    assert [(c.id, c.name, c.input) for c in m.tool_calls] == [("call_1", "get_weather", '{"city":"Paris"}'),
+                                                              ("code_interpreter:1", "code_interpreter", "print(1)")]
+    assert (m.tool_results[0].tool_call_id, m.tool_results[0].name, m.tool_results[0].output) == ("call_1", "get_weather", '{"sky":"sunny"}')
+    assert m.tool_results[1].tool_call_id == "code_interpreter:1" and "stdout" in m.tool_results[1].output
+    assert "output" not in m.extra
+
+
+def test_an_output_item_of_an_unknown_type_is_drift_and_kept():
+    answer = message("m2", "assistant", "Hi.", parent="m1", t=5, output=[{"type": "web_search_call", "id": "ws_1"},
+                                                                      {"type": "message", "content": [{"type": "output_text", "text": "Hi."}]}])
+    convs, report = read_bytes("owui.json", json.dumps([row("c-out2", [message("m1", "user", "Hello"), answer])]))
+    m = {x.message_id: x for x in convs[0].messages}["m2"]
+    assert m.text == "Hi." and m.extra["output_items"] == [{"type": "web_search_call", "id": "ws_1"}]
+    assert report.drift.get("open-webui.output:web_search_call") == 1

@@ -27,6 +27,7 @@ from chatetl.readers import limits
 from chatetl.readers.entry import Entry, ZipMember
 from chatetl.readers.inputs import claude_ai_manifest
 from chatetl.readers.inputs.counting_stream import CountingStream
+from chatetl.readers.inputs.cut import cut_format
 from chatetl.readers.inputs.detect import ZIP_MAGIC, Format, detect, resembles
 from chatetl.readers.inputs.encodings import INVALID_SEQUENCE, utf8_entry, wide_encoding
 from chatetl.readers.inputs.member_stream import INFLATE_ERRORS, open_member
@@ -78,6 +79,10 @@ def expand(entry: Entry, report: ReadReport, *, top_level: bool = True, depth: i
         yield from _expand_zip(entry, report, depth, top_level, inflated)
         return
     if fmt is None:
+        cut = cut_format(entry, head)
+        if cut is not None:
+            report.error(entry.name, f"byte {len(head)}", f"cut short: starts as a {cut.value} file but ends inside its first record", raw=head)
+            return
         near = resembles(entry, head)
         if top_level or near is not None:
             report.error(entry.name, "", f"unrecognized format: {_why_unrecognized(head, shape, near)}")

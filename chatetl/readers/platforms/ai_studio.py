@@ -86,6 +86,9 @@ ROLES = {"user": Role.USER, "model": Role.ASSISTANT, "assistant": Role.ASSISTANT
 _DRIVE = (("driveDocument", "file"), ("driveImage", "image"), ("driveVideo", "video"), ("driveAudio", "audio"))
 _INLINE = (("inlineImage", "image"), ("inlineFile", "file"))
 _TOOL_KEYS = ("executableCode", "codeExecutionResult", "functionCall", "functionResponse")
+# what a chunk says of its whole answer: kept on the last of its parts read as chunks of their own
+_CHUNK_ENDING = frozenset({"tokenCount", "finishReason", "grounding", "errorMessage", "isEdited", "branchChildren", "branchParent",
+                           "safetyRatings"})
 _UPLOAD_KEYS = frozenset({*(key for key, _ in _DRIVE), *(key for key, _ in _INLINE), "youtubeVideo"})
 
 
@@ -192,7 +195,7 @@ class _Chain:
             message.__pydantic_fields_set__.add("parent_id")
         self.messages.append(message)
 
-    def chunk(self, index: int, chunk: Any) -> None:
+    def chunk(self, index: int | str, chunk: Any) -> None:
         if not isinstance(chunk, dict):
             self.report.error(self.file, f"{self.place} chunk {index}", f"chunk is not an object (got {type(chunk).__name__})", raw=raw_bytes(chunk))
             return
@@ -209,6 +212,9 @@ class _Chain:
         part_texts: list[tuple[str, bool]] = []
         if get("parts"):
             parts = [p for p in get("parts") if isinstance(p, dict)] if isinstance(get("parts"), list) else []
+            if (len(parts) > 1 or text.strip()) and any(p.get(k) is not None for p in parts for k in _TOOL_KEYS):
+                self._in_part_order(index, chunk, role, text, parts)
+                return
             unknown: dict[str, Any] = {}
             for part in parts:
                 keep_unknown(part, KNOWN_PART_FIELDS, unknown, self.report, "ai-studio.part_field")
@@ -288,7 +294,37 @@ class _Chain:
         if extra:
             turn["extra"].update(extra)
 
-    def _tool(self, index: int, chunk: dict[str, Any], parts: list[dict], key: str, role: Role, when: Any, tokens: int, extra: dict[str, Any]) -> None:
+    def _in_part_order(self, index: int | str, chunk: dict[str, Any], role: Role, text: str, parts: list[dict]) -> None:
+        """A chunk whose parts hold code or function calls beside text (or several of them): each
+        part read in its order, as chunks of their own; text parts gather into the turn around
+        them, each call and result is its message. The chunk's `text`, when set, is the whole of
+        its text (its parts' text then restates it) and stands where the first text part does."""
+        raw_role = chunk.get("role")
+        segments: list[dict[str, Any]] = []
+        for part in parts:
+            key = next((k for k in _TOOL_KEYS if part.get(k) is not None), None)
+            if key is not None:
+                segments.append({"role": raw_role, key: part[key]})
+            elif segments and "parts" in segments[-1]:
+                segments[-1]["parts"].append(part)
+            else:
+                segments.append({"role": raw_role, "parts": [part]})
+        if text.strip():
+            contents = [seg for seg in segments if "parts" in seg]
+            for seg in contents:
+                seg["parts"] = [p for p in seg["parts"] if not isinstance(p.get("text"), str) or p.get("thought") is True]
+            if contents:
+                contents[0]["text"] = text
+            else:
+                segments.insert(0, {"role": raw_role, "text": text})
+            segments = [seg for seg in segments if seg.get("parts") or "parts" not in seg or "text" in seg]
+        when = {k: chunk[k] for k in ("createTime", "timestamp") if k in chunk}
+        last = next((seg for seg in reversed(segments) if "parts" in seg or "text" in seg), segments[-1])
+        last.update({k: v for k, v in chunk.items() if k in _CHUNK_ENDING})
+        for k, seg in enumerate(segments):
+            self.chunk(index if k == 0 else f"{index}.{k}", {**when, **seg})
+
+    def _tool(self, index: int | str, chunk: dict[str, Any], parts: list[dict], key: str, role: Role, when: Any, tokens: int, extra: dict[str, Any]) -> None:
         value = chunk.get(key)
         if value is None:
             value = next(p[key] for p in parts if p.get(key) is not None)
@@ -316,7 +352,7 @@ class _Chain:
         result = ToolResult.fast(tool_call_id=call_id, name=name, output=output, is_error=is_error)
         self._emit(index, Role.TOOL, MessageKind.TOOL_RESULT, output, when, key, extra=extra, tokens=tokens, tool_results=[result], author=name)
 
-    def _emit(self, index: int, role: Role, kind: MessageKind, text: str, when: Any, content_type: str, *, extra: dict[str, Any],
+    def _emit(self, index: int | str, role: Role, kind: MessageKind, text: str, when: Any, content_type: str, *, extra: dict[str, Any],
               tokens: int = 0, reasoning: str | None = None, tool_calls: list | None = None, tool_results: list | None = None,
               attachments: list | None = None, citations: list | None = None, author: str | None = None) -> None:
         if tokens:

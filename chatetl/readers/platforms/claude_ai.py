@@ -51,6 +51,7 @@ from chatetl.readers.convert import json_text, raw_bytes
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
+from chatetl.readers.tree import turn_kind
 
 PLATFORM = "claude-ai"
 ROOT_PARENT = "00000000-0000-4000-8000-000000000000"
@@ -76,7 +77,8 @@ _EXTRA_FIELDS = ("index", "stop_reason", "truncated", "input_mode", "sync_source
 SENDERS = {"human": Role.USER, "user": Role.USER, "assistant": Role.ASSISTANT}
 ARTIFACT_TOOL = "artifacts"  # the newer exports' tool_use name for artifacts; older inline ones get it too
 # an element of the older inline markup, up to its end tag (or the end of a text cut short)
-_ANT_ELEMENT = re.compile(r"<(antThinking|antArtifact)\b([^>]*)>(.*?)(?:</\1\s*>|\Z)", re.DOTALL)
+_ANT_OPEN = re.compile(r"<(antThinking|antArtifact)\b([^>]*)>")
+_ANT_CLOSE = {tag: re.compile(rf"</{tag}\s*>") for tag in ("antThinking", "antArtifact")}
 _ATTRIBUTE = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 # the newer exports' artifact input names the identifier `id`
 _ARTIFACT_FIELDS = {"identifier": "id"}
@@ -118,6 +120,9 @@ def conversation_from_claude_ai(record: dict[str, Any], report: ReadReport, file
     messages: list[Message] = []
     place = f"{where} (conversation {conv_id})" if where else f"conversation {conv_id}"
     for index, raw in enumerate(raw_messages):
+        if raw is None:  # a hole the export left in the list: nothing lost beside it
+            report.warn(file, f"{place} message {index}", "message is null: skipped")
+            continue
         if not isinstance(raw, dict):
             report.error(file, f"{place} message {index}", f"message is not an object (got {type(raw).__name__})", raw=raw_bytes(raw))
             continue
@@ -214,8 +219,11 @@ def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id:
         extra["thinking_summaries"] = summaries
 
     joined_reasoning = "\n\n".join(reasoning) or None
-    if visible.strip() or (role is Role.USER and not tool_results):
+    attachments = _attachments(raw)
+    if visible.strip():
         kind, text = MessageKind.TURN, visible
+    elif role is Role.USER and not tool_results:  # no text: a turn only with an attachment (the empty-message rule)
+        kind, text = turn_kind(visible, attachments, extra), visible
     elif tool_calls:
         kind, text = MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls)
     elif tool_results:
@@ -239,7 +247,7 @@ def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id:
         tool_calls=tool_calls,
         tool_results=tool_results,
         citations=citations,
-        attachments=_attachments(raw),
+        attachments=attachments,
         extra=extra,
     )
 
@@ -262,8 +270,7 @@ def _take_inline_markup(text: str, reasoning: list[str], tool_calls: list[ToolCa
     """`text` without its `<antThinking>` and `<antArtifact>` elements: their bodies go to
     `reasoning` and (as `artifacts` tool calls) to `tool_calls`, their tag names to `block_types`."""
 
-    def take(match: re.Match[str]) -> str:
-        tag, attributes, body = match.group(1), match.group(2), match.group(3)
+    def take(tag: str, attributes: str, body: str) -> str:
         if tag not in block_types:
             block_types.append(tag)
         if tag == "antThinking":
@@ -278,10 +285,19 @@ def _take_inline_markup(text: str, reasoning: list[str], tool_calls: list[ToolCa
         tool_calls.append(ToolCall.fast(id=None, name=ARTIFACT_TOOL, input=json_text(artifact)))
         return "\n\n"
 
-    found = _ANT_ELEMENT.sub(take, text)
-    if found == text:
+    # An element runs from its opening tag to its closing one, or (never closed) to the end. Openings are
+    # looked for only up to the last ">" (past it none can end), so no "<antThinking" re-scans the text.
+    kept: list[str] = []
+    pos, last = 0, text.rfind(">") + 1
+    while opening := _ANT_OPEN.search(text, pos, last):
+        closing = _ANT_CLOSE[opening.group(1)].search(text, opening.end())
+        body_end, end = (closing.start(), closing.end()) if closing else (len(text), len(text))
+        kept += [text[pos:opening.start()], take(opening.group(1), opening.group(2), text[opening.end():body_end])]
+        pos = end
+    if not kept:
         return text
-    return _BLANK_LINES.sub("\n\n", found).strip()
+    kept.append(text[pos:])
+    return _BLANK_LINES.sub("\n\n", "".join(kept)).strip()
 
 
 def _tool_call(block: dict[str, Any]) -> ToolCall:

@@ -97,6 +97,10 @@ _INJECTED = re.compile(
     r"local-command-caveat|system-reminder|user-prompt-submit-hook|bash-input|bash-stdout|bash-stderr|"
     r"task-notification)>|\[Request interrupted by user)"
 )
+# context an IDE extension puts around a prompt (the open file, the selection, its diagnostics): whole blocks at
+# the text's start or end, with exactly these names; one never closed runs to the end of the text
+_IDE_OPEN = re.compile(r"\s*<(ide_opened_file|ide_selection|ide_diagnostics|ide_closed_file)>")
+_IDE_LAST = re.compile(r"</(ide_opened_file|ide_selection|ide_diagnostics|ide_closed_file)>\s*$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -336,7 +340,10 @@ def _chat_message(rec: dict[str, Any], ltype: str, s: _Session, report: ReadRepo
             text = block.get("text") if isinstance(block.get("text"), str) else ""
             if ltype == "user" and _INJECTED.match(text):
                 injected.append(text)
-            else:
+                continue
+            if ltype == "user" and "<ide_" in text:
+                text = _without_ide_context(text, injected)
+            if text or not injected:
                 texts.append(text)
         elif btype == "thinking":
             if isinstance(block.get("thinking"), str) and block["thinking"]:
@@ -508,6 +515,21 @@ def _main_leaf(messages: list[Message]) -> str | None:
         return None
     _, leaf = max(leaves, key=lambda im: (im[1].created_at or _EPOCH, im[0]))
     return leaf.message_id
+
+
+def _without_ide_context(text: str, injected: list[str]) -> str:
+    """`text` without the IDE's context blocks at its start and end (each appended to `injected`)."""
+    while opening := _IDE_OPEN.match(text):
+        closing = f"</{opening.group(1)}>"
+        end = text.find(closing, opening.end())
+        end = len(text) if end < 0 else end + len(closing)
+        injected.append(text[:end].strip())
+        text = text[end:].lstrip()
+    closing_tag = _IDE_LAST.search(text) if text.endswith(">") or text[-1:].isspace() else None
+    if closing_tag and (start := text.rfind(f"<{closing_tag.group(1)}>", 0, closing_tag.start())) >= 0:
+        injected.append(text[start:].strip())
+        text = text[:start].rstrip()
+    return text
 
 
 def _title(s: _Session) -> str | None:

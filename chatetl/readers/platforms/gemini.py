@@ -49,9 +49,9 @@ locale keeps the row, without its time, as drift `gemini.html.time_format`).
 
 Memory: a conversation needs all of its rows and the file is newest first, so the rows of a file
 are held until its end as compact tuples (the texts already converted, not the raw records), up
-to MAX_HELD_BYTES of text; past that they go to a temporary file (one orjson line per row) and are
-read back by offset, so memory stays bounded whatever the file's size (Takeout files are tens of
-MB). Conversations come out in the order of their newest activity (the file's order).
+to MAX_HELD_BYTES of text; past that they all go to a temporary SQLite database (rows and which
+conversation holds which), read back one conversation at a time, so memory stays flat whatever
+the file's size. Conversations come out in the order of their newest activity (the file's order).
 
 Researched from: a measured real export's field report (`details[].url` with the app id, rows in
 2-4 branches, `attachedFiles`/`imageFile`, rows without details) and a Japanese field report (the
@@ -72,6 +72,7 @@ import html
 import mimetypes
 import os
 import re
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -90,8 +91,8 @@ from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 
 PLATFORM = "gemini"
-# row text held in memory; the rest of a file's rows go to a temporary file (held rows take about 3x their text in
-# RSS, so a bounded hold keeps a big MyActivity.json's memory bounded, at a small cost in time)
+# row text held in memory; past it a file's rows go to a temporary database (held rows take about 3x their text in
+# RSS, so a bounded hold keeps a big MyActivity.json's memory flat, at a small cost in time); the README refers here
 MAX_HELD_BYTES = 16 * 1024 * 1024
 MAX_CELL_BYTES = 64 * 1024 * 1024  # one HTML activity cell; a longer one is reported and skipped
 READ_BYTES = 1024 * 1024  # the HTML is read this much at a time
@@ -129,6 +130,7 @@ _ACTIVITIES = (
     ("Shared", "shared"),
     ("Deleted", "deleted"),
 )
+_GENERATED = re.compile(r"^\d+ generated images?\.?$")  # a subtitle of a row whose answer made images
 _IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "heic", "heif", "bmp", "svg", "avif"})
 _MIME = mimetypes.MimeTypes()  # the standard library's own table, not the machine's (the same everywhere)
 
@@ -227,7 +229,8 @@ def row_from_activity(record: Any, index: int, where: str, report: ReadReport) -
             links += [v for v in (d.get("url"), d.get("name")) if isinstance(v, str)]
     if isinstance(record.get("titleUrl"), str):
         links.append(record["titleUrl"])
-    return _row(index, where, when.timestamp(), _second(when), title, answers, images, files, links, subtitles, extra, report)
+    uploads = frozenset({record["imageFile"]} if isinstance(record.get("imageFile"), str) else ())
+    return _row(index, where, when.timestamp(), _second(when), title, answers, images, files, links, subtitles, extra, report, uploads)
 
 
 def _is_gemini(header: Any, products: list[str]) -> bool:
@@ -240,6 +243,7 @@ def _is_gemini(header: Any, products: list[str]) -> bool:
 def _row(
     index: int, where: str, time: float | None, second: str, title: str, answers: list[str], images: list[list[list[str]]],
     files: list[list[Any]], links: list[str], subtitles: list[dict], extra: dict[str, Any], report: ReadReport,
+    uploads: frozenset[str] = frozenset(),
 ) -> _Row:
     """The parts both variants read, made one row the same way."""
     prompt = _PROMPT.match(title)
@@ -275,7 +279,30 @@ def _row(
             seen[pointer][1] = shown or seen[pointer][1]
         else:
             seen[pointer] = [pointer, shown]
+    _generated_to_answer(seen, images, subtitles, uploads)
     return _Row(index, where, time, second, activity, text, answers, images, list(seen.values()), conversations, model, extra)
+
+
+def _generated_to_answer(files: dict[str, list[Any]], images: list[list[list[str]]], subtitles: list[dict], uploads: frozenset[str]) -> None:
+    """A row lists the images its answer generated among its files: a file the answer shows (an
+    `<img>` of the same name) is the answer's alone, and when a subtitle says "N generated
+    image(s)." the row's other image files are too (added to the last answer), but for the
+    person's own (`imageFile`, or a file a subtitle names as attached)."""
+    if not images or not files:
+        return
+    shown = {_file_name(src) for answer in images for src, _ in answer if src}
+    generated = any(_GENERATED.match(text_or_none(s.get("name")) or "") for s in subtitles)
+    for pointer in list(files):
+        name = _file_name(pointer)
+        if name in shown:
+            del files[pointer]
+        elif generated and name.rsplit(".", 1)[-1].lower() in _IMAGE_EXTENSIONS and not files[pointer][1] and pointer not in uploads:
+            del files[pointer]
+            images[-1].append([pointer, ""])
+
+
+def _file_name(pointer: str) -> str:
+    return pointer.split("?", 1)[0].rsplit("/", 1)[-1]
 
 
 def _second(when: datetime) -> str:
@@ -299,14 +326,19 @@ def _shown_file_name(name: Any) -> str | None:
 # ---- HTML rows -----------------------------------------------------------------------------
 
 _CELL_START = b'<div class="outer-cell'
-_CONTENT_CELL = re.compile(r'<div class="([^"]*\bcontent-cell\b[^"]*)">')
-_HEADER_CELL = re.compile(r'<p class="mdl-typography--title">(.*?)</p>', re.DOTALL)
+# The cell's patterns never re-scan past a closing they did not find (every scan of a cell stays linear in it,
+# however many tags are left open): an element is its opening then the first closing after it, and once no
+# closing follows an opening none follows a later one.
+_CONTENT_CELL = re.compile(r'<div class="([^"]*)">')
+_CONTENT_CLASS = re.compile(r"\bcontent-cell\b")
+_HEADER_OPEN, _HEADER_CLOSE = '<p class="mdl-typography--title">', "</p>"
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _BLOCK_START = re.compile(r"<(?:p|h[1-6]|ul|ol|pre|table|blockquote|hr|div|dl|figure|section|img)\b", re.IGNORECASE)
-_ANCHOR = re.compile(r'<a\s[^>]*?href="([^"]*)"[^>]*>(.*?)</a>', re.DOTALL | re.IGNORECASE)
-_FILE_LINK = re.compile(r'<(?:img\s[^>]*?src|a\s[^>]*?href)="([^"]*)"', re.IGNORECASE)
+_LINK_OPEN = re.compile(r"<(a|img)\s", re.IGNORECASE)
+_LINK_CLOSE = re.compile(r"</a>", re.IGNORECASE)
+_LINK_TARGET = {"a": re.compile(r'href="([^"]*)"'), "img": re.compile(r'src="([^"]*)"')}
 _TAG = re.compile(r"<[^>]*>")
-_CAPTION_SECTION = re.compile(r"<b>(.*?)</b>", re.DOTALL)
+_CAPTION_OPEN, _CAPTION_CLOSE = "<b>", "</b>"
 _SPACES = re.compile(r"[\s\u00a0\u202f]+")
 
 
@@ -367,8 +399,8 @@ def _decoded(entry: Entry, report: ReadReport, index: int, offset: int, data: by
 
 def row_from_cell(cell: str, index: int, where: str, report: ReadReport) -> _Row | None:
     """One `outer-cell` of MyActivity.html as the _Row its JSON row gives (None for another product's)."""
-    header = _HEADER_CELL.search(cell)
-    header_text = _plain(header.group(1)) if header else None
+    header = _element(cell, _HEADER_OPEN, _HEADER_CLOSE)
+    header_text = _plain(cell[header[1]:header[2]]) if header else None
     parts = _cell_parts(cell)
     body = parts.get("body")
     if body is None:
@@ -396,7 +428,7 @@ def row_from_cell(cell: str, index: int, where: str, report: ReadReport) -> _Row
     time_text = _plain(lines[time_at])
     when = _takeout_time(time_text)
 
-    subtitles = [_line_item(line) for line in lines[1:time_at] if _plain(line) or _ANCHOR.search(line)]
+    subtitles = [_line_item(line) for line in lines[1:time_at] if _plain(line) or _first_anchor(line)]
     answer_html = "<br>".join(lines[time_at + 1:]) + body[head_end:]
     answers: list[str] = []
     images: list[list[list[str]]] = []
@@ -418,7 +450,7 @@ def row_from_cell(cell: str, index: int, where: str, report: ReadReport) -> _Row
         url = s.get("url")
         if isinstance(url, str) and _is_local_file(url):
             files.append([url, _shown_file_name(s.get("name"))])
-    links = [href for href, _ in _ANCHOR.findall(title_line)]
+    links = [href for href, _ in _anchors(title_line)]
     links = [*[v for d in details for v in (d.get("url"), d.get("name")) if isinstance(v, str)], *map(html.unescape, links)]
     second = _second(when) if when else time_text
     return _row(index, where, when.timestamp() if when else None, second, title, answers, images, files, links, subtitles, extra, report)
@@ -426,7 +458,7 @@ def row_from_cell(cell: str, index: int, where: str, report: ReadReport) -> _Row
 
 def _cell_parts(cell: str) -> dict[str, str]:
     """The inner HTML of a cell's content cells: "body" (the activity), "right", "caption"."""
-    found = list(_CONTENT_CELL.finditer(cell))
+    found = [m for m in _CONTENT_CELL.finditer(cell) if _CONTENT_CLASS.search(m.group(1))]
     parts: dict[str, str] = {}
     for i, m in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(cell)
@@ -442,7 +474,7 @@ def _cell_parts(cell: str) -> dict[str, str]:
             name = "body"
             inner = inner.removesuffix("</div>")
             if i + 1 == len(found):  # the last cell: the page's closing tags follow it
-                inner = re.sub(r"(?:\s*</div>)+\s*(?:</body>\s*)?(?:</html>\s*)?$", "", inner)
+                inner = _without_page_end(inner)
         parts.setdefault(name, inner)
     return parts
 
@@ -451,30 +483,89 @@ def _caption_sections(caption: str) -> list[tuple[str, list[dict[str, str]]]]:
     """The caption's `<b>Label:</b><br>&emsp;line<br>...` sections (labels are translated): each
     section's HTML and its lines as items {name} or {name, url}."""
     sections: list[tuple[str, list[dict[str, str]]]] = []
-    labels = list(_CAPTION_SECTION.finditer(caption))
-    for i, m in enumerate(labels):
-        body = caption[m.end(): labels[i + 1].start() if i + 1 < len(labels) else len(caption)]
+    labels = list(_elements(caption, _CAPTION_OPEN, _CAPTION_CLOSE))
+    for i, (_, _, end) in enumerate(labels):
+        body = caption[end + len(_CAPTION_CLOSE): labels[i + 1][0] if i + 1 < len(labels) else len(caption)]
         sections.append((body, [_line_item(line) for line in _BR.split(body) if _plain(line)]))
     return sections
 
 
 def _line_item(line: str) -> dict[str, str]:
     """A subtitle or caption line as the JSON has it: {"name"} or {"name", "url"} for a link."""
-    anchor = _ANCHOR.search(line)
+    anchor = _first_anchor(line)
     name = _plain(line)
     if anchor:
-        return {"name": name, "url": html.unescape(anchor.group(1))}
+        return {"name": name, "url": html.unescape(anchor[0])}
     return {"name": name}
 
 
 def _attachment_links(right: str) -> list[str]:
     """The files the right cell shows (images and links), in its order."""
-    return [html.unescape(u) for u in _FILE_LINK.findall(right) if u]
+    return [html.unescape(target) for _, target, _ in _links(right) if target]
 
 
 def _plain(fragment: str) -> str:
     """A line of the cell as text: tags dropped, entities decoded, spaces as the JSON has them."""
-    return html.unescape(_TAG.sub("", fragment)).strip()
+    last = fragment.rfind(">") + 1  # (past the last ">" no tag ends: the rest is text, never scanned per "<")
+    return html.unescape(_TAG.sub("", fragment[:last]) + fragment[last:]).strip()
+
+
+def _elements(text: str, opening: str, closing: str) -> Iterator[tuple[int, int, int]]:
+    """(start, content start, content end) of each `opening ... closing` element, in order."""
+    pos = 0
+    while (start := text.find(opening, pos)) >= 0:
+        end = text.find(closing, start + len(opening))
+        if end < 0:
+            return
+        yield start, start + len(opening), end
+        pos = end + len(closing)
+
+
+def _element(text: str, opening: str, closing: str) -> tuple[int, int, int] | None:
+    return next(_elements(text, opening, closing), None)
+
+
+def _links(fragment: str) -> Iterator[tuple[str, str, int]]:
+    """(tag, its href or src, the position of its ">") of each `<a ...>` and `<img ...>`:
+    a tag runs to its first ">" (one inside a tag is no tag of its own)."""
+    pos = 0
+    while opening := _LINK_OPEN.search(fragment, pos):
+        end = fragment.find(">", opening.end())
+        if end < 0:
+            return
+        kind = opening.group(1).lower()
+        target = _LINK_TARGET[kind].search(fragment, opening.end(), end)
+        pos = end + 1
+        if target:
+            yield kind, target.group(1), end
+
+
+def _anchors(fragment: str) -> Iterator[tuple[str, str]]:
+    """(href, inner HTML) of each closed `<a href="...">...</a>`."""
+    after = 0  # the end of the last anchor read (a link inside it is its content)
+    for kind, href, end in _links(fragment):
+        if kind != "a" or end < after:
+            continue
+        closing = _LINK_CLOSE.search(fragment, end + 1)
+        if closing is None:  # none closes after this one: none after a later one either
+            return
+        yield href, fragment[end + 1:closing.start()]
+        after = closing.end()
+
+
+def _first_anchor(fragment: str) -> tuple[str, str] | None:
+    return next(_anchors(fragment), None)
+
+
+def _without_page_end(inner: str) -> str:
+    """The last cell without the page's closing tags after it (`</div>`s, then `</body>`, `</html>`)."""
+    rest = inner.rstrip()
+    for suffix in ("</html>", "</body>"):
+        rest = rest.removesuffix(suffix).rstrip()
+    closed = 0
+    while rest.endswith("</div>"):
+        rest, closed = rest[: -len("</div>")].rstrip(), closed + 1
+    return rest if closed else inner
 
 
 # Takeout writes times in the account's locale; English forms are read ("Sep 2, 2026, 1:26:27 PM PDT",
@@ -537,51 +628,80 @@ def _zone_offset(zone: str) -> timedelta | None:
 # ---- rows into conversations ---------------------------------------------------------------
 
 
-class _Spilled(NamedTuple):
-    offset: int
-    length: int
-
-
 class _RowStore:
-    """A file's rows until its conversations are built: in memory up to `budget` bytes of text,
-    the rest in a temporary file (one orjson line each) read back by offset."""
+    """A file's rows grouped by conversation until they are all read: in memory while their text stays
+    under `budget` bytes; past it, every row and every conversation's list of rows go to a temporary
+    SQLite database (one row stored once, its conversations by index), so memory stays flat
+    whatever the file's size: neither rows nor the per-row bookkeeping are held."""
 
     def __init__(self, budget: int | None = None) -> None:
         self.budget = MAX_HELD_BYTES if budget is None else budget
         self.held = 0
-        self.rows: list[_Row | _Spilled] = []
-        self.spill: Any = None
+        self.rows: list[_Row] = []
+        self.groups: dict[str, list[int]] = {}  # conversation id -> its rows, in file order (newest activity first)
+        self.db: sqlite3.Connection | None = None
+        self.folder: tempfile.TemporaryDirectory[str] | None = None
+        self.count = 0
 
-    def add(self, row: _Row) -> int:
-        size = 256 + len(row.text) + sum(len(a) for a in row.answers)
-        if self.held + size <= self.budget:
-            self.held += size
-            self.rows.append(row)
-        else:
-            if self.spill is None:
-                self.spill = tempfile.TemporaryFile(prefix="chatetl-gemini-")  # noqa: SIM115 (closed by close())
-            data = orjson.dumps(tuple(row)) + b"\n"
-            self.spill.seek(0, os.SEEK_END)
-            self.rows.append(_Spilled(self.spill.tell(), len(data)))
-            self.spill.write(data)
-        return len(self.rows) - 1
+    def add(self, row: _Row, conversations: list[str]) -> None:
+        index, self.count = self.count, self.count + 1
+        if self.db is None:
+            self.held += 256 + len(row.text) + sum(len(a) for a in row.answers) + 64 * len(conversations)
+            if self.held <= self.budget:
+                self.rows.append(row)
+                for conv_id in conversations:
+                    self.groups.setdefault(conv_id, []).append(index)
+                return
+            self._spill()
+        self._insert(index, row, conversations)
 
-    def get(self, i: int) -> _Row:
-        row = self.rows[i]
-        if isinstance(row, _Row):
-            return row
-        self.spill.seek(row.offset)
-        return _Row(*orjson.loads(self.spill.read(row.length)))
+    def _spill(self) -> None:
+        """From now on the rows live in a temporary database: those held go there first."""
+        self.folder = tempfile.TemporaryDirectory(prefix="chatetl-gemini-")
+        self.db = sqlite3.connect(os.path.join(self.folder.name, "rows.db"), isolation_level=None)
+        self.db.executescript(
+            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
+            "CREATE TABLE rows (idx INTEGER PRIMARY KEY, data BLOB);"
+            "CREATE TABLE convs (conv TEXT PRIMARY KEY, first INTEGER);"
+            "CREATE TABLE members (conv TEXT, idx INTEGER, PRIMARY KEY (conv, idx)) WITHOUT ROWID;"
+        )
+        self.db.executemany("INSERT INTO rows VALUES (?, ?)", ((i, orjson.dumps(tuple(r))) for i, r in enumerate(self.rows)))
+        for conv_id, indexes in self.groups.items():
+            self.db.execute("INSERT INTO convs VALUES (?, ?)", (conv_id, indexes[0]))
+            self.db.executemany("INSERT INTO members VALUES (?, ?)", ((conv_id, i) for i in indexes))
+        self.rows, self.groups = [], {}
+
+    def _insert(self, index: int, row: _Row, conversations: list[str]) -> None:
+        assert self.db is not None
+        self.db.execute("INSERT INTO rows VALUES (?, ?)", (index, orjson.dumps(tuple(row))))
+        for conv_id in conversations:
+            self.db.execute("INSERT OR IGNORE INTO convs VALUES (?, ?)", (conv_id, index))
+            self.db.execute("INSERT OR IGNORE INTO members VALUES (?, ?)", (conv_id, index))
+
+    def conversations(self) -> Iterator[tuple[str, list[_Row]]]:
+        """(id, its rows in file order) of each conversation, in the order of its newest activity."""
+        if self.db is None:
+            for conv_id, indexes in self.groups.items():
+                yield conv_id, [self.rows[i] for i in indexes]
+            return
+        self.db.execute("COMMIT")
+        reader = self.db.cursor()
+        for (conv_id,) in self.db.execute("SELECT conv FROM convs ORDER BY first"):
+            found = reader.execute("SELECT r.data FROM members m JOIN rows r ON r.idx = m.idx WHERE m.conv = ? ORDER BY m.idx", (conv_id,))
+            yield conv_id, [_Row(*orjson.loads(data)) for (data,) in found]
 
     def close(self) -> None:
-        if self.spill is not None:
-            self.spill.close()
-        self.rows.clear()
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+        if self.folder is not None:
+            self.folder.cleanup()
+            self.folder = None
+        self.rows, self.groups = [], {}
 
 
 def _conversations(entry: Entry, rows: Iterator[_Row | None], report: ReadReport) -> Iterator[Conversation]:
     store = _RowStore()
-    groups: dict[str, list[int]] = {}  # conversation id -> its rows, in file order (newest activity first)
     try:
         for row in rows:
             if row is None:
@@ -589,11 +709,9 @@ def _conversations(entry: Entry, rows: Iterator[_Row | None], report: ReadReport
             if not row.conversations and row.activity is not None:
                 report.skip(f"gemini activity outside a conversation ({row.activity})")
                 continue
-            at = store.add(row)
-            for conv_id in row.conversations or [_derived_id(row)]:
-                groups.setdefault(conv_id, []).append(at)
-        records = ((f"{store.get(idx[0]).where} (conversation {cid})", (cid, idx)) for cid, idx in groups.items())
-        yield from convert_records(entry, records, report, lambda group, where: _conversation(group[0], [store.get(i) for i in group[1]]))
+            store.add(row, row.conversations or [_derived_id(row)])
+        records = ((f"{group[0].where} (conversation {cid})", (cid, group)) for cid, group in store.conversations())
+        yield from convert_records(entry, records, report, lambda group, where: _conversation(group[0], group[1]))
     finally:
         store.close()
 
@@ -660,6 +778,10 @@ def _conversation(conv_id: str, rows: list[_Row]) -> Conversation:
         line = first_prompt.strip().split("\n", 1)[0].strip()
         title = line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
         meta["title_from"] = "first prompt"
+    elif file := next((f for r in rows if r.activity is None for f in r.files), None):
+        attachment = _file(*file)  # prompts of files alone: the first file, as the app shows it
+        title = f"{'Image' if attachment.kind == 'image' else 'File'}: {attachment.name}"[:TITLE_CHARS]
+        meta["title_from"] = "first prompt's file"
     if conv_id.startswith("activity-"):
         meta["id_from"] = "time and prompt"
     gems = sorted({r.extra["gem"] for r in rows if isinstance(r.extra.get("gem"), str)})

@@ -67,7 +67,7 @@ KNOWN_MESSAGE_FIELDS = frozenset(
         "id", "parentId", "childrenIds", "role", "content", "timestamp", "models", "model", "modelName", "modelIdx",
         "userContext", "done", "error", "statusHistory", "sources", "citations", "files", "usage", "info",
         "lastSentence", "annotation", "followUps", "code_executions", "merged", "selectedModelId", "arena", "embeds",
-        "favorite", "feedbackId", "originalContent",
+        "favorite", "feedbackId", "originalContent", "output",
     }
 )
 # message fields kept in Message.extra as they are (known, not mapped onto the model)
@@ -246,7 +246,13 @@ def message_from_open_webui(raw: dict[str, Any], report: ReadReport, fallback_id
     tool_results: list[ToolResult] = []
     content_types: list[str] = []
     if role is Role.ASSISTANT and ("<details" in text or "<think" in text or "<reason" in text):
-        text = _fold_details(text, reasoning, tool_calls, tool_results, content_types)
+        # (folded into lists of their own when `output` says the same)
+        folded: tuple[list[str], list[ToolCall], list[ToolResult]] = ([], [], []) if _has_output(raw) else (reasoning, tool_calls, tool_results)
+        text = _fold_details(text, *folded, content_types)
+    if role is Role.ASSISTANT and _has_output(raw):
+        shown = _read_output(raw["output"], reasoning, tool_calls, tool_results, extra, report)
+        text = text if shown is None else shown
+        content_types.append("output")
     visible = text.strip()
 
     joined_reasoning = "\n\n".join(reasoning) or None
@@ -271,6 +277,58 @@ def message_from_open_webui(raw: dict[str, Any], report: ReadReport, fallback_id
     )
 
 
+def _has_output(raw: dict[str, Any]) -> bool:
+    return isinstance(raw.get("output"), list) and bool(raw["output"])
+
+
+def _read_output(items: list[Any], reasoning: list[str], calls: list[ToolCall], results: list[ToolResult], extra: dict[str, Any],
+                 report: ReadReport) -> str | None:
+    """A newer message's `output` items (what `content` renders as text and `<details>` blocks),
+    read as they are: `message` items are the visible text (None when there is none), `reasoning`
+    items the reasoning (their full `content`, else their `summary`), `function_call` /
+    `function_call_output` the tool calls and their results paired by `call_id`, Open WebUI's code
+    interpreter a call and its output. Other `open_webui:*` items are its own UI state (skipped);
+    unknown items are drift, kept in `extra["output_items"]`."""
+    texts: list[str] = []
+    names: dict[str, str | None] = {}
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "message":
+            texts += _item_texts(item.get("content"))
+        elif kind == "reasoning":
+            thought = "\n\n".join(_item_texts(item.get("content")) or _item_texts(item.get("summary")))
+            if thought.strip():
+                reasoning.append(thought.strip())
+        elif kind == "function_call":
+            call_id, name = text_or_none(item.get("call_id")) or text_or_none(item.get("id")), text_or_none(item.get("name"))
+            arguments = item.get("arguments")
+            calls.append(ToolCall.fast(id=call_id, name=name, input=arguments if isinstance(arguments, str) else json_text(arguments)))
+            if call_id:
+                names[call_id] = name
+        elif kind == "function_call_output":
+            call_id = text_or_none(item.get("call_id"))
+            output = item.get("output")
+            text = output if isinstance(output, str) else "\n".join(_item_texts(output)) if isinstance(output, list) else json_text(output)
+            results.append(ToolResult.fast(tool_call_id=call_id, name=names.get(call_id) if call_id else None, output=text))
+        elif kind == "open_webui:code_interpreter":
+            call_id = f"code_interpreter:{len(calls)}"
+            code = item.get("code")
+            calls.append(ToolCall.fast(id=call_id, name="code_interpreter", input=code if isinstance(code, str) else json_text(code)))
+            if item.get("output") is not None:
+                results.append(ToolResult.fast(tool_call_id=call_id, name="code_interpreter", output=json_text(item["output"])))
+        elif not (isinstance(kind, str) and kind.startswith("open_webui:")):
+            report.unknown(f"open-webui.output:{kind if isinstance(kind, str) else type(item).__name__}")
+            extra.setdefault("output_items", []).append(item)
+    return "\n\n".join(t for t in texts if t.strip()) if texts else None
+
+
+def _item_texts(parts: Any) -> list[str]:
+    """The texts of an output item's parts (`output_text`, `reasoning_text`, `summary_text`, `input_text` ...)."""
+    if isinstance(parts, str):
+        return [parts]
+    return [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
+
+
 def _fold_details(text: str, reasoning: list[str], calls: list[ToolCall], results: list[ToolResult], types: list[str]) -> str:
     """Take the `<details>` blocks (and a leading `<think>`) out of an answer's content, into
     reasoning, tool calls and results; what remains is the visible text."""
@@ -283,10 +341,25 @@ def _fold_details(text: str, reasoning: list[str], calls: list[ToolCall], result
         return text
     kept: list[str] = []
     pos = 0
+    # Each scan's finding is remembered, so no later opening re-scans the same stretch (openings come in
+    # order): the next ">" and "</details>" after a place stay the next ones for any later place before
+    # them, and within one tag a type not found is not found again.
+    gt = close = untyped_to = -1
     while (start := text.find(_OPEN, pos)) >= 0:
-        tag_end = text.find(">", start)
-        close = text.find(_CLOSE, tag_end) if tag_end >= 0 else -1
-        kind = _DETAILS_TYPE.search(text, start, tag_end) if close >= 0 and text[start + len(_OPEN)] in " \t\n" else None
+        if gt < start:
+            gt = text.find(">", start)
+            if gt < 0:
+                break
+        tag_end = gt
+        if close < tag_end:
+            close = text.find(_CLOSE, tag_end)
+            if close < 0:
+                break
+        kind = None
+        if close >= 0 and text[start + len(_OPEN)] in " \t\n" and tag_end != untyped_to:
+            kind = _DETAILS_TYPE.search(text, start, tag_end)
+            if kind is None:
+                untyped_to = tag_end
         if kind is None:  # no block of the model's work (or one never closed): it stays text
             kept.append(text[pos:start + len(_OPEN)])
             pos = start + len(_OPEN)
