@@ -73,6 +73,7 @@ READERS: dict[Format, Reader] = {
         Reader(Format.GEMINI_HTML, Shape.TEXT, read=gemini.read_html),
         Reader(Format.DEEPSEEK, Shape.ARRAY, converter=deepseek.record_converter),
         Reader(Format.GROK, Shape.OBJECT, read=grok.read),  # (the items of one member of the object)
+        Reader(Format.GROK_WEB, Shape.OBJECT, converter=grok.capture_converter),
         Reader(Format.OPEN_WEBUI, Shape.ARRAY, converter=open_webui.record_converter),
         Reader(Format.AI_STUDIO, Shape.OBJECT, converter=ai_studio.record_converter),
         Reader(Format.LE_CHAT, Shape.ARRAY, read=le_chat.read),  # (a file's records are one chat's messages)

@@ -37,6 +37,7 @@ class Format(StrEnum):
     GEMINI_HTML = "gemini-html"  # Takeout: My Activity/Gemini Apps/MyActivity.html
     DEEPSEEK = "deepseek"  # conversations.json: `mapping` tree rooted at "root", `fragments`
     GROK = "grok"  # prod-grok-backend.json: {"conversations": [{"conversation", "responses"}]}
+    GROK_WEB = "grok-web"  # a grok.com capture: {"conversation": {"conversationId", ...}, "responses": [...]}
     OPEN_WEBUI = "open-webui"  # chat export: [{"id", "title", "chat": {"history": {"messages", "currentId"}}}]
     AI_STUDIO = "ai-studio"  # Google AI Studio prompt file: {"runSettings", "chunkedPrompt": {"chunks"}}
     LE_CHAT = "le-chat"  # Mistral Le Chat chat-<uuid>.json: array of messages with `contentChunks`
@@ -87,6 +88,19 @@ def _is_grok(head: Head) -> bool:
     return not item and bool(head.keys & _GROK_SECTIONS)
 
 
+def _is_grok_capture(head: Head) -> bool:
+    # a grok.com web capture (the REST bodies saved together), one conversation an object or a line:
+    # {"conversation": {"conversationId", "title", "createTime", ...}, "responses": [{"responseId", "parentResponseId",
+    # "sender", "message", ...}] | {"responses": [...]}}; or one item of an export saved on its own
+    if not {"conversation", "responses"} <= head.keys:
+        return False
+    conversation = head.under("conversation")
+    responses = head.under("responses.item") | head.under("responses.responses.item")
+    return bool(conversation & _GROK_CAPTURE_IDS) or bool(responses & _GROK_CAPTURE_RESPONSE_KEYS)
+
+
+_GROK_CAPTURE_IDS = frozenset({"conversationId", "conversation_id"})
+_GROK_CAPTURE_RESPONSE_KEYS = frozenset({"responseId", "parentResponseId", "response", "parent_response_id"})
 _GROK_CONVERSATION_KEYS = frozenset({"leaf_response_id", "modify_time", "system_prompt_name", "starred", "temporary"})
 _GROK_SECTIONS = frozenset({"projects", "tasks", "media_posts"})
 
@@ -159,6 +173,7 @@ _MANIFEST_NAME_KEYS = frozenset(claude_ai_manifest.NAME_KEYS)
 _SHAPE_RULES = (
     (_is_deepseek, Format.DEEPSEEK),
     (_is_grok, Format.GROK),
+    (_is_grok_capture, Format.GROK_WEB),
     (_is_open_webui, Format.OPEN_WEBUI),
     (_is_ai_studio, Format.AI_STUDIO),
     (_is_le_chat, Format.LE_CHAT),

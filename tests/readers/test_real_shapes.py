@@ -1,0 +1,85 @@
+"""Files in the real shapes people have (invented data in each public layout, tests/readers/shapes/):
+each read whole, as the person saw it, or refused with an error, never read wrong in silence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chatetl.model import MessageKind, Role
+from chatetl.readers import Entry, ReadReport, read_entry
+from chatetl.readers.inputs.detect import Format, detect
+
+SHAPES = Path(__file__).parent / "shapes"
+
+
+def read(name: str, data: bytes | None = None):
+    report = ReadReport()
+    raw = (SHAPES / name).read_bytes() if data is None else data
+    return list(read_entry(Entry.from_bytes(name, raw), report)), report
+
+
+# --- Grok -------------------------------------------------------------------------------------
+
+
+def test_grok_mid_2025_ids_conversation_id_and_response_id():
+    [c], report = read("grok_mid2025.json")
+    assert report.errors == []
+    assert c.conversation_id == "c0ffee00-0000-4000-8000-000000000001"
+    assert [(m.message_id, m.parent_id, m.role, m.seq) for m in c.messages] == [
+        ("r-1", None, Role.USER, 0), ("r-2", "r-1", Role.ASSISTANT, 1)]
+    assert c.messages[1].text == "Hi! "  # the inline citation card out of the visible text
+
+
+def test_a_parent_the_file_lacks_makes_a_root_and_a_warning_not_an_error():
+    [c], report = read("grok_2026_dangling.json")
+    assert report.errors == []
+    [warning] = report.warnings
+    assert "dangling" in warning.reason and "r-1" in warning.reason and warning.where == "conversations[0]"
+    first = c.messages[0]
+    assert first.parent_id is None and first.extra["dangling_parent_id"] == "r-0-not-in-file"
+    assert [m.text for m in c.visible_turns] == ["Hello there", "Hi!"]
+
+
+def test_the_conversation_model_is_taken_from_its_messages_when_the_export_names_none():
+    [c], _ = read("grok_2026_dangling.json")
+    assert c.model == "grok-4"
+    [c], _ = read("grok_mid2025.json")
+    assert c.model == "grok-3"
+
+
+def test_grok_web_capture_camel_case_with_its_branches():
+    raw = (SHAPES / "grok_web_capture.json").read_bytes()
+    assert detect(Entry.from_bytes("capture.json", raw)) == (Format.GROK_WEB, detect(Entry.from_bytes("c.json", raw))[1])
+    [c], report = read("grok_web_capture.json")
+    assert report.errors == [] and report.warnings == []
+    assert c.conversation_id == "9a000000-0000-4000-8000-000000000003" and c.title == "Invented web capture"
+    assert c.url == "https://grok.com/chat/9a000000-0000-4000-8000-000000000003"
+    by_id = {m.message_id: m for m in c.messages}
+    assert by_id["r1"].parent_id is None and by_id["r2"].parent_id == by_id["r3"].parent_id == "r1"
+    assert [m.message_id for m in c.active_branch] == ["r1", "r3"]  # the latest of the two answers
+    assert not by_id["r2"].on_active_branch and by_id["r2"].reasoning == "Recall physics."
+    assert c.created_at is not None and c.model == "grok-4" and report.drift == {}
+
+
+def test_grok_web_capture_as_json_lines():
+    one = (SHAPES / "grok_web_capture.json").read_bytes().replace(b"\n", b" ")
+    data = one + b"\n" + one.replace(b"9a000000-0000-4000-8000-000000000003", b"9a000000-0000-4000-8000-000000000004") + b"\n"
+    convs, report = read("captures.jsonl", data)
+    assert report.errors == [] and [len(c.visible_turns) for c in convs] == [2, 2]
+
+
+def test_grok_unclosed_card_openers_are_read_in_linear_time():
+    # every opener lacks its closing tag: a scan that looks for it from each opener is quadratic
+    text = "<grok:render type=\"x\">" * 36000 + "<xai:tool_usage_card>" * 1000  # ~800 KB
+    trace = "<xai:tool_usage_card><xai:tool_name>" + "<xai:tool_args>" * 50000 + "</xai:tool_usage_card>"
+    data = (
+        b'{"conversations": [{"conversation": {"id": "c"}, "responses": [{"response": {"_id": "a", "sender": "assistant", '
+        b'"message": "' + text.replace('"', '\\"').encode() + b'", "thinking_trace": "' + trace.encode() + b'"}}]}]}'
+    )
+    [c], report = read("prod-grok-backend.json", data)
+    assert report.errors == []
+    [m] = c.messages
+    assert m.text == text  # nothing closed: nothing taken out
+    [call] = m.tool_calls
+    assert call.name is None and call.input == ""
+    assert m.kind is MessageKind.TURN
