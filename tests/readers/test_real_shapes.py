@@ -83,3 +83,45 @@ def test_grok_unclosed_card_openers_are_read_in_linear_time():
     [call] = m.tool_calls
     assert call.name is None and call.input == ""
     assert m.kind is MessageKind.TURN
+
+
+# --- ChatGPT ----------------------------------------------------------------------------------
+
+
+def test_chatgpt_generated_image_is_the_reply_when_the_tool_row_names_no_tool_or_is_hidden():
+    unnamed, hidden = read("chatgpt_image_reply.json")[0]
+    for c in (unnamed, hidden):
+        *_, reply = c.visible_turns
+        assert [m.role for m in c.visible_turns] == [Role.USER, Role.ASSISTANT]
+        assert reply.message_id == "m3" and reply.extra["shown_as_reply"] is True
+        [image] = reply.attachments
+        assert image.pointer == "sediment://file_00000000dddd4444eeee5555ffff6666"
+        assert image.text == "a watercolor of the photo"  # the call's prompt
+        assert reply.tool_results[0].tool_call_id == "m2"
+    assert hidden.messages[2].extra["hidden_in_source"] is True
+    assert unnamed.model == "gpt-4o"  # no default_model_slug: the messages'
+
+
+def test_chatgpt_a_hidden_copy_of_a_shown_image_stays_hidden():
+    import json
+
+    unnamed = json.loads((SHAPES / "chatgpt_image_reply.json").read_text())[0]
+    copy = json.loads(json.dumps(unnamed["mapping"]["m3"]))
+    copy["id"] = copy["message"]["id"] = "m3b"
+    copy["parent"], copy["children"] = "m3", ["m4"]
+    copy["message"]["metadata"] = {"is_visually_hidden_from_conversation": True}
+    unnamed["mapping"]["m3"]["children"] = ["m3b"]
+    unnamed["mapping"]["m4"]["parent"] = "m3b"
+    unnamed["mapping"]["m3b"] = copy
+    [c], report = read("conversations.json", json.dumps([unnamed]).encode())
+    by_id = {m.message_id: m for m in c.messages}
+    assert by_id["m3b"].kind is MessageKind.HIDDEN and [m.message_id for m in c.visible_turns] == ["m1", "m3"]
+
+
+def test_chatgpt_thinking_preamble_is_reasoning_not_a_turn():
+    [c], report = read("chatgpt_preamble.json")
+    assert report.errors == []
+    assert [m.text for m in c.visible_turns] == ["Pick a laptop for me", "The light one."]
+    preamble = c.messages[1]
+    assert preamble.kind is MessageKind.REASONING and preamble.text == "I'll check a few options first."
+    assert c.model == "gpt-5-thinking"
