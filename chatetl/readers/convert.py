@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from chatetl.model import Conversation, Role
+from chatetl.model import Conversation, MessageKind, Role
 from chatetl.readers.entry import Entry
 from chatetl.readers.jsonscan.decode import INT64, NUMBER_AS_NULL
 from chatetl.readers.jsonscan.records import (
@@ -63,6 +63,12 @@ def convert_records(
         wide = _null_wide_sizes(conv)
         if wide:
             report_repairs(report, entry.name, where, record, Counter({INT_OUT_OF_RANGE: wide}), raw_bytes(record))
+        unread = unread_text_fields(conv, report)
+        if unread:
+            report.error(entry.name, record_place(where, record),
+                         f"read as {conv.platform}: 0 visible turns, while its messages hold text in fields this reader does not "
+                         f"read ({', '.join(unread)}): not a {conv.platform} conversation", raw=raw_bytes(record))
+            continue
         if conv.source_file is None:
             conv.source_file = entry.name
         problems = resolve_branches(conv)
@@ -74,6 +80,34 @@ def convert_records(
         report.messages += len(conv.messages)
         record = None  # (the decoded record not held while the caller makes the rows: a long one is large)
         yield conv
+
+
+def unread_text_fields(conv: Conversation, report: ReadReport) -> list[str]:
+    """The fields no reader read (counted as drift `<reader>.<what>_field:<name>` and kept in a message's
+    extra) that hold text, in a conversation of messages none of which is a visible turn: a file read
+    as a format it only resembles (a misread, refused rather than written as empty); [] otherwise."""
+    if not conv.messages or any(m.kind is MessageKind.TURN for m in conv.messages):
+        return []
+    found: set[str] = set()
+    for m in conv.messages:
+        for key, value in m.extra.items():
+            if key not in found and _holds_text(value) and any(d.endswith("_field:" + key) for d in report.drift):
+                found.add(key)
+    return sorted(found)
+
+
+def _holds_text(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if v.strip():
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
 
 
 def model_from_messages(conv: Conversation) -> None:
