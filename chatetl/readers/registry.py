@@ -72,6 +72,7 @@ READERS: dict[Format, Reader] = {
         Reader(Format.GEMINI, Shape.ARRAY, read=gemini.read),  # (activity rows grouped into conversations)
         Reader(Format.GEMINI_HTML, Shape.TEXT, read=gemini.read_html),
         Reader(Format.DEEPSEEK, Shape.ARRAY, converter=deepseek.record_converter),
+        Reader(Format.DEEPSEEK_API, Shape.OBJECT, converter=deepseek.api_converter),
         Reader(Format.GROK, Shape.OBJECT, read=grok.read),  # (the items of one member of the object)
         Reader(Format.GROK_WEB, Shape.OBJECT, converter=grok.capture_converter),
         Reader(Format.OPEN_WEBUI, Shape.ARRAY, converter=open_webui.record_converter),

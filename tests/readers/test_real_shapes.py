@@ -125,3 +125,46 @@ def test_chatgpt_thinking_preamble_is_reasoning_not_a_turn():
     preamble = c.messages[1]
     assert preamble.kind is MessageKind.REASONING and preamble.text == "I'll check a few options first."
     assert c.model == "gpt-5-thinking"
+
+
+# --- DeepSeek ---------------------------------------------------------------------------------
+
+
+def test_deepseek_fragments_in_a_chatgpt_shaped_object_are_read_as_deepseek():
+    raw = (SHAPES / "deepseek_chatgpt_shape.json").read_bytes()
+    assert detect(Entry.from_bytes("conversations.json", raw))[0] is Format.DEEPSEEK
+    [c], report = read("deepseek_chatgpt_shape.json")
+    assert report.errors == []
+    assert [(m.role, m.text) for m in c.visible_turns] == [(Role.USER, "Say hi"), (Role.ASSISTANT, "Hi!"), (Role.USER, "Thanks")]
+    assert c.messages[1].reasoning == "Be brief." and c.current_node == "3" and c.created_at is not None
+
+
+def test_deepseek_web_api_json_with_fragments_and_its_branches():
+    raw = (SHAPES / "deepseek_api_new.json").read_bytes()
+    assert detect(Entry.from_bytes("chat.json", raw))[0] is Format.DEEPSEEK_API
+    [c], report = read("deepseek_api_new.json")
+    assert report.errors == [] and report.warnings == []
+    assert c.conversation_id == "e7000000-0000-4000-8000-000000000001" and c.title == "Invented question"
+    assert [m.message_id for m in c.active_branch] == ["1", "3", "4"]  # current_message_id, walked back
+    by_id = {m.message_id: m for m in c.messages}
+    assert by_id["2"].parent_id == "1" and not by_id["2"].on_active_branch and by_id["2"].reasoning == "Add them."
+    assert [a.name for a in by_id["4"].attachments] == ["table.csv"]
+    assert c.created_at is not None and by_id["1"].created_at is not None
+
+
+def test_deepseek_web_api_json_older_messages_without_fragments():
+    [c], report = read("deepseek_api_old.json")
+    assert report.errors == []
+    user, answer = c.visible_turns
+    assert (user.role, user.text) == (Role.USER, "Weather in Paris?")
+    assert answer.text == "It is sunny ." and answer.reasoning == "Look it up."
+    assert [x.url for x in answer.citations] == ["https://weather.example/paris"]
+
+
+def test_a_file_whose_conversations_hold_text_no_reader_read_is_refused_not_read_as_empty():
+    # ChatGPT's wrapper and nodes whose messages hold DeepSeek-like text under keys ChatGPT has not
+    data = (SHAPES / "deepseek_chatgpt_shape.json").read_bytes().replace(b'"fragments"', b'"pieces"')
+    convs, report = read("conversations.json", data)
+    assert convs == []
+    [error] = report.errors
+    assert "0 visible turns" in error.reason and "pieces" in error.reason and error.raw is not None
