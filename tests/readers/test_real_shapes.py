@@ -168,3 +168,45 @@ def test_a_file_whose_conversations_hold_text_no_reader_read_is_refused_not_read
     assert convs == []
     [error] = report.errors
     assert "0 visible turns" in error.reason and "pieces" in error.reason and error.raw is not None
+
+
+# --- a duplicate message id, one way in every reader ------------------------------------------
+
+
+def _repeat_first_node(data: bytes, key: bytes) -> bytes:
+    """The file with the object under `key` gaining a second member of the first node's name (an
+    earlier copy, different text): the JSON reader keeps the last, the first is lost."""
+    at = data.index(key) + len(key)
+    at = data.index(b"{", at) + 1
+    return data[:at] + b' "1": {"id": "1", "parent": "root", "children": [], "message": {"id": "1", "fragments": [{"type": "REQUEST", "content": "an earlier copy"}]}},' + data[at:]
+
+
+def test_a_repeated_id_in_a_message_map_is_an_error_counted_with_the_bytes_kept():
+    data = _repeat_first_node((SHAPES / "deepseek_chatgpt_shape.json").read_bytes(), b'"mapping":')
+    [c], report = read("conversations.json", data)
+    assert [m.text for m in c.visible_turns] == ["Say hi", "Hi!", "Thanks"]  # the last copy kept
+    [error] = report.errors
+    assert "repeated" in error.reason and error.raw is not None and b"an earlier copy" in error.raw
+    assert report.drift["json.repeated_member"] == 1
+
+
+def test_a_repeated_id_in_a_message_list_is_read_the_same_way():
+    import json
+
+    record = json.loads((SHAPES / "grok_2026_dangling.json").read_text())
+    responses = record["conversations"][0]["responses"]
+    copy = json.loads(json.dumps(responses[1]))
+    copy["response"]["message"] = "an earlier copy"
+    responses.insert(1, copy)
+    [c], report = read("prod-grok-backend.json", json.dumps(record).encode())
+    assert [m.text for m in c.visible_turns] == ["Hello there", "Hi!"]  # the last copy kept
+    [error] = report.errors
+    assert "duplicate message id" in error.reason and error.raw is not None and b"an earlier copy" in error.raw
+    assert report.drift["tree.duplicate_message_id"] == 1
+
+
+def test_a_repeated_id_in_a_single_object_file_is_reported_too():
+    data = _repeat_first_node((SHAPES / "deepseek_chatgpt_shape.json").read_bytes(), b'"mapping":')
+    one = data.strip()[1:-1]  # the one conversation as the file's object
+    [c], report = read("conversation.json", one)
+    assert report.drift["json.repeated_member"] == 1 and "repeated" in report.errors[0].reason

@@ -36,6 +36,7 @@ class Repaired(tuple[Any, Any]):
 
 
 NUMBER_AS_NULL = "json.number_as_null:"
+REPEATED_MEMBER = "json.repeated_member"
 LONE_SURROGATE = "json.lone_surrogate"
 INT64 = (-(2**63), 2**63)  # what an int64 column holds (end excluded): a wider integer there is null (jsonstream)
 _U64_MAX = 2**64 - 1
@@ -64,9 +65,11 @@ def decode(raw: bytes | memoryview) -> tuple[Any, Counter[str] | None]:
     reads them: exact up to 2^64 - 1, past that a float (an int64 column, an attachment's size, takes
     a wider one as null: chatetl.readers.jsonscan.records). Anything else that is not JSON raises ValueError."""
     try:
-        return loads(raw), None
+        value = loads(raw)
     except orjson.JSONDecodeError:
         pass
+    else:
+        return value, repeats_found(raw, value)
     found: Counter[str] = Counter()
 
     def constant(name: str) -> None:
@@ -86,11 +89,61 @@ def decode(raw: bytes | memoryview) -> tuple[Any, Counter[str] | None]:
                 return value
         return real(text)  # as orjson reads it: a float, null past the double range
 
+    def pairs(members: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(members)
+        if len(obj) < len(members):
+            found[REPEATED_MEMBER] += len(members) - len(obj)
+        return obj
+
     data = bytes(raw)
-    value = json.loads(data, parse_constant=constant, parse_float=real, parse_int=integer)
+    value = json.loads(data, parse_constant=constant, parse_float=real, parse_int=integer, object_pairs_hook=pairs)
     if b"\\u" in data:  # an escaped lone surrogate is the other thing orjson refuses
         value = _replace_surrogates(value, found)
     return value, found or None
+
+
+def repeats_found(raw: bytes | bytearray | memoryview, value: Any) -> Counter[str] | None:
+    """`{REPEATED_MEMBER: n}` when `n` members of the objects in a record were replaced by a later member
+    of the same name (JSON readers keep the last: a message map's repeated id loses a message), else None.
+    Cheap where nothing repeats: the `":` marks of the raw bytes against those of the value written back
+    (each member's name has one; strings write theirs the same way both times); where the raw has more,
+    the record is read again by the standard parser, which names each repeat."""
+    if not isinstance(value, dict | list) or not value:
+        return None
+    try:
+        written = orjson.dumps(value)
+    except TypeError:  # (deeper than orjson writes: counted the slow way)
+        written = b""
+    if written and _marks(raw) <= _marks(written):
+        return None
+    repeats = 0
+
+    def pairs(members: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeats
+        obj = dict(members)
+        repeats += len(members) - len(obj)
+        return obj
+
+    try:
+        json.loads(bytes(raw), object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None
+    return Counter({REPEATED_MEMBER: repeats}) if repeats else None
+
+
+_MARK_CHUNK = 1 << 20
+
+
+def _marks(data: bytes | bytearray | memoryview) -> int:
+    """How many `":` and `" :` the bytes hold (a member name's end, whichever way it was written), in
+    slices of a memoryview (never the whole record copied)."""
+    if not isinstance(data, memoryview):
+        return data.count(b'":') + data.count(b'" :')
+    total = 0
+    for start in range(0, len(data), _MARK_CHUNK):
+        window = bytes(data[start:start + _MARK_CHUNK + 2])  # (2: a mark that starts in this slice ends in it)
+        total += window.count(b'":', 0, _MARK_CHUNK + 1) + window.count(b'" :', 0, _MARK_CHUNK + 2)
+    return total
 
 
 def _replace_surrogates(value: Any, found: Counter[str]) -> Any:
@@ -133,6 +186,8 @@ def describe_repairs(found: Counter[str]) -> str:
     parts = [f"values no JSON reader holds read as null: {', '.join(nulls)}"] if nulls else []
     if found.get(LONE_SURROGATE):
         parts.append(f"lone surrogates replaced by U+FFFD ({found[LONE_SURROGATE]})")
+    if found.get(REPEATED_MEMBER):
+        parts.append(f"a member name repeated in an object, the last value kept ({found[REPEATED_MEMBER]})")
     return "; ".join(parts)
 
 

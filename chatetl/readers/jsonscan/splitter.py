@@ -32,6 +32,7 @@ from chatetl.readers.jsonscan.decode import (
     decode,
     loads,
     nests_too_deep,
+    repeats_found,
 )
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH, NestingTooDeep
 from chatetl.readers.jsonscan.strings import STRING, ValueTooLong, string_end
@@ -248,7 +249,9 @@ class ArraySplitter:
         if self._at(0) == b"{":
             found = self._object_by_candidates() if self.prove or self._cand is None else self._object_by_cut()
             if found is not None:
-                return found[0], found[1], None, None
+                end, value = found
+                repeats = None if value is None else repeats_found(memoryview(self.buf)[self.start:self.start + end], value)
+                return end, value, None, repeats
         self._cand = None  # the records do not all open like the first one: learn again from the next
         end, too_deep = self._exact_end()
         if too_deep is not None:

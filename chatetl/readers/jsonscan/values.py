@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from chatetl.readers.jsonscan.decode import Repaired, decode, loads, nests_too_deep
+from chatetl.readers.jsonscan.decode import Repaired, decode, loads, nests_too_deep, repeats_found
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.jsonscan.splitter import (
     WS,
@@ -47,7 +47,8 @@ class ValueSplitter(ArraySplitter):
     def _value(self) -> tuple[int, Any, BadRecord | None, Counter[str] | None]:
         whole = self._whole()
         if whole is not None:
-            return whole[0], whole[1], None, None
+            end, value = whole
+            return end, value, None, repeats_found(memoryview(self.buf)[self.start:self.start + end], value)
         if self._at(0) in (b",", b"]", b"}", b":"):
             raise SplitError(f"unexpected {self._at(0)!r} where a value starts")
         end, err = self._exact_end()
