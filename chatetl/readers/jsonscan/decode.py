@@ -102,19 +102,27 @@ def decode(raw: bytes | memoryview) -> tuple[Any, Counter[str] | None]:
     return value, found or None
 
 
-def repeats_found(raw: bytes | bytearray | memoryview, value: Any) -> Counter[str] | None:
+def written_back(value: Any) -> bytes | None:
+    """`value` as orjson writes it, None past the depth orjson writes (255 levels)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return None
+
+
+def repeats_found(raw: bytes | bytearray | memoryview, value: Any, colons: int | None = None,
+                  written: bytes | None = None) -> Counter[str] | None:
     """`{REPEATED_MEMBER: n}` when `n` members of the objects in a record were replaced by a later member
     of the same name (JSON readers keep the last: a message map's repeated id loses a message), else None.
-    Cheap where nothing repeats: the `":` marks of the raw bytes against those of the value written back
-    (each member's name has one; strings write theirs the same way both times); where the raw has more,
-    the record is read again by the standard parser, which names each repeat."""
+    Cheap where nothing repeats: the colons of the raw bytes (`colons`, when the caller counted them in
+    its buffer) against those of the value written back (`written`, when the caller has it): each
+    member has one, and a string holds the same ones both times; where the raw has more, the standard
+    parser reads the record again and counts the repeats."""
     if not isinstance(value, dict | list) or not value:
         return None
-    try:
-        written = orjson.dumps(value)
-    except TypeError:  # (deeper than orjson writes: counted the slow way)
-        written = b""
-    if written and _marks(raw) <= _marks(written):
+    if written is None:
+        written = written_back(value)
+    if written is not None and (_colons(raw) if colons is None else colons) <= written.count(b":"):
         return None
     repeats = 0
 
@@ -131,19 +139,14 @@ def repeats_found(raw: bytes | bytearray | memoryview, value: Any) -> Counter[st
     return Counter({REPEATED_MEMBER: repeats}) if repeats else None
 
 
-_MARK_CHUNK = 1 << 20
+_SLICE = 1 << 20
 
 
-def _marks(data: bytes | bytearray | memoryview) -> int:
-    """How many `":` and `" :` the bytes hold (a member name's end, whichever way it was written), in
-    slices of a memoryview (never the whole record copied)."""
+def _colons(data: bytes | bytearray | memoryview) -> int:
+    """How many colons the bytes hold, a memoryview's counted a slice at a time (never copied whole)."""
     if not isinstance(data, memoryview):
-        return data.count(b'":') + data.count(b'" :')
-    total = 0
-    for start in range(0, len(data), _MARK_CHUNK):
-        window = bytes(data[start:start + _MARK_CHUNK + 2])  # (2: a mark that starts in this slice ends in it)
-        total += window.count(b'":', 0, _MARK_CHUNK + 1) + window.count(b'" :', 0, _MARK_CHUNK + 2)
-    return total
+        return data.count(b":")
+    return sum(bytes(data[start:start + _SLICE]).count(b":") for start in range(0, len(data), _SLICE))
 
 
 def _replace_surrogates(value: Any, found: Counter[str]) -> Any:

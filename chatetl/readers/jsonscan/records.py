@@ -18,6 +18,7 @@ from chatetl.readers.jsonscan.decode import (
     loads,
     nests_too_deep,
     repeats_found,
+    written_back,
 )
 from chatetl.readers.jsonscan.depthguard import (
     MAX_JSON_DEPTH,
@@ -186,9 +187,10 @@ def _whole_value(entry: Entry) -> tuple[Any, Counter[str] | None, bytes | None] 
         value = loads(data[3:] if data.startswith(BOM) else data)
     except orjson.JSONDecodeError:
         return None
-    if data.count(b"{") + data.count(b"[") >= MAX_JSON_DEPTH and nests_too_deep(value):
+    written = written_back(value)
+    if written is None and data.count(b"{") + data.count(b"[") >= MAX_JSON_DEPTH and nests_too_deep(value):
         return None
-    repeats = repeats_found(data[3:] if data.startswith(BOM) else data, value)
+    repeats = repeats_found(data[3:] if data.startswith(BOM) else data, value, written=written)
     return value, repeats, data if repeats else None  # (the bytes kept for quarantine where a member was lost)
 
 
