@@ -113,7 +113,7 @@ def test_chatgpt_a_hidden_copy_of_a_shown_image_stays_hidden():
     unnamed["mapping"]["m3"]["children"] = ["m3b"]
     unnamed["mapping"]["m4"]["parent"] = "m3b"
     unnamed["mapping"]["m3b"] = copy
-    [c], report = read("conversations.json", json.dumps([unnamed]).encode())
+    [c], _ = read("conversations.json", json.dumps([unnamed]).encode())
     by_id = {m.message_id: m for m in c.messages}
     assert by_id["m3b"].kind is MessageKind.HIDDEN and [m.message_id for m in c.visible_turns] == ["m1", "m3"]
 
@@ -208,5 +208,5 @@ def test_a_repeated_id_in_a_message_list_is_read_the_same_way():
 def test_a_repeated_id_in_a_single_object_file_is_reported_too():
     data = _repeat_first_node((SHAPES / "deepseek_chatgpt_shape.json").read_bytes(), b'"mapping":')
     one = data.strip()[1:-1]  # the one conversation as the file's object
-    [c], report = read("conversation.json", one)
+    [_], report = read("conversation.json", one)
     assert report.drift["json.repeated_member"] == 1 and "repeated" in report.errors[0].reason
