@@ -24,7 +24,13 @@ or field is drift, counted and kept raw in Message.extra, never shown as text.
 
 The export has no `current_node`: the shared resolver takes the latest leaf by time (ties: the
 later in the file, deterministically) and walks it back. `source`/`platform` are `deepseek`;
-the url is https://chat.deepseek.com/a/chat/s/<id>.
+the url is https://chat.deepseek.com/a/chat/s/<id>. Some exporters wrap the same mapping in
+ChatGPT's keys (`create_time`, `update_time`, `current_node`): read here, `current_node` the leaf.
+
+The web API's answer as userscripts save it (`api_converter`: `{code, msg, data: {biz_data:
+{chat_session, chat_messages}}}`) is one conversation: messages under `parent_id` (integer ids as
+text), the leaf `current_message_id`; older messages' `content` / `thinking_content` /
+`search_results` are read as the fragments newer ones carry.
 """
 
 from __future__ import annotations

@@ -27,7 +27,10 @@ named by `file_attachments_metadata`), `image_attachments` and `generated_image_
 attachments; `model` per response. Inline `<grok:render>` cards are taken out of the visible text
 (kept in extra as `raw_text`). Branches follow `parent_response_id`; the active leaf is
 `leaf_response_id` when the responses hold it, else the latest. `source`/`platform` are `grok`;
-the url is https://grok.com/chat/<id>.
+the url is https://grok.com/chat/<id>. Ids are spelled two ways in the wild, record by record:
+`conversation.id` / `response._id` (2026) and `conversation.conversation_id` / `response_id`
+(mid-2025). A grok.com web capture (`capture_converter`) is one item with the REST API's camelCase
+keys, read as the export's. The card scans are forward scans (`elements`): linear in the text.
 """
 
 from __future__ import annotations
