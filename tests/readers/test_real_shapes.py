@@ -210,3 +210,13 @@ def test_a_repeated_id_in_a_single_object_file_is_reported_too():
     one = data.strip()[1:-1]  # the one conversation as the file's object
     [_], report = read("conversation.json", one)
     assert report.drift["json.repeated_member"] == 1 and "repeated" in report.errors[0].reason
+
+
+def test_deepseek_web_api_answer_without_messages_is_skipped_not_an_empty_chat():
+    import json
+
+    record = json.loads((SHAPES / "deepseek_api_new.json").read_text())
+    record["data"]["biz_data"]["chat_messages"] = []
+    record["data"]["biz_data"]["cache_control"] = "MERGE"
+    convs, report = read("chat.json", json.dumps(record).encode())
+    assert convs == [] and report.errors == [] and report.skipped["deepseek-api answer without messages"] == 1

@@ -140,7 +140,7 @@ def api_body(record: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def conversation_from_api(record: dict[str, Any], report: ReadReport) -> Conversation:
+def conversation_from_api(record: dict[str, Any], report: ReadReport) -> Conversation | None:
     """DeepSeek's web API answer (`GET /api/v0/chat/history_messages`) as a Conversation: the session
     is the conversation (`current_message_id` its active leaf), every message one Message under its
     `parent_id` (integers as text; null a root: an edited first prompt is a second root)."""
@@ -161,6 +161,9 @@ def conversation_from_api(record: dict[str, Any], report: ReadReport) -> Convers
     raw_messages = body.get("chat_messages")
     if not isinstance(raw_messages, list):
         raise TypeError(f"conversation {conv_id}: `chat_messages` is {type(raw_messages).__name__}, not a list")
+    if not raw_messages:  # (an incremental answer, `cache_control: MERGE`, holds none: never an empty chat over a full one)
+        report.skip("deepseek-api answer without messages")
+        return None
     messages: list[Message] = []
     for index, raw in enumerate(raw_messages):
         if not isinstance(raw, dict):
