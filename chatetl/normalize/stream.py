@@ -178,6 +178,8 @@ class _Cut:
         report.messages += result.messages
         for file, where, reason, raw in result.errors:
             report.error(file, where, reason, raw=raw)
+        for file, where, reason, raw in result.warnings:
+            report.warn(file, where, reason, raw=raw)
         report.skipped.update(result.skipped)
         report.drift.update(result.drift)
         if result.misfit is not None:

@@ -378,6 +378,7 @@ class RecordsResult:
     skipped: Counter[str]
     drift: Counter[str]
     misfit: tuple[int, int] | None
+    warnings: list[Found] = field(default_factory=list)
 
 
 def convert_records_cut(fmt: str, name: str, upload_key: str | None, records: list[Record]) -> RecordsResult:
@@ -410,7 +411,8 @@ def convert_records_cut(fmt: str, name: str, upload_key: str | None, records: li
     for conv in convert_records(Entry(name=name, opener=no_open), decoded(), report, _converter(fmt, name, report)):
         batch.add(conv, upload_key=upload_key)
     return RecordsResult(batch.tables(), report.conversations, report.messages,
-                         [(e.file, e.where, e.reason, e.raw) for e in report.errors], report.skipped, report.drift, misfit)
+                         [(e.file, e.where, e.reason, e.raw) for e in report.errors], report.skipped, report.drift, misfit,
+                         [(e.file, e.where, e.reason, e.raw) for e in report.warnings])
 
 
 def convert_records_in_worker(fmt: str, name: str, upload_key: str | None, records: list[Record]) -> RecordsResult:

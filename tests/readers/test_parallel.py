@@ -50,7 +50,9 @@ def _generated(copies: int = 12) -> bytes:
     broken = copy.deepcopy(out[3])
     broken["id"] = broken["conversation_id"] = "broken-tree"
     ids = [k for k, n in broken["mapping"].items() if n.get("message")]
-    broken["mapping"][ids[1]]["parent"] = "nowhere"
+    broken["mapping"][ids[1]]["parent"] = "nowhere"  # read whole (a root): a warning
+    broken["mapping"][ids[2]]["parent"] = ids[3]  # a cycle: damage, an error
+    broken["mapping"][ids[3]]["parent"] = ids[2]
     out.insert(14, broken)
     out.insert(20, [1, 2, 3])
     body = json.dumps(out).encode()
@@ -97,7 +99,8 @@ def _workers(path, out, tuning: Tuning, workers: int = 2) -> tuple:
 
 def _result(out, n, report, writer) -> tuple:
     errors = [(e.file, e.where, e.reason, e.raw) for e in report.errors]
-    counts = (writer.conversations, writer.messages, report.raw_bytes, report.raw_dropped)
+    warnings = [(e.file, e.where, e.reason, e.raw) for e in report.warnings]
+    counts = (writer.conversations, writer.messages, report.raw_bytes, report.raw_dropped, warnings)
     return pq.read_table(out / f"c{n}.parquet"), pq.read_table(out / f"m{n}.parquet"), errors, report.summary(), counts
 
 

@@ -36,7 +36,9 @@ class Format(StrEnum):
     GEMINI = "gemini"  # Takeout: My Activity/Gemini Apps/MyActivity.json (array of activities)
     GEMINI_HTML = "gemini-html"  # Takeout: My Activity/Gemini Apps/MyActivity.html
     DEEPSEEK = "deepseek"  # conversations.json: `mapping` tree rooted at "root", `fragments`
+    DEEPSEEK_API = "deepseek-api"  # a saved web-API answer: {"data": {"biz_data": {"chat_session", "chat_messages"}}}
     GROK = "grok"  # prod-grok-backend.json: {"conversations": [{"conversation", "responses"}]}
+    GROK_WEB = "grok-web"  # a grok.com capture: {"conversation": {"conversationId", ...}, "responses": [...]}
     OPEN_WEBUI = "open-webui"  # chat export: [{"id", "title", "chat": {"history": {"messages", "currentId"}}}]
     AI_STUDIO = "ai-studio"  # Google AI Studio prompt file: {"runSettings", "chunkedPrompt": {"chunks"}}
     LE_CHAT = "le-chat"  # Mistral Le Chat chat-<uuid>.json: array of messages with `contentChunks`
@@ -64,15 +66,27 @@ def _is_deepseek(head: Head) -> bool:
     # {id, title, inserted_at, updated_at, mapping: {"root": {...}, "<n>": {id, parent, children, message: {fragments}}}}
     # A mapping alone is ChatGPT's too: DeepSeek's says so by `inserted_at` or by messages made of `fragments`,
     # and a record with ChatGPT's own keys (create_time, current_node, ...) is never DeepSeek's.
+    # An exporter may wrap DeepSeek's mapping in ChatGPT's keys: its messages still say whose they are (fragments,
+    # no author or content).
     keys = head.keys
-    if "mapping" not in keys or keys & _CHATGPT_ONLY_KEYS:
+    if "mapping" not in keys:
         return False
+    messages = [inner for path, inner in head.inner.items() if path.startswith("mapping.") and path.endswith(".message")]
+    if keys & _CHATGPT_ONLY_KEYS:
+        return bool(messages) and all("fragments" in inner and not inner & {"author", "content"} for inner in messages)
     if "inserted_at" in keys:
         return True
-    return any("fragments" in inner for path, inner in head.inner.items() if path.startswith("mapping.") and path.endswith(".message"))
+    return any("fragments" in inner for inner in messages)
 
 
 _CHATGPT_ONLY_KEYS = frozenset({"create_time", "update_time", "current_node", "conversation_id", "default_model_slug"})
+
+
+def _is_deepseek_api(head: Head) -> bool:
+    # DeepSeek's web API answer as userscripts save it: {"code", "msg", "data": {"biz_code", "biz_data":
+    # {"chat_session": {...}, "chat_messages": [...]}}}; or its `biz_data`, or the two keys at the top
+    body = {"chat_session", "chat_messages"}
+    return body <= head.keys or body <= head.under("biz_data") or body <= head.under("data.biz_data")
 
 
 def _is_grok(head: Head) -> bool:
@@ -87,6 +101,19 @@ def _is_grok(head: Head) -> bool:
     return not item and bool(head.keys & _GROK_SECTIONS)
 
 
+def _is_grok_capture(head: Head) -> bool:
+    # a grok.com web capture (the REST bodies saved together), one conversation an object or a line:
+    # {"conversation": {"conversationId", "title", "createTime", ...}, "responses": [{"responseId", "parentResponseId",
+    # "sender", "message", ...}] | {"responses": [...]}}; or one item of an export saved on its own
+    if not {"conversation", "responses"} <= head.keys:
+        return False
+    conversation = head.under("conversation")
+    responses = head.under("responses.item") | head.under("responses.responses.item")
+    return bool(conversation & _GROK_CAPTURE_IDS) or bool(responses & _GROK_CAPTURE_RESPONSE_KEYS)
+
+
+_GROK_CAPTURE_IDS = frozenset({"conversationId", "conversation_id"})
+_GROK_CAPTURE_RESPONSE_KEYS = frozenset({"responseId", "parentResponseId", "response", "parent_response_id"})
 _GROK_CONVERSATION_KEYS = frozenset({"leaf_response_id", "modify_time", "system_prompt_name", "starred", "temporary"})
 _GROK_SECTIONS = frozenset({"projects", "tasks", "media_posts"})
 
@@ -158,7 +185,9 @@ _MANIFEST_NAME_KEYS = frozenset(claude_ai_manifest.NAME_KEYS)
 
 _SHAPE_RULES = (
     (_is_deepseek, Format.DEEPSEEK),
+    (_is_deepseek_api, Format.DEEPSEEK_API),
     (_is_grok, Format.GROK),
+    (_is_grok_capture, Format.GROK_WEB),
     (_is_open_webui, Format.OPEN_WEBUI),
     (_is_ai_studio, Format.AI_STUDIO),
     (_is_le_chat, Format.LE_CHAT),

@@ -36,6 +36,7 @@ class Repaired(tuple[Any, Any]):
 
 
 NUMBER_AS_NULL = "json.number_as_null:"
+REPEATED_MEMBER = "json.repeated_member"
 LONE_SURROGATE = "json.lone_surrogate"
 INT64 = (-(2**63), 2**63)  # what an int64 column holds (end excluded): a wider integer there is null (jsonstream)
 _U64_MAX = 2**64 - 1
@@ -64,9 +65,11 @@ def decode(raw: bytes | memoryview) -> tuple[Any, Counter[str] | None]:
     reads them: exact up to 2^64 - 1, past that a float (an int64 column, an attachment's size, takes
     a wider one as null: chatetl.readers.jsonscan.records). Anything else that is not JSON raises ValueError."""
     try:
-        return loads(raw), None
+        value = loads(raw)
     except orjson.JSONDecodeError:
         pass
+    else:
+        return value, repeats_found(raw, value)
     found: Counter[str] = Counter()
 
     def constant(name: str) -> None:
@@ -86,11 +89,64 @@ def decode(raw: bytes | memoryview) -> tuple[Any, Counter[str] | None]:
                 return value
         return real(text)  # as orjson reads it: a float, null past the double range
 
+    def pairs(members: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(members)
+        if len(obj) < len(members):
+            found[REPEATED_MEMBER] += len(members) - len(obj)
+        return obj
+
     data = bytes(raw)
-    value = json.loads(data, parse_constant=constant, parse_float=real, parse_int=integer)
+    value = json.loads(data, parse_constant=constant, parse_float=real, parse_int=integer, object_pairs_hook=pairs)
     if b"\\u" in data:  # an escaped lone surrogate is the other thing orjson refuses
         value = _replace_surrogates(value, found)
     return value, found or None
+
+
+def written_back(value: Any) -> bytes | None:
+    """`value` as orjson writes it, None past the depth orjson writes (255 levels)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return None
+
+
+def repeats_found(raw: bytes | bytearray | memoryview, value: Any, colons: int | None = None,
+                  written: bytes | None = None) -> Counter[str] | None:
+    """`{REPEATED_MEMBER: n}` when `n` members of the objects in a record were replaced by a later member
+    of the same name (JSON readers keep the last: a message map's repeated id loses a message), else None.
+    Cheap where nothing repeats: the colons of the raw bytes (`colons`, when the caller counted them in
+    its buffer) against those of the value written back (`written`, when the caller has it): each
+    member has one, and a string holds the same ones both times; where the raw has more, the standard
+    parser reads the record again and counts the repeats."""
+    if not isinstance(value, dict | list) or not value:
+        return None
+    if written is None:
+        written = written_back(value)
+    if written is not None and (_colons(raw) if colons is None else colons) <= written.count(b":"):
+        return None
+    repeats = 0
+
+    def pairs(members: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeats
+        obj = dict(members)
+        repeats += len(members) - len(obj)
+        return obj
+
+    try:
+        json.loads(bytes(raw), object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None
+    return Counter({REPEATED_MEMBER: repeats}) if repeats else None
+
+
+_SLICE = 1 << 20
+
+
+def _colons(data: bytes | bytearray | memoryview) -> int:
+    """How many colons the bytes hold, a memoryview's counted a slice at a time (never copied whole)."""
+    if not isinstance(data, memoryview):
+        return data.count(b":")
+    return sum(bytes(data[start:start + _SLICE]).count(b":") for start in range(0, len(data), _SLICE))
 
 
 def _replace_surrogates(value: Any, found: Counter[str]) -> Any:
@@ -133,6 +189,8 @@ def describe_repairs(found: Counter[str]) -> str:
     parts = [f"values no JSON reader holds read as null: {', '.join(nulls)}"] if nulls else []
     if found.get(LONE_SURROGATE):
         parts.append(f"lone surrogates replaced by U+FFFD ({found[LONE_SURROGATE]})")
+    if found.get(REPEATED_MEMBER):
+        parts.append(f"a member name repeated in an object, the last value kept ({found[REPEATED_MEMBER]})")
     return "; ".join(parts)
 
 

@@ -17,6 +17,8 @@ from chatetl.readers.jsonscan.decode import (
     describe_repairs,
     loads,
     nests_too_deep,
+    repeats_found,
+    written_back,
 )
 from chatetl.readers.jsonscan.depthguard import (
     MAX_JSON_DEPTH,
@@ -141,7 +143,12 @@ def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
     detection head): `""` for the first, `record N` after it; linear in the input (chatetl.readers.jsonscan.values)."""
     whole = _whole_value(entry)
     if whole is not None:
-        yield "", whole.pop()
+        value, repeats, raw = whole
+        if repeats:
+            report_repairs(report, entry.name, "", value, repeats, raw)
+        held = [value]
+        del value, whole, raw
+        yield "", held.pop()
         return
     with entry.open() as f:
         values = ValueSplitter(f)
@@ -163,11 +170,12 @@ def _iter_values(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
             report.error(entry.name, after, f"invalid or truncated JSON: {exc}")
 
 
-def _whole_value(entry: Entry) -> list[Any] | None:
+def _whole_value(entry: Entry) -> tuple[Any, Counter[str] | None, bytes | None] | None:
     """The one value of a file known to be no longer than the value cap, read at once and decoded by orjson (the
     value splitter would read it in growing chunks first: what a zip of thousands of small one-object files pays
     for each); None where the splitter reads it: a larger or unsized file, one orjson refuses (several values,
-    damage, NaN ...) or one that nests too deep (the splitter names the place)."""
+    damage, NaN ...) or one that nests too deep (the splitter names the place). With it, what it repeated
+    (`decode.repeats_found`) and then its bytes."""
     max_value = limits.current().max_value_bytes
     if entry.size is None or entry.size > max_value:
         return None
@@ -179,9 +187,11 @@ def _whole_value(entry: Entry) -> list[Any] | None:
         value = loads(data[3:] if data.startswith(BOM) else data)
     except orjson.JSONDecodeError:
         return None
-    if data.count(b"{") + data.count(b"[") >= MAX_JSON_DEPTH and nests_too_deep(value):
+    written = written_back(value)
+    if written is None and data.count(b"{") + data.count(b"[") >= MAX_JSON_DEPTH and nests_too_deep(value):
         return None
-    return [value]
+    repeats = repeats_found(data[3:] if data.startswith(BOM) else data, value, written=written)
+    return value, repeats, data if repeats else None  # (the bytes kept for quarantine where a member was lost)
 
 
 def jsonl_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[int, bytes, bytes, ValueTooLong | None]]:

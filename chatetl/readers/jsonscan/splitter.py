@@ -32,6 +32,8 @@ from chatetl.readers.jsonscan.decode import (
     decode,
     loads,
     nests_too_deep,
+    repeats_found,
+    written_back,
 )
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH, NestingTooDeep
 from chatetl.readers.jsonscan.strings import STRING, ValueTooLong, string_end
@@ -248,7 +250,7 @@ class ArraySplitter:
         if self._at(0) == b"{":
             found = self._object_by_candidates() if self.prove or self._cand is None else self._object_by_cut()
             if found is not None:
-                return found[0], found[1], None, None
+                return found[0], found[1], None, found[2]
         self._cand = None  # the records do not all open like the first one: learn again from the next
         end, too_deep = self._exact_end()
         if too_deep is not None:
@@ -262,8 +264,9 @@ class ArraySplitter:
             self._learn(value)
         return end, value, None, repairs
 
-    def _object_by_candidates(self) -> tuple[int, Any] | None:
-        """An object record's (end, value), found by decoding at candidate ends (None: use the exact scanner)."""
+    def _object_by_candidates(self) -> tuple[int, Any, Counter[str] | None] | None:
+        """An object record's (end, value, the members it repeated: decode.repeats_found), found by decoding
+        at candidate ends (None: use the exact scanner)."""
         search = 1
         for _ in range(MAX_TRIES):
             cand = self._candidate(search)
@@ -275,14 +278,15 @@ class ArraySplitter:
                 search = cand
                 continue
             a, b = self.start, self.start + cand
-            if self.buf.count(b"{", a, b) + self.buf.count(b"[", a, b) >= MAX_JSON_DEPTH and nests_too_deep(value):
+            written = written_back(value)  # (None: deeper than orjson writes)
+            if written is None and self.buf.count(b"{", a, b) + self.buf.count(b"[", a, b) >= MAX_JSON_DEPTH and nests_too_deep(value):
                 return None  # the exact scanner names the place
             if self._cand is None and isinstance(value, dict) and value:
                 self._learn(value)
-            return cand, value
+            return cand, value, repeats_found(memoryview(self.buf)[a:b], value, self.buf.count(b":", a, b), written)
         return None
 
-    def _object_by_cut(self) -> tuple[int, None] | None:
+    def _object_by_cut(self) -> tuple[int, None, None] | None:
         """An object record's (end, None) at the first place that opens like the first record, or
         the array's end (never "any object", which is most often a message inside the record); not
         decoded. None past CUT_SEARCH bytes: the exact scanner takes the record."""
@@ -290,10 +294,10 @@ class ArraySplitter:
         while True:
             m = self._cand.search(self.buf, self.start + search)  # type: ignore[union-attr]
             if m is not None:
-                return m.start() + 1 - self.start, None
+                return m.start() + 1 - self.start, None, None
             if self.eof:
                 end = self._last_end(search)
-                return None if end is None else (end, None)
+                return None if end is None else (end, None, None)
             if len(self.buf) - self.start > min(CUT_SEARCH, self.max_value):
                 return None
             search = max(search, len(self.buf) - self.start - 256)  # a candidate may straddle the read

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from chatetl.readers.jsonscan.decode import Repaired, decode, loads, nests_too_deep
+from chatetl.readers.jsonscan.decode import Repaired, decode, loads, nests_too_deep, repeats_found, written_back
 from chatetl.readers.jsonscan.depthguard import MAX_JSON_DEPTH
 from chatetl.readers.jsonscan.splitter import (
     WS,
@@ -47,7 +47,7 @@ class ValueSplitter(ArraySplitter):
     def _value(self) -> tuple[int, Any, BadRecord | None, Counter[str] | None]:
         whole = self._whole()
         if whole is not None:
-            return whole[0], whole[1], None, None
+            return whole[0], whole[1], None, whole[2]
         if self._at(0) in (b",", b"]", b"}", b":"):
             raise SplitError(f"unexpected {self._at(0)!r} where a value starts")
         end, err = self._exact_end()
@@ -60,9 +60,9 @@ class ValueSplitter(ArraySplitter):
             return end, None, BadRecord(f"invalid JSON: {_short(exc)}", bytes(raw)), None
         return end, value, None, repairs
 
-    def _whole(self) -> tuple[int, Any] | None:
-        """(end, value) when the rest of the stream is one object or array no longer than the cap
-        that orjson reads (and that nests no deeper than the limit); else None."""
+    def _whole(self) -> tuple[int, Any, Counter[str] | None] | None:
+        """(end, value, the members it repeated) when the rest of the stream is one object or array no
+        longer than the cap that orjson reads (and that nests no deeper than the limit); else None."""
         if self._at(0) not in (b"{", b"["):
             return None
         while not self.eof:
@@ -77,9 +77,10 @@ class ValueSplitter(ArraySplitter):
         except orjson.JSONDecodeError:
             return None
         a = self.start
-        if self.buf.count(b"{", a, end) + self.buf.count(b"[", a, end) >= MAX_JSON_DEPTH and nests_too_deep(value):
+        written = written_back(value)
+        if written is None and self.buf.count(b"{", a, end) + self.buf.count(b"[", a, end) >= MAX_JSON_DEPTH and nests_too_deep(value):
             return None  # the exact scanner names the place
-        return end - self.start, value
+        return end - self.start, value, repeats_found(memoryview(self.buf)[a:end], value, self.buf.count(b":", a, end), written)
 
 
 class _MemberSeeker(ArraySplitter):

@@ -23,7 +23,13 @@ assistant turn that answers it, the first assistant message with `recipient` "al
 the same path (before the next user turn), never onto a `channel` "commentary" row; an answer
 with no text but the images becomes a visible turn. When no assistant message answers, the tool
 row itself is the visible reply (role assistant, `extra["shown_as_reply"]`). Each image's prompt
-(`dalle.prompt`, else the call's `prompt`) is its `text`, the title its `name`.
+(`dalle.prompt`, else the call's `prompt`) is its `text`, the title its `name`. A tool row that
+names no tool and whose parts carry no generator metadata is a generator's when the call it
+answers went to an image tool; a row the export hides (`is_visually_hidden_from_conversation`)
+counts when no other row shows its images (`extra["hidden_in_source"]`).
+
+Thinking preambles (`metadata.is_thinking_preamble_message`: a thinking model's narration while it
+works, gone once the answer is shown) are REASONING, never a turn.
 
 Layouts researched in mohamed-chs/convoviz (docs/dev/chatgpt-spec.md: tether citations, DALL-E
 asset pointers), public parsers of the ChatGPT stream and share pages (content_references with
@@ -159,7 +165,7 @@ def _messages_from_mapping(mapping: dict[str, Any], report: ReadReport) -> list[
         return parent
 
     messages: list[Message] = []
-    generated: list[Message] = []  # tool rows holding images a tool drew
+    drawn: list[tuple[Message, dict[str, Any]]] = []  # tool rows holding images (a tool drew them, or a chart)
     commentary: set[str] = set()  # assistant rows of the commentary channel
     for node_id, node in nodes:
         if node_id not in has_message:
@@ -175,15 +181,56 @@ def _messages_from_mapping(mapping: dict[str, Any], report: ReadReport) -> list[
         msg = message_from_chatgpt(raw, report, node_id, parent)
         if msg is not None:
             messages.append(msg)
-            if msg.kind is _TOOL_RESULT and msg.attachments and _draws_images(raw):
-                _title_images(msg, raw.get("metadata"))
-                generated.append(msg)
+            if msg.role is _TOOL and msg.kind in (_TOOL_RESULT, _HIDDEN) and any(a.kind == "image" for a in msg.attachments):
+                drawn.append((msg, raw))
             elif raw.get("channel") == "commentary":
                 commentary.add(node_id)
     pair_tool_results(messages)
+    generated = _generated_images(messages, drawn) if drawn else []
     if generated:
         attach_generated_images(messages, generated, commentary)
     return messages
+
+
+def _generated_images(messages: list[Message], drawn: list[tuple[Message, dict[str, Any]]]) -> list[Message]:
+    """The tool rows whose images an image tool drew (see `_draws_images`): by the row itself, or by the
+    call it answers (an image tool's recipient, where the row names no tool). A row the export hides
+    counts when no other row shows its images (the reply a person saw), and becomes a tool result."""
+    by_id = {m.message_id: m for m in messages}
+    shown: set[str] | None = None
+    out: list[Message] = []
+    for row, raw in drawn:
+        call = _call_of(row, by_id)
+        if not (_draws_images(raw) or (call is not None and call.recipient is not None and _IMAGE_TOOL.search(call.recipient))):
+            continue
+        if row.kind is _HIDDEN:
+            if shown is None:
+                shown = {a.pointer for m in messages if m.kind is not _HIDDEN for a in m.attachments if a.pointer}
+            if all(a.pointer in shown for a in row.attachments if a.kind == "image"):
+                continue  # a hidden copy of images a visible row shows
+            row.kind = _TOOL_RESULT
+            row.extra["hidden_in_source"] = True
+            call_id = call.tool_calls[0].id if call is not None and call.tool_calls else None
+            row.tool_results = [ToolResult.fast(tool_call_id=call_id, name=row.author_name, output=row.text)]
+        _title_images(row, raw.get("metadata"))
+        out.append(row)
+    return out
+
+
+def _call_of(row: Message, by_id: dict[str, Message]) -> Message | None:
+    """The tool call a tool row answers: the one it was paired with, else the nearest call above it
+    (through other tool rows, never past a user turn)."""
+    paired = row.tool_results[0].tool_call_id if row.tool_results else None
+    if paired is not None and paired in by_id:
+        return by_id[paired]
+    seen = {row.message_id}
+    node = by_id.get(row.parent_id) if row.parent_id else None
+    while node is not None and node.message_id not in seen and node.role is not Role.USER:
+        if node.kind is _TOOL_CALL:
+            return node
+        seen.add(node.message_id)
+        node = by_id.get(node.parent_id) if node.parent_id else None
+    return None
 
 
 def pair_tool_results(messages: list[Message]) -> None:
@@ -361,8 +408,8 @@ def message_from_chatgpt(raw: dict[str, Any], report: ReadReport, message_id: st
     tool_results: list[ToolResult] = []
     if hidden:
         kind = _HIDDEN
-    elif ctype in REASONING_CONTENT_TYPES:
-        kind = _REASONING
+    elif ctype in REASONING_CONTENT_TYPES or (role is _ASSISTANT and metadata.get("is_thinking_preamble_message") is True):
+        kind = _REASONING  # (a thinking model's narration while it works: shown while the answer is made, then gone)
     elif role is _ASSISTANT and isinstance(recipient, str) and recipient != "all":
         kind = _TOOL_CALL
         tool_calls.append(ToolCall.fast(id=mid, name=recipient, input=text))

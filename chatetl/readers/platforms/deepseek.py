@@ -24,7 +24,13 @@ or field is drift, counted and kept raw in Message.extra, never shown as text.
 
 The export has no `current_node`: the shared resolver takes the latest leaf by time (ties: the
 later in the file, deterministically) and walks it back. `source`/`platform` are `deepseek`;
-the url is https://chat.deepseek.com/a/chat/s/<id>.
+the url is https://chat.deepseek.com/a/chat/s/<id>. Some exporters wrap the same mapping in
+ChatGPT's keys (`create_time`, `update_time`, `current_node`): read here, `current_node` the leaf.
+
+The web API's answer as userscripts save it (`api_converter`: `{code, msg, data: {biz_data:
+{chat_session, chat_messages}}}`) is one conversation: messages under `parent_id` (integer ids as
+text), the leaf `current_message_id`; older messages' `content` / `thinking_content` /
+`search_results` are read as the fragments newer ones carry.
 """
 
 from __future__ import annotations
@@ -53,7 +59,15 @@ PLATFORM = "deepseek"
 ROOT = "root"
 URL = "https://chat.deepseek.com/a/chat/s/{}"
 
-KNOWN_CONVERSATION_FIELDS = frozenset({"id", "title", "inserted_at", "updated_at", "mapping"})
+KNOWN_CONVERSATION_FIELDS = frozenset(
+    {"id", "title", "inserted_at", "updated_at", "mapping",
+     # the ChatGPT-shaped wrapper some exporters write around the same mapping
+     "create_time", "update_time", "current_node"}
+)
+KNOWN_SESSION_FIELDS = frozenset(
+    {"id", "title", "inserted_at", "updated_at", "current_message_id", "seq_id", "agent", "title_type", "version", "pinned",
+     "character", "is_empty"}
+)
 KNOWN_NODE_FIELDS = frozenset({"id", "parent", "children", "message"})
 KNOWN_MESSAGE_FIELDS = frozenset(
     {
@@ -61,9 +75,13 @@ KNOWN_MESSAGE_FIELDS = frozenset(
         # the web API's message fields, which an export may carry too (kept in extra when set)
         "message_id", "parent_id", "role", "status", "thinking_enabled", "search_enabled", "accumulated_token_usage",
         "feedback", "ban_edit", "ban_regenerate", "has_pending_fragment", "auto_continue", "conversation_mode",
+        # the web API's older messages (until mid-2025): text and thinking without fragments
+        "content", "thinking_content", "thinking_elapsed_secs", "search_status", "search_results", "tips",
     }
 )
-_EXTRA_MESSAGE_FIELDS = frozenset({"status", "thinking_enabled", "search_enabled", "accumulated_token_usage", "feedback", "conversation_mode"})
+_EXTRA_MESSAGE_FIELDS = frozenset(
+    {"status", "thinking_enabled", "search_enabled", "accumulated_token_usage", "feedback", "conversation_mode", "search_status", "tips"}
+)
 KNOWN_FRAGMENT_FIELDS = frozenset(
     {
         "id", "type", "content", "references", "stage_id", "elapsed_secs", "results", "queries", "status",
@@ -99,12 +117,98 @@ def conversation_from_deepseek(record: dict[str, Any], report: ReadReport, file:
         platform=PLATFORM,
         conversation_id=conv_id,
         title=text_or_none(record.get("title")),
-        created_at=parse_iso_time(record.get("inserted_at")),
-        updated_at=parse_iso_time(record.get("updated_at")),
+        created_at=parse_iso_time(record.get("inserted_at", record.get("create_time"))),
+        updated_at=parse_iso_time(record.get("updated_at", record.get("update_time"))),
         url=URL.format(conv_id),
+        current_node=current if isinstance(current := record.get("current_node"), str) and current != ROOT else None,
         messages=_messages(mapping, report, file, place),
         meta=meta,
     )
+
+
+def api_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
+    """How one saved web-API answer (`history_messages`) in file `name` becomes a Conversation."""
+    return lambda record, where: conversation_from_api(expect_object(record, "a history_messages object"), report)
+
+
+def api_body(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The `{chat_session, chat_messages}` of a saved web-API answer: under `data.biz_data` (the whole
+    response, as userscripts save it), under `biz_data`, or at the top."""
+    for body in (record, record.get("biz_data"), (record.get("data") or {}).get("biz_data") if isinstance(record.get("data"), dict) else None):
+        if isinstance(body, dict) and "chat_messages" in body and ("chat_session" in body or "id" in body):
+            return body
+    return None
+
+
+def conversation_from_api(record: dict[str, Any], report: ReadReport) -> Conversation | None:
+    """DeepSeek's web API answer (`GET /api/v0/chat/history_messages`) as a Conversation: the session
+    is the conversation (`current_message_id` its active leaf), every message one Message under its
+    `parent_id` (integers as text; null a root: an edited first prompt is a second root)."""
+    body = api_body(record)
+    if body is None:
+        raise ValueError("no `chat_session` and `chat_messages` (under `data.biz_data`)")
+    session = body.get("chat_session")
+    if not isinstance(session, dict):
+        session = {key: value for key, value in body.items() if key != "chat_messages"}  # (an unwrapped save)
+    conv_id = _id_text(session.get("id"))
+    if conv_id is None:
+        raise ValueError("conversation has no id")
+    meta: dict[str, Any] = {}
+    keep_unknown({k: v for k, v in session.items() if v is not None}, KNOWN_SESSION_FIELDS, meta, report, "deepseek.session_field")
+    for key in ("url", "code", "msg"):
+        if record.get(key) not in (None, "", 0):
+            meta[f"api_{key}"] = record[key]
+    raw_messages = body.get("chat_messages")
+    if not isinstance(raw_messages, list):
+        raise TypeError(f"conversation {conv_id}: `chat_messages` is {type(raw_messages).__name__}, not a list")
+    if not raw_messages:  # (an incremental answer, `cache_control: MERGE`, holds none: never an empty chat over a full one)
+        report.skip("deepseek-api answer without messages")
+        return None
+    messages: list[Message] = []
+    for index, raw in enumerate(raw_messages):
+        if not isinstance(raw, dict):
+            raise TypeError(f"conversation {conv_id}: message {index} is {type(raw).__name__}, not an object")
+        mid = _id_text(raw.get("message_id")) or f"{conv_id}:{index}"
+        messages.append(message_from_deepseek(_with_fragments(raw), report, mid, _id_text(raw.get("parent_id"))))
+    return Conversation.fast(
+        source=Source.DEEPSEEK,
+        platform=PLATFORM,
+        conversation_id=conv_id,
+        title=text_or_none(session.get("title")),
+        created_at=parse_iso_time(session.get("inserted_at")),
+        updated_at=parse_iso_time(session.get("updated_at")),
+        url=URL.format(conv_id),
+        current_node=_id_text(session.get("current_message_id")),
+        messages=messages,
+        meta=meta,
+    )
+
+
+def _id_text(value: Any) -> str | None:
+    """An id as text: the web API's integers, or a string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    return value if isinstance(value, str) and value else None
+
+
+def _with_fragments(raw: dict[str, Any]) -> dict[str, Any]:
+    """An older web-API message (`content`, `thinking_content`, `search_results`, no `fragments`) as the
+    fragments newer ones carry, so one reading serves both; a message with fragments as it is."""
+    if raw.get("fragments") is not None or not any(raw.get(k) for k in ("content", "thinking_content", "search_results")):
+        return raw
+    fragments: list[dict[str, Any]] = []
+    if isinstance(raw.get("thinking_content"), str) and raw["thinking_content"]:
+        fragments.append({"type": "THINK", "content": raw["thinking_content"], "elapsed_secs": raw.get("thinking_elapsed_secs")})
+    if isinstance(raw.get("search_results"), list) and raw["search_results"]:
+        fragments.append({"type": "SEARCH", "results": raw["search_results"]})
+    if isinstance(raw.get("content"), str):
+        fragments.append({"type": "REQUEST" if raw.get("role") == "USER" else "RESPONSE", "content": raw["content"]})
+    return {**{k: v for k, v in raw.items() if k not in _OLDER_FIELDS}, "fragments": fragments}
+
+
+_OLDER_FIELDS = frozenset({"content", "thinking_content", "thinking_elapsed_secs", "search_results"})
 
 
 def _messages(mapping: dict[str, Any], report: ReadReport, file: str, place: str) -> list[Message]:

@@ -27,7 +27,10 @@ named by `file_attachments_metadata`), `image_attachments` and `generated_image_
 attachments; `model` per response. Inline `<grok:render>` cards are taken out of the visible text
 (kept in extra as `raw_text`). Branches follow `parent_response_id`; the active leaf is
 `leaf_response_id` when the responses hold it, else the latest. `source`/`platform` are `grok`;
-the url is https://grok.com/chat/<id>.
+the url is https://grok.com/chat/<id>. Ids are spelled two ways in the wild, record by record:
+`conversation.id` / `response._id` (2026) and `conversation.conversation_id` / `response_id`
+(mid-2025). A grok.com web capture (`capture_converter`) is one item with the REST API's camelCase
+keys, read as the export's. The card scans are forward scans (`elements`): linear in the text.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ URL = "https://grok.com/chat/{}"
 
 KNOWN_RECORD_FIELDS = frozenset({"conversation", "responses"})
 KNOWN_WRAPPER_FIELDS = frozenset({"response", "share_link"})
-_MAPPED_CONVERSATION_FIELDS = frozenset({"id", "title", "create_time", "modify_time", "leaf_response_id"})
+_MAPPED_CONVERSATION_FIELDS = frozenset({"id", "conversation_id", "_id", "title", "create_time", "modify_time", "leaf_response_id"})
 # conversation fields kept in Conversation.meta as they are, when set
 _META_FIELDS = (
     "summary", "starred", "temporary", "system_prompt_name", "system_prompt_id", "media_types", "asset_ids",
@@ -73,7 +76,7 @@ _META_FIELDS = (
 KNOWN_CONVERSATION_FIELDS = _MAPPED_CONVERSATION_FIELDS | frozenset(_META_FIELDS)
 _MAPPED_RESPONSE_FIELDS = frozenset(
     {
-        "_id", "parent_response_id", "sender", "message", "model", "create_time", "thinking_trace",
+        "_id", "response_id", "id", "parent_response_id", "sender", "message", "model", "create_time", "thinking_trace",
         "agent_thinking_traces", "steps", "web_search_results", "cited_web_search_results", "card_attachments_json",
         "xpost_ids", "file_attachments", "file_attachments_metadata", "image_attachments", "generated_image_urls",
         "file_uris", "tool_responses",
@@ -103,12 +106,9 @@ KNOWN_STEP_FIELDS = frozenset(
 )
 SENDERS = {"human": Role.USER, "user": Role.USER, "assistant": Role.ASSISTANT, "grok": Role.ASSISTANT, "system": Role.SYSTEM}
 
-_RENDER_CARD = re.compile(r"<grok:render\b[^>]*>.*?</grok:render>", re.DOTALL)
-_TOOL_CARD = re.compile(r"<xai:tool_usage_card>(.*?)</xai:tool_usage_card>", re.DOTALL)
-_CARD_FIELD = {
-    name: re.compile(rf"<xai:{name}>\s*(?:<!\[CDATA\[(.*?)\]\]>|(.*?))\s*</xai:{name}>", re.DOTALL)
-    for name in ("tool_usage_card_id", "tool_name", "tool_args")
-}
+_RENDER_OPEN, _RENDER_CLOSE = "<grok:render", "</grok:render>"
+_TOOL_OPEN, _TOOL_CLOSE = "<xai:tool_usage_card>", "</xai:tool_usage_card>"
+_CDATA_OPEN, _CDATA_CLOSE = "<![CDATA[", "]]>"
 
 
 def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
@@ -118,6 +118,38 @@ def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conv
 def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
     """How one item of `conversations` in file `name` becomes a Conversation."""
     return lambda record, where: conversation_from_grok(expect_object(record, "a {conversation, responses} object"), report, file=name, where=where)
+
+
+def capture_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conversation | None]:
+    """How one grok.com web capture (`{conversation, responses}` with the REST API's camelCase keys) in
+    file `name` becomes a Conversation: its keys read as the export's, then as an export's item."""
+    return lambda record, where: conversation_from_grok(
+        snake_record(expect_object(record, "a {conversation, responses} object")), report, file=name, where=where
+    )
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def snake_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A web capture's conversation and responses with their camelCase keys (`conversationId`,
+    `responseId`, `parentResponseId`, `createTime`, `thinkingTrace`, `webSearchResults` ...) spelled
+    as the export spells them; `responses` a list or the `{"responses": [...]}` body it was loaded as."""
+    out = dict(record)
+    conversation = record.get("conversation")
+    if isinstance(conversation, dict):
+        out["conversation"] = _snake_keys(conversation)
+    responses = record.get("responses")
+    if isinstance(responses, dict) and isinstance(responses.get("responses"), list):
+        responses = responses["responses"]
+    if isinstance(responses, list):
+        out["responses"] = [_snake_keys(r) if isinstance(r, dict) else r for r in responses]
+    return out
+
+
+def _snake_keys(fields: dict[str, Any]) -> dict[str, Any]:
+    return {_CAMEL.sub(r"_\1", key).lower() if isinstance(key, str) and not key.islower() else key: value
+            for key, value in fields.items()}
 
 
 # ---- streaming `conversations` out of the one object ----
@@ -145,12 +177,14 @@ def conversation_from_grok(record: dict[str, Any], report: ReadReport, file: str
     conv = record.get("conversation")
     if not isinstance(conv, dict):
         raise TypeError(f"`conversation` is not an object (got {type(conv).__name__})")
-    conv_id = _id_text(conv.get("id"))
-    if conv_id is None:
-        raise ValueError("conversation has no id")
     responses = record.get("responses")
+    if isinstance(responses, dict) and "responses" in responses:  # a capture's load-responses body kept whole
+        responses = responses["responses"]
     if responses is None:
         responses = []
+    conv_id = _conversation_id(conv)
+    if conv_id is None:
+        raise ValueError("conversation has no id")
     if not isinstance(responses, list):
         raise TypeError(f"conversation {conv_id}: `responses` is {type(responses).__name__}, not a list")
     meta: dict[str, Any] = {}
@@ -204,7 +238,7 @@ def conversation_from_grok(record: dict[str, Any], report: ReadReport, file: str
 def message_from_grok(raw: dict[str, Any], report: ReadReport, fallback_id: str) -> Message:
     """One `response` as a canonical Message."""
     get = raw.get
-    mid = _id_text(get("_id")) or fallback_id
+    mid = _id_text(get("_id")) or _id_text(get("response_id")) or _id_text(get("id")) or fallback_id
     extra: dict[str, Any] = {}
     rich = attached = False
     for key, value in raw.items():  # one pass: most responses carry a handful of fields
@@ -220,7 +254,7 @@ def message_from_grok(raw: dict[str, Any], report: ReadReport, fallback_id: str)
 
     message = get("message")
     text = message if isinstance(message, str) else ""
-    visible = _RENDER_CARD.sub("", text) if "<grok:render" in text else text
+    visible = _without_elements(text, _RENDER_OPEN, _RENDER_CLOSE, attributes=True) if _RENDER_OPEN in text else text
     if visible != text:
         extra["raw_text"] = text
 
@@ -331,6 +365,16 @@ def mongo_time(value: Any) -> datetime | None:
     return parse_time(date) if isinstance(date, str) else None
 
 
+def _conversation_id(conv: dict[str, Any]) -> str | None:
+    """The conversation's id as the export spells it: `id` (2026), `conversation_id` (mid-2025), `_id`.
+    (Its responses repeat it, but a conversation that names none is refused, never given theirs.)"""
+    for key in ("id", "conversation_id", "_id"):
+        found = _id_text(conv.get(key))
+        if found is not None:
+            return found
+    return None
+
+
 def _id_text(value: Any) -> str | None:
     """An id as text: a string, or a Mongo `{"$oid": ...}`."""
     if isinstance(value, dict):
@@ -377,27 +421,68 @@ def _traces(raw: dict[str, Any]) -> Iterator[str]:
             yield trace["thinking_trace"]
 
 
+def elements(text: str, opener: str, closer: str, attributes: bool = False) -> Iterator[tuple[int, int, int, int]]:
+    """(start, content start, content end, end) of each `opener ... closer` element of `text`, in
+    order, in one forward scan: each is closed by the first `closer` after it, and the first opener
+    with no closer after it ends the scan (no later one has one either), so the work is linear in the
+    text whatever it holds (a value of unclosed openers included). `attributes`: the opener is a tag's
+    name, its attributes up to the first `>` after it (the next character is no name character)."""
+    pos = 0
+    while (start := text.find(opener, pos)) >= 0:
+        body = start + len(opener)
+        if attributes:
+            if body < len(text) and (text[body].isalnum() or text[body] in "_-:."):
+                pos = body  # a longer tag name (<grok:renderer>): not this element
+                continue
+            gt = text.find(">", body)
+            if gt < 0:
+                return
+            body = gt + 1
+        close = text.find(closer, body)
+        if close < 0:
+            return
+        yield start, body, close, close + len(closer)
+        pos = close + len(closer)
+
+
+def _without_elements(text: str, opener: str, closer: str, attributes: bool = False,
+                      take: Callable[[str], object] | None = None) -> str:
+    """`text` without its `opener ... closer` elements (`elements`), each element's content given to `take`."""
+    pieces: list[str] = []
+    last = 0
+    for start, body, close, end in elements(text, opener, closer, attributes):
+        pieces.append(text[last:start])
+        if take is not None:
+            take(text[body:close])
+        last = end
+    if not last:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
 def _card_field(card: str, name: str) -> str | None:
-    m = _CARD_FIELD[name].search(card)
-    if m is None:
+    """The first `<xai:{name}>` element of a card: its text, or its CDATA section's."""
+    found = next(elements(card, f"<xai:{name}>", f"</xai:{name}>"), None)
+    if found is None:
         return None
-    value = m.group(1) if m.group(1) is not None else m.group(2)
+    value = card[found[1]:found[2]].strip()
+    if value.startswith(_CDATA_OPEN) and value.endswith(_CDATA_CLOSE):
+        value = value[len(_CDATA_OPEN):-len(_CDATA_CLOSE)]
     return value.strip() or None
 
 
 def _take_tool_cards(text: str, calls: dict[str, ToolCall]) -> str:
     """The `<xai:tool_usage_card>`s in `text` as tool calls (by card id, once each); the text without them."""
-    if "<xai:tool_usage_card>" not in text:
+    if _TOOL_OPEN not in text:
         return text
 
-    def take(m: re.Match[str]) -> str:
-        card = m.group(1)
+    def take(card: str) -> None:
         card_id = _card_field(card, "tool_usage_card_id") or f"card-{len(calls)}"
         if card_id not in calls:
             calls[card_id] = ToolCall.fast(id=card_id, name=_card_field(card, "tool_name"), input=_card_field(card, "tool_args") or "")
-        return ""
 
-    return _TOOL_CARD.sub(take, text)
+    return _without_elements(text, _TOOL_OPEN, _TOOL_CLOSE, take=take)
 
 
 def _tool_result(item: Any, calls: dict[str, ToolCall], citations: _Citations) -> ToolResult:
