@@ -346,4 +346,5 @@ def sample_uploads() -> dict[str, bytes]:
 from chatetl.samples import ai_studio, deepseek, gemini, grok, le_chat, open_webui
 
 PLATFORM_SAMPLES = (gemini, ai_studio, deepseek, grok, open_webui, le_chat)
-OTHER_SHAPES = (grok.web_capture, deepseek.web_api)  # the same platforms' other files: a web capture, a web-API answer
+# the same platforms' other files: an older export's spelling, a web capture, a web-API answer
+OTHER_SHAPES = (grok.mid_2025_export, grok.web_capture, deepseek.web_api)

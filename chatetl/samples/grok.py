@@ -1,11 +1,11 @@
 """A generated xAI Grok account export: a zip of ttl/30d/export_data/<user>/prod-grok-backend.json
 (one object: `conversations`, `projects`, `tasks`, `media_posts`) with its account and billing
-files and an uploaded asset. One chat thinks, calls web search and cites what it found; another
-has a regenerated answer that `leaf_response_id` names as the active one, and a photo upload; a
-third is spelled as mid-2025 exports spell it (`conversation_id`, `response_id`), its first prompt's
-parent a response the export does not hold. Senders in mixed case and Mongo dates, as xAI writes
-them. Beside it, `web_capture`: one chat as a grok.com capture saves it (camelCase REST bodies).
-Never real data."""
+files and an uploaded asset. One chat thinks, calls web search and cites what it found; the other
+has a regenerated answer that `leaf_response_id` names as the active one, and a photo upload.
+Senders in mixed case and Mongo dates, as xAI writes them. Beside it, `mid_2025_export`: an older
+export's chats file, spelled as mid-2025 exports spell it (`conversation_id`, `response_id`), its
+first prompt's parent a response the export does not hold; and `web_capture`: one chat as a
+grok.com capture saves it (camelCase REST bodies). Never real data."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def _mid_2025_chat() -> dict[str, Any]:
 
 
 def sample() -> tuple[str, bytes]:
-    backend = {"conversations": [_search_chat(), _branch_chat(), _mid_2025_chat()], "projects": [], "tasks": [], "media_posts": []}
+    backend = {"conversations": [_search_chat(), _branch_chat()], "projects": [], "tasks": [], "media_posts": []}
     files: dict[str, bytes | str] = {
         f"{FOLDER}/prod-grok-backend.json": json.dumps(backend, ensure_ascii=False, indent=2),
         f"{FOLDER}/prod-mc-auth-mgmt-api.json": json.dumps({"user": {"userId": USER, "givenName": "Sample"}, "sessions": []}, indent=2),
@@ -120,6 +120,12 @@ def sample() -> tuple[str, bytes]:
         f"{FOLDER}/prod-mc-asset-server/{sample_id('grok-asset', 'cat')}/content": PHOTO,
     }
     return "raw/samples/grok-export.zip", zip_files(files)
+
+
+def mid_2025_export() -> tuple[str, bytes]:
+    """An older export's chats file alone, in the mid-2025 spelling (see `_mid_2025_chat`)."""
+    backend = {"conversations": [_mid_2025_chat()], "projects": [], "tasks": [], "media_posts": []}
+    return "raw/samples/grok-2025/prod-grok-backend.json", json.dumps(backend, ensure_ascii=False, indent=2).encode()
 
 
 def web_capture() -> tuple[str, bytes]:
