@@ -10,7 +10,7 @@ def test_definitions_load_with_everything():
     from assets.definitions import defs
 
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert keys == {"raw_uploads", "normalized", "graph", "documents", "exports"}
+    assert keys == {"raw_uploads", "normalized", "graph", "rag_files", "documents", "exports"}
     assert defs.resolve_sensor_def("upload_sensor") is not None
     assert defs.resolve_schedule_def("daily_ingest_schedule") is not None
     job = defs.resolve_job_def("ingest_job")
@@ -66,7 +66,7 @@ def test_run_config_defaults_come_from_the_environment():
 
     assert defaults({}, "graph") == {"deep": False}
     assert defaults({"CHATETL_GRAPH_DEEP": "yes"}, "graph") == {"deep": True}
-    docs = defaults({"CHATETL_INCLUDE_TOOLS": "1", "CHATETL_RAG_INCLUDE_HIDDEN": "on", "CHATETL_CHUNK_MAX_CHARS": "900"}, "documents")
+    docs = defaults({"CHATETL_INCLUDE_TOOLS": "1", "CHATETL_RAG_INCLUDE_HIDDEN": "on", "CHATETL_CHUNK_MAX_CHARS": "900"}, "rag_files")
     assert docs == {"include_reasoning": False, "include_tools": True, "include_hidden": True, "include_branches": False,
                     "chunk_max_chars": 900, "chunk_overlap_chars": 200}
     ex = defaults({"CHATETL_EXPORT_FORMATS": "html,md", "CHATETL_EXPORT_ZIP_FORMATS": "none", "CHATETL_EXPORT_INCLUDE_REASONING": "1"}, "exports")
