@@ -2,7 +2,8 @@
 
 Every normalized upload has a location record (state/uploads/by-key/<upload-id>.json: its key, day and
 ETag, chatetl.ingest.ledger). An upload is gone when its raw/ key no longer exists while the ledger of
-its day still holds it; a run of that day retracts it (chatetl.ingest.partition, chatetl.retractions).
+its day still holds it; a run of that day retracts it (chatetl.ingest.partition, chatetl.retractions)
+and removes the record, so a deletion is found once.
 When the sensor's scan listed all of raw/ in its tick, every record is checked against that listing
 (a record is read only when its key was not listed); otherwise a bounded page of records a tick is
 read and its keys asked for, the position kept in the scan's cursor, so every record comes round.

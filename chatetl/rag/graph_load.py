@@ -86,9 +86,10 @@ class _GraphWriter:
     def take(self, key: str, count: int, source: IO[bytes] | None = None, vectors: StoredVectors | None = None) -> tuple[list[Chunk], list[Any]]:
         """The next `count` chunks of Document `key` and their vector rows (none without a vectors file)."""
         source = source or self.chunks
-        chunks = [Chunk(**json.loads(source.readline())) for _ in range(count)]
-        if any(c.document_key != key for c in chunks):
-            raise ValueError(f"the chunks file does not follow its Documents at Document {key}")
+        lines = [source.readline() for _ in range(count)]
+        chunks = [Chunk(**json.loads(line)) for line in lines if line]
+        if len(chunks) != count or any(c.document_key != key for c in chunks):
+            raise ValueError(f"rag/chunks/ does not follow rag/documents/ at Document {key}: written by another run? rematerialize rag_files")
         vectors = vectors or self.vectors
         rows = vectors.take([c.id for c in chunks]) if vectors is not None else []
         return chunks, rows
