@@ -19,6 +19,7 @@ after its deletion, not when another upload of its day happens to arrive.
 
 
 import time
+from collections.abc import Callable
 
 from dagster import (
     DagsterInvariantViolationError,
@@ -113,41 +114,31 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
     if found.coverage is not None:
         publish_coverage(store, found.coverage)
     gone, found.cursor.gone_pos = gone_uploads(store, found.every_upload, found.cursor.gone_pos)
-    requests = []
-    joined = []
-    for batch in batches:
-        waiting = queued_run_for(context, batch.day)
+    requests: list[RunRequest] = []
+    joined: list[str] = []
+
+    def ask(day: str, what: str, run_key: Callable[[], str], tags: dict[str, str]) -> None:
+        """A run of `day`, unless one this sensor requested still waits in the queue (it reads the index when it starts)."""
+        waiting = queued_run_for(context, day)
         if waiting:
-            joined.append(f"{len(batch.uploads)} upload(s) of {batch.day} joined queued run {waiting}")
-            continue
-        requests.append(
-            RunRequest(
-                run_key=run_key_for(context, batch),
-                partition_key=batch.day,
-                tags={
-                    "chatetl/trigger": "upload_sensor",
-                    "chatetl/uploads": str(len(batch.uploads)),
-                    "chatetl/upload": batch.uploads[0].key[:200],
-                    "chatetl/index_batch": batch.index_key,
-                },
-            )
-        )
-    requested = {r.partition_key for r in requests} | {b.day for b in batches}
+            joined.append(f"{what} joined queued run {waiting}")
+        else:
+            requests.append(RunRequest(run_key=run_key(), partition_key=day, tags=tags))
+
+    for batch in batches:
+        ask(batch.day, f"{len(batch.uploads)} upload(s) of {batch.day}", lambda b=batch: run_key_for(context, b), {  # type: ignore[misc]
+            "chatetl/trigger": "upload_sensor",
+            "chatetl/uploads": str(len(batch.uploads)),
+            "chatetl/upload": batch.uploads[0].key[:200],
+            "chatetl/index_batch": batch.index_key,
+        })
+    requested = {batch.day for batch in batches}  # (a run of the day retracts its deletions too)
     for upload in gone:
         if upload.day in requested or not daily_partitions.has_partition_key(upload.day):
-            continue  # (a run of the day is requested already: it retracts the deletion too)
-        requested.add(upload.day)
-        waiting = queued_run_for(context, upload.day)
-        if waiting:
-            joined.append(f"the deletion of {upload.key} joined queued run {waiting}")
             continue
-        requests.append(
-            RunRequest(
-                run_key=upload.run_key,
-                partition_key=upload.day,
-                tags={"chatetl/trigger": "upload_sensor", "chatetl/deleted": upload.key[:200]},
-            )
-        )
+        requested.add(upload.day)
+        ask(upload.day, f"the deletion of {upload.key}", lambda u=upload: u.run_key,  # type: ignore[misc]
+            {"chatetl/trigger": "upload_sensor", "chatetl/deleted": upload.key[:200]})
     status = (
         f"listed {found.listed} key(s); {len(found.changes)} new or replaced upload(s); {len(gone)} deleted"
         + "".join(f"; {j}" for j in joined)
