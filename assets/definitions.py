@@ -8,7 +8,7 @@ local Neo4j) and in production (S3, a Neo4j server or cluster) without changes:
   wherever the variable is set (always in production, where an unset one fails when the
   resource starts) and the local services' defaults otherwise; the Neo4j password is never a
   literal in the config the UI shows (unset, the resource takes the local one when it connects);
-- run config: graph, documents and exports take their defaults from the environment
+- run config: graph, rag_files and exports take their defaults from the environment
   (assets/config.py), so the launchpad shows them and a run may choose otherwise.
 """
 
@@ -21,7 +21,7 @@ from dagster_aws.s3 import S3Resource
 
 import assets.checks
 from assets.config import DocumentsConfig, ExportsConfig, GraphConfig
-from assets.documents import documents_asset
+from assets.documents import documents_asset, rag_files_asset
 from assets.exports import exports_asset
 from assets.graph import graph_asset
 from assets.ingest import normalized, raw_uploads
@@ -88,7 +88,8 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
             raw_uploads,
             normalized,
             graph_asset(GraphConfig.for_settings(s)),
-            documents_asset(DocumentsConfig.for_settings(s)),
+            rag_files_asset(DocumentsConfig.for_settings(s)),
+            documents_asset(),
             exports_asset(ExportsConfig.for_settings(s)),
         ],
         asset_checks=load_asset_checks_from_modules([assets.checks]),

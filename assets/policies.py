@@ -13,7 +13,7 @@ from assets.partitions import daily_partitions, range_backfill_policy
 # Data problems raise dagster.Failure(allow_retries=False): retrying cannot fix them.
 NETWORK_RETRY = RetryPolicy(max_retries=3, delay=2, backoff=Backoff.EXPONENTIAL, jitter=Jitter.PLUS_MINUS)
 
-# The pool of the steps that write to Neo4j (graph, documents). Its limit comes from the
+# The pool of the steps that write to Neo4j (graph, documents; rag_files only reads it). Its limit comes from the
 # instance: `concurrency: pools: default_limit` in dagster.yaml (deploy/dagster.yaml sets 1),
 # or `dagster instance concurrency set neo4j 2`.
 NEO4J_POOL = "neo4j"

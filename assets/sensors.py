@@ -12,10 +12,14 @@ When a run the sensor requested for that day is still queued, the new uploads jo
 instead (it reads the day's index when it starts, after this tick wrote it): a burst of
 uploads, or a backlog drained over several ticks, gives one waiting run per day, not one
 per tick.
+An upload deleted from raw/ while its day still holds it (chatetl.ingest.deletions) starts a run
+of that day in the same way, which retracts it: it leaves the graph, rag/ and exports/ one tick
+after its deletion, not when another upload of its day happens to arrive.
 """
 
 
 import time
+from collections.abc import Callable
 
 from dagster import (
     DagsterInvariantViolationError,
@@ -30,6 +34,7 @@ from dagster import (
 
 from assets.jobs import ingest_job
 from assets.partitions import daily_partitions
+from chatetl.ingest.deletions import gone_uploads
 from chatetl.ingest.index import UploadBatch, batches_by_day, publish_coverage, record_batches
 from chatetl.ingest.scan import ScanCursor, check_cursor, discover
 from chatetl.settings import Settings
@@ -82,7 +87,7 @@ def run_key_for(context: SensorEvaluationContext, batch: UploadBatch) -> str:
     job=ingest_job,
     minimum_interval_seconds=TICK_SECONDS,
     default_status=DefaultSensorStatus.RUNNING,
-    description="Starts a run of a day's partition when uploads under raw/ are new or replaced (bounded scan, cursor).",
+    description="Starts a run of a day's partition when uploads under raw/ are new, replaced or deleted (bounded scan, cursor).",
 )
 def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreResource) -> SensorResult:
     store = object_store.store
@@ -108,27 +113,34 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
     record_batches(store, batches)
     if found.coverage is not None:
         publish_coverage(store, found.coverage)
-    requests = []
-    joined = []
-    for batch in batches:
-        waiting = queued_run_for(context, batch.day)
+    gone, found.cursor.gone_pos = gone_uploads(store, found.every_upload, found.cursor.gone_pos)
+    requests: list[RunRequest] = []
+    joined: list[str] = []
+
+    def ask(day: str, what: str, run_key: Callable[[], str], tags: dict[str, str]) -> None:
+        """A run of `day`, unless one this sensor requested still waits in the queue (it reads the index when it starts)."""
+        waiting = queued_run_for(context, day)
         if waiting:
-            joined.append(f"{len(batch.uploads)} upload(s) of {batch.day} joined queued run {waiting}")
+            joined.append(f"{what} joined queued run {waiting}")
+        else:
+            requests.append(RunRequest(run_key=run_key(), partition_key=day, tags=tags))
+
+    for batch in batches:
+        ask(batch.day, f"{len(batch.uploads)} upload(s) of {batch.day}", lambda b=batch: run_key_for(context, b), {  # type: ignore[misc]
+            "chatetl/trigger": "upload_sensor",
+            "chatetl/uploads": str(len(batch.uploads)),
+            "chatetl/upload": batch.uploads[0].key[:200],
+            "chatetl/index_batch": batch.index_key,
+        })
+    requested = {batch.day for batch in batches}  # (a run of the day retracts its deletions too)
+    for upload in gone:
+        if upload.day in requested or not daily_partitions.has_partition_key(upload.day):
             continue
-        requests.append(
-            RunRequest(
-                run_key=run_key_for(context, batch),
-                partition_key=batch.day,
-                tags={
-                    "chatetl/trigger": "upload_sensor",
-                    "chatetl/uploads": str(len(batch.uploads)),
-                    "chatetl/upload": batch.uploads[0].key[:200],
-                    "chatetl/index_batch": batch.index_key,
-                },
-            )
-        )
+        requested.add(upload.day)
+        ask(upload.day, f"the deletion of {upload.key}", lambda u=upload: u.run_key,  # type: ignore[misc]
+            {"chatetl/trigger": "upload_sensor", "chatetl/deleted": upload.key[:200]})
     status = (
-        f"listed {found.listed} key(s); {len(found.changes)} new or replaced upload(s)"
+        f"listed {found.listed} key(s); {len(found.changes)} new or replaced upload(s); {len(gone)} deleted"
         + "".join(f"; {j}" for j in joined)
         + (f"; stopped by the {found.stopped_by} cap, continuing next tick" if found.stopped_by else "")
         + ("; re-scan cycle completed" if found.cycle_completed else "")

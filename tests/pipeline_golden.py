@@ -94,7 +94,7 @@ from chatetl.ingest.index import find_uploads
 from chatetl.ingest.ledger import parser_fingerprint
 from chatetl.ingest.partition import ingest_partition
 from chatetl.rag.embeddings import load_embedder
-from chatetl.rag.retract import write_day_documents
+from chatetl.rag.retract import load_day_files, write_day_files
 from chatetl.samples import chatgpt_conversations, continued, sample_uploads
 from chatetl.settings import Settings
 from chatetl.storage import LocalObjectStore
@@ -389,7 +389,10 @@ def run_day(store: LocalObjectStore, driver: Any, database: str | None, day: str
     ingest = ingest_partition(store, day, found[day].uploads)
     retracted, taken_over = apply_graph_retractions(store, driver, day, database, deep=deep)
     graph = load_graph_partition(store, driver, day, database, deep=deep)
-    documents = write_day_documents(store, driver, day, database=database, embedder=embedder)
+    documents = write_day_files(store, driver, day, database=database, embedder=embedder)  # outside the pool ...
+    in_graph = load_day_files(store, driver, day, database=database)  # ... then the graph from the rag/ files
+    for name in ("documents_in_graph", "documents_failed", "failures", "chunks_in_graph"):  # the one result recorded
+        setattr(documents, name, getattr(in_graph, name))
     exports = write_day_exports(store, day, plan=ExportPlan(), archive_page=False)
     archive = write_archive(store)
     return {

@@ -116,3 +116,11 @@ def read_location(store: ObjectStore, upload_id: str) -> dict[str, str] | None:
 def write_location(store: ObjectStore, upload_id: str, upload_key: str, day: str, etag: str) -> None:
     body = json.dumps({"key": upload_key, "day": day, "etag": etag}, sort_keys=True).encode()
     store.put_bytes(location_key(upload_id), body, "application/json")
+
+
+def forget_location(store: ObjectStore, upload_id: str, day: str) -> None:
+    """The upload was deleted and its outputs of `day` retracted: no day holds them, so its record goes (one
+    pointing to another day, where the upload moved, stays)."""
+    location = read_location(store, upload_id)
+    if location is not None and location.get("day") == day:
+        store.delete(location_key(upload_id))

@@ -32,6 +32,7 @@ from chatetl.ingest.index import current_state, partition_of
 from chatetl.ingest.ledger import (
     Ledger,
     LedgerEntry,
+    forget_location,
     parser_fingerprint,
     read_location,
     write_location,
@@ -191,6 +192,8 @@ def _uploads_of_day(store: ObjectStore, day: str, uploads: list[ObjectInfo], led
         elif key in ledger.entries:
             why = "deleted from raw/" if info is None else f"replaced: now in partition {partition_of(info)}"
             retract(store, day, ledger.entries[key].upload_id, key, why, day)
+            if info is None:  # (the sensor finds deletions by these records: chatetl.ingest.deletions)
+                forget_location(store, ledger.entries[key].upload_id, day)
             ledger.drop(key)
             out.retracted[key] = why
             warn(f"{key}: {why}; its outputs of {day} were removed")

@@ -49,10 +49,12 @@ class ScanCursor:
     since: float | None = None  # objects modified before this were seen by an earlier cycle
     seen: dict[str, float] = field(default_factory=dict)  # fingerprint -> last_modified, for versions modified >= since
     cycles: int = 0  # completed re-scan cycles
+    gone_pos: str = ""  # where the check of deleted uploads goes on (chatetl.ingest.deletions), when raw/ is too big for a tick
 
     def to_json(self) -> str:
         return json.dumps(
-            {"v": 1, "high": self.high, "pos": self.pos, "cycle_start": self.cycle_start, "since": self.since, "seen": self.seen, "cycles": self.cycles},
+            {"v": 1, "high": self.high, "pos": self.pos, "cycle_start": self.cycle_start, "since": self.since, "seen": self.seen, "cycles": self.cycles,
+             "gone_pos": self.gone_pos},
             separators=(",", ":"),
             sort_keys=True,
         )
@@ -74,6 +76,7 @@ class ScanCursor:
             since=d.get("since"),
             seen=dict(d.get("seen", {})),
             cycles=int(d.get("cycles", 0)),
+            gone_pos=str(d.get("gone_pos", "")),
         )
 
 
@@ -89,6 +92,7 @@ class Discovery:
     coverage: float | None = None  # set when a cycle completed: every version modified before it is found
     stopped_by: str = ""  # "keys" or "seconds" when a cap ended the step early
     ignored: list[str] = field(default_factory=list)  # new keys under raw/ that cannot be uploads
+    every_upload: list[str] | None = None  # every upload key of raw/, when this step listed all of it
 
 
 def discover(
@@ -104,7 +108,8 @@ def discover(
 
     Returns the changed uploads (each version exactly once across steps) and the next cursor.
     """
-    c = ScanCursor(cursor.high, cursor.pos, cursor.cycle_start, cursor.since, dict(cursor.seen), cursor.cycles)
+    c = ScanCursor(cursor.high, cursor.pos, cursor.cycle_start, cursor.since, dict(cursor.seen), cursor.cycles, cursor.gone_pos)
+    whole = not c.pos  # the re-scan starts at the first key: reaching its end, this step lists all of raw/
     if c.cycle_start is None or c.since is None:
         # First step: the fast path from "" sees every existing key; the first re-scan cycle
         # only needs to look at what changes from now on (minus the clock skew allowance).
@@ -115,6 +120,8 @@ def discover(
     budget = max_keys - found.listed
     if found.fast_path_drained and budget > 0:
         if step.rescan(budget):
+            if whole and not found.stopped_by:
+                found.every_upload = sorted(step.uploads)
             _next_cycle(c, found, c.cycle_start, now)
     elif not found.stopped_by:
         found.stopped_by = "keys"
@@ -129,6 +136,7 @@ class _Step:
         self.store, self.cursor, self.since, self.clock, self.deadline = store, cursor, since, clock, deadline
         self.found = Discovery(changes=[], cursor=cursor)
         self.changes: dict[str, ObjectInfo] = {}
+        self.uploads: set[str] = set()  # every upload key listed
 
     def consider(self, info: ObjectInfo) -> None:
         fp = fingerprint(info)
@@ -152,6 +160,7 @@ class _Step:
             n += 1
             c.high = info.key
             if is_upload(info.key):
+                self.uploads.add(info.key)
                 self.consider(info)
             elif not info.key.endswith("/"):
                 found.ignored.append(info.key)
@@ -176,6 +185,8 @@ class _Step:
                 reached_end = True
                 break
             c.pos = info.key
+            if is_upload(info.key):
+                self.uploads.add(info.key)
             if is_upload(info.key) and info.last_modified.timestamp() >= self.since:
                 self.consider(info)
             if self.out_of_time():

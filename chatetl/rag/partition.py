@@ -49,7 +49,7 @@ from chatetl.rag.chunking import (
 )
 from chatetl.rag.documents import Document, build_document, documents_jsonl
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, embed_chunks
-from chatetl.rag.vectors import PreviousVectors, VectorsWriter
+from chatetl.rag.vectors import PreviousVectors, RunVectors, VectorsWriter
 from chatetl.selection import VISIBLE, ContentOptions
 from chatetl.storage import ObjectStore, put_if_changed
 from chatetl.tables import iter_partition
@@ -108,6 +108,8 @@ def process_documents(
     vectors_out: VectorsWriter | None = None,
     previous: PreviousVectors | None = None,
     overlap: bool = True,
+    write_graph: bool = True,
+    seen: RunVectors | None = None,
 ) -> DocumentsResult:
     """Documents and chunks of these conversations, batch by batch: JSONL lines to the open files given,
     vectors (with an embedder) to `vectors_out`, and (with a driver) Document and Chunk nodes.
@@ -123,10 +125,16 @@ def process_documents(
     group is chunked and embedded, so the server's index writes run beside the model's CPU. One group is in flight
     at a time (the next waits for it, as do a Document of more than CHUNK_WINDOW chunks and the end), and each
     write checks that its Document still holds the text its chunks were cut from, so the graph is the one
-    written in turn (tests/graph/test_chunks_embeddings.py compares them; bench/RESULTS.md, the gain)."""
+    written in turn (tests/graph/test_chunks_embeddings.py compares them; bench/RESULTS.md, the gain).
+
+    `write_graph=False`: the driver is only read (which states the graph holds, the vectors it has); the
+    rag/ files are written and chatetl.rag.graph_load writes the graph from them later, so the model's CPU
+    time is spent outside the Neo4j pool. `seen`: the vectors this run computed so far (a text embedded
+    earlier in the run, not in the graph yet, is not embedded again)."""
     writer = _DocumentsWriter(
         driver, result, database=database, chunking=chunking or ChunkOptions(), embedder=embedder,
         doc_out=doc_out, chunk_out=chunk_out, vectors_out=vectors_out, previous=previous, overlap=overlap,
+        write_graph=write_graph, seen=seen,
     )
     try:
         for batch in state_batches(conversations, BATCH):
@@ -146,13 +154,16 @@ class _DocumentsWriter:
 
     def __init__(self, driver: Driver | None, result: DocumentsResult, *, database: str | None, chunking: ChunkOptions,
                  embedder: Embedder | VectorsOf | None, doc_out: BinaryIO | None, chunk_out: BinaryIO | None,
-                 vectors_out: VectorsWriter | None, previous: PreviousVectors | None, overlap: bool) -> None:
+                 vectors_out: VectorsWriter | None, previous: PreviousVectors | None, overlap: bool,
+                 write_graph: bool = True, seen: RunVectors | None = None) -> None:
         self.driver, self.result, self.database, self.chunking = driver, result, database, chunking
+        self.writes_graph = driver is not None and write_graph
+        self.seen = seen
         self.model = as_embedder(embedder) if embedder is not None else None
         if self.model is not None:
             result.embedding_model = result.embedding_model or self.model.name
         self.doc_out, self.chunk_out, self.vectors_out, self.previous = doc_out, chunk_out, vectors_out, previous
-        self.writes = ThreadPoolExecutor(1, thread_name_prefix="chatetl-chunks") if driver is not None and overlap else None
+        self.writes = ThreadPoolExecutor(1, thread_name_prefix="chatetl-chunks") if self.writes_graph and overlap else None
         self.in_flight: list[Future[ChunkLoadSummary]] = []  # the group's chunks being written (one at most)
         self.refused: set[str] = set()  # Documents the graph refused: their chunks are not written there
 
@@ -198,7 +209,7 @@ class _DocumentsWriter:
 
     def _load_documents(self, docs: list[Document]) -> None:
         self.refused = set()
-        if self.driver is None:
+        if self.driver is None or not self.writes_graph:
             return
         failures: list[tuple[str, BaseException]] = []
         self.result.documents_in_graph += load_documents(self.driver, [d.props for d in docs], database=self.database, failures=failures)
@@ -210,6 +221,9 @@ class _DocumentsWriter:
     def known(self, hashes: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = self.previous.take(hashes) if self.previous is not None else {}
         missing = [h for h in hashes if h not in found]
+        if missing and self.seen is not None and self.model is not None:
+            found.update(self.seen.take(self.model.name, missing))
+            missing = [h for h in missing if h not in found]
         if missing and self.driver is not None and self.model is not None:
             found.update(stored_embeddings(self.driver, self.model.name, missing, database=self.database))
         return found
@@ -229,6 +243,8 @@ class _DocumentsWriter:
         if counted:
             self.result.embedded += embedded
             self.result.embeddings_reused += len(chunks) - embedded
+            if self.seen is not None:
+                self.seen.add(chunks)
 
     def written(self, chunks: list[Chunk]) -> None:
         """A window of chunks made and embedded: to the rag/ files."""
@@ -247,13 +263,13 @@ class _DocumentsWriter:
         graph = {doc.key: chunks for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in self.refused}
         contents = {doc.key: doc.props["content_sha256"] for doc, _ in group}
         unchanged: set[str] = set()
-        if driver is not None and model is not None and self.vectors_out is None and graph:
+        if self.writes_graph and driver is not None and model is not None and self.vectors_out is None and graph:
             digests = {key: chunks_digest(chunks, model.name) for key, chunks in graph.items()}
             unchanged = documents_holding_chunks(driver, digests, contents, database)[1]
         self.embed([c for (doc, _), chunks in zip(group, chunked, strict=True) if doc.key not in unchanged for c in chunks])
         for chunks in chunked:
             self.written(chunks)
-        if driver is not None:
+        if self.writes_graph and driver is not None:
             self.settle()
             if self.writes is None:
                 self.result.chunks_in_graph.add(
@@ -266,7 +282,7 @@ class _DocumentsWriter:
         """A Document of more than CHUNK_WINDOW chunks: a window at a time, to the rag/ files and the graph."""
         self.settle()
         graph = None
-        if self.driver is not None and doc.key not in self.refused:
+        if self.writes_graph and self.driver is not None and doc.key not in self.refused:
             graph = DocumentChunks(self.driver, doc.key, doc.props["content_sha256"], len(offsets), database=self.database)
         windows = range(0, len(offsets), CHUNK_WINDOW)
         for lo in windows:
@@ -299,7 +315,7 @@ def write_upload_documents(
     bytes are not rewritten), and the graph. Without an embedder, or without chunks, the upload
     has no embeddings file (one from an earlier run is removed).
 
-    `options` are `process_documents`'s: database, content, chunking, embedder."""
+    `options` are `process_documents`'s: database, content, chunking, embedder, write_graph, seen."""
     doc_key, chunk_key, vectors_key = document_keys(day, upload_id)
     embedder = options.get("embedder")
     if embedder is not None:
@@ -330,16 +346,18 @@ def write_partition_documents(
     content: ContentOptions = VISIBLE,
     chunking: ChunkOptions | None = None,
     embedder: Embedder | VectorsOf | None = None,
+    write_graph: bool = True,
+    seen: RunVectors | None = None,
 ) -> DocumentsResult:
     """Documents and chunks of every upload of the partition (`uploads`: its normalized uploads,
     read from the bucket when not given): rag/documents/, rag/chunks/, rag/embeddings/ and (with
-    a driver) Neo4j."""
+    a driver and `write_graph`) Neo4j."""
     result = DocumentsResult()
     if uploads is None:
         uploads = iter_partition(store, day)
     for uid, convs in uploads:
         write_upload_documents(
             store, driver, day, uid, (c for c, _ in convs), result,
-            database=database, content=content, chunking=chunking, embedder=embedder,
+            database=database, content=content, chunking=chunking, embedder=embedder, write_graph=write_graph, seen=seen,
         )
     return result

@@ -13,6 +13,9 @@ A rerun reads the previous file back in step with the new chunks (`PreviousVecto
 rows come in the order they were written, so only a window of them is held, and a chunk whose
 text and model are unchanged takes its vector from there instead of from the model.
 
+The step that writes the graph reads the file back in the chunks' order (`StoredVectors`), and a
+step that embeds keeps what it computed for the rest of its run on disk (`RunVectors`).
+
 For example, in DuckDB:
 
     SELECT title, text FROM read_parquet('rag/embeddings/*/*.parquet')
@@ -21,10 +24,12 @@ For example, in DuckDB:
 
 from __future__ import annotations
 
+import sqlite3
+from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -157,3 +162,78 @@ class PreviousVectors:
             if self._held.get(digest, (None,))[0] == index:
                 del self._held[digest]
         return {h: self._held[h][1] for h in hashes if h in self._held}
+
+
+class StoredVectors:
+    """A vectors file read back in the chunks' order: `take(ids)` gives the next rows, which must be these chunks'
+    (a file that does not match its chunks is an error, not a guess). Rows stay Arrow until a vector is asked for
+    (`vector(row)`), so chunks the graph holds already cost no conversion."""
+
+    def __init__(self, path: str | Path, skip: int = 0) -> None:
+        self.path = Path(path)
+        file = pq.ParquetFile(self.path)
+        metadata = file.schema_arrow.metadata or {}
+        self.model: str = metadata.get(b"embedding_model", b"").decode()
+        self._rows = self._iter_rows(file)
+        for _ in range(skip):
+            next(self._rows)
+        self.position = skip  # rows taken so far
+
+    @staticmethod
+    def _iter_rows(file: pq.ParquetFile) -> Iterator[tuple[str, Any]]:
+        for batch in file.iter_batches(batch_size=2048, columns=["chunk_id", "embedding"]):
+            ids = batch.column(0).to_pylist()
+            embedding = batch.column(1)
+            dims = embedding.type.list_size
+            flat = embedding.flatten().to_numpy(zero_copy_only=False).reshape(len(ids), dims)
+            yield from zip(ids, flat, strict=True)
+
+    def take(self, ids: Sequence[str]) -> list[Any]:
+        """The next rows (one per id, in order), as `vector` takes them."""
+        rows = []
+        for chunk_id in ids:
+            row = next(self._rows, None)
+            if row is None or row[0] != chunk_id:
+                raise ValueError(f"{self.path.name}: row {self.position} is {row[0] if row else 'missing'}, not chunk {chunk_id}")
+            rows.append(row[1])
+            self.position += 1
+        return rows
+
+    @staticmethod
+    def vector(row: Any) -> list[float]:
+        values: list[float] = row.tolist()  # float32 values as Python floats: what the model gave
+        return values
+
+
+class RunVectors:
+    """The vectors a run computed so far, by text hash and model, in a SQLite file of a temporary folder: a later
+    chunk of the same text in the run takes its vector from here (where a run that wrote each chunk to the graph
+    at once found it there). Memory stays flat however many chunks the run embeds."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self._db = sqlite3.connect(Path(folder, "run-vectors.sqlite"))
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (digest TEXT, model TEXT, vector BLOB, PRIMARY KEY (digest, model))")
+
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        rows = [(c.text_sha256, c.embedding_model, array("f", c.embedding).tobytes())
+                for c in chunks if c.embedding is not None and c.embedding_model is not None]
+        self._db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)", rows)
+
+    def take(self, model: str, hashes: Sequence[str], batch: int = 500) -> dict[str, list[float]]:
+        found: dict[str, list[float]] = {}
+        for i in range(0, len(hashes), batch):
+            part = list(hashes[i:i + batch])
+            marks = ",".join("?" * len(part))
+            query = f"SELECT digest, vector FROM vectors WHERE model = ? AND digest IN ({marks})"  # (placeholders only)
+            for digest, blob in self._db.execute(query, [model, *part]):
+                found[digest] = array("f", blob).tolist()
+        return found
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

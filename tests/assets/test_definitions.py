@@ -12,7 +12,7 @@ def test_definitions_load_with_everything():
     from assets.definitions import defs
 
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert keys == {"raw_uploads", "normalized", "graph", "documents", "exports"}
+    assert keys == {"raw_uploads", "normalized", "graph", "rag_files", "documents", "exports"}
     assert defs.resolve_sensor_def("upload_sensor") is not None
     assert defs.resolve_schedule_def("daily_ingest_schedule") is not None
     job = defs.resolve_job_def("ingest_job")
@@ -68,7 +68,7 @@ def test_run_config_defaults_come_from_the_environment():
 
     assert defaults({}, "graph") == {"deep": False}
     assert defaults({"CHATETL_GRAPH_DEEP": "yes"}, "graph") == {"deep": True}
-    docs = defaults({"CHATETL_INCLUDE_TOOLS": "1", "CHATETL_RAG_INCLUDE_HIDDEN": "on", "CHATETL_CHUNK_MAX_CHARS": "900"}, "documents")
+    docs = defaults({"CHATETL_INCLUDE_TOOLS": "1", "CHATETL_RAG_INCLUDE_HIDDEN": "on", "CHATETL_CHUNK_MAX_CHARS": "900"}, "rag_files")
     assert docs == {"include_reasoning": False, "include_tools": True, "include_hidden": True, "include_branches": False,
                     "chunk_max_chars": 900, "chunk_overlap_chars": 200}
     ex = defaults({"CHATETL_EXPORT_FORMATS": "html,md", "CHATETL_EXPORT_ZIP_FORMATS": "none", "CHATETL_EXPORT_INCLUDE_REASONING": "1"}, "exports")
@@ -183,7 +183,7 @@ def test_bad_values_fail_loudly_naming_the_variable_and_the_value():
 ])
 def test_chunk_settings_that_do_not_fit_are_refused_when_the_run_is_launched(tmp_path, monkeypatch, chunking, why):
     """Dagster makes the run's plan (launchpad, sensor, backfill) before any step: a bad chunk size fails
-    there, naming the setting, and no run starts; the steps before documents never ran."""
+    there, naming the setting, and no run starts; the steps before rag_files never ran."""
     from dagster import DagsterInstance, DagsterInvalidConfigError
 
     from assets import definitions
@@ -195,8 +195,8 @@ def test_chunk_settings_that_do_not_fit_are_refused_when_the_run_is_launched(tmp
     instance = DagsterInstance.ephemeral()
     with pytest.raises(DagsterInvalidConfigError, match=why) as refused:
         job.execute_in_process(partition_key="2026-01-01", instance=instance,
-                               run_config={"ops": {"documents": {"config": chunking}}})
-    assert "documents" in str(refused.value) and "Traceback" not in str(refused.value)
+                               run_config={"ops": {"rag_files": {"config": chunking}}})
+    assert "rag_files" in str(refused.value) and "Traceback" not in str(refused.value)
     assert instance.get_runs() == []  # refused before a run (or any of its steps) existed
     assert not (tmp_path / "normalized").exists()
 
@@ -210,9 +210,9 @@ def test_chunk_settings_that_fit_still_launch(tmp_path, monkeypatch):
     monkeypatch.setenv("CHATETL_LOCAL_STORE_ROOT", str(tmp_path))
     defs = definitions.build_definitions(Settings.from_env({"CHATETL_LOCAL_STORE_ROOT": str(tmp_path)}))
     job = defs.resolve_job_def("ingest_job")
-    plan = create_execution_plan(job, run_config={"ops": {"documents": {"config": {"chunk_max_chars": 400, "chunk_overlap_chars": 200}}}})
-    assert "documents" in plan.step_keys_to_execute
-    assert defs.resolve_assets_def("documents").op.config_schema.as_field().default_value["chunk_max_chars"] == 2000
+    plan = create_execution_plan(job, run_config={"ops": {"rag_files": {"config": {"chunk_max_chars": 400, "chunk_overlap_chars": 200}}}})
+    assert "rag_files" in plan.step_keys_to_execute
+    assert defs.resolve_assets_def("rag_files").op.config_schema.as_field().default_value["chunk_max_chars"] == 2000
 
 
 LAUNCH_RUN = """
@@ -236,11 +236,11 @@ def test_the_launchpad_refuses_chunk_settings_that_do_not_fit(tmp_path, monkeypa
     workspace = os.path.join(os.path.dirname(__file__), "..", "..", "workspace.yaml")
     params = {
         "selector": {"repositoryLocationName": "chatetl", "repositoryName": "__repository__", "jobName": "ingest_job"},
-        "runConfigData": {"ops": {"documents": {"config": {"chunk_max_chars": 200, "chunk_overlap_chars": 150}}}},
+        "runConfigData": {"ops": {"rag_files": {"config": {"chunk_max_chars": 200, "chunk_overlap_chars": 150}}}},
         "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2026-01-01"}]},
     }
     with instance_for_test() as instance, define_out_of_process_context(workspace, None, instance) as context:
         answer = execute_dagster_graphql(context, LAUNCH_RUN, {"params": params}).data["launchRun"]
         assert answer["__typename"] != "LaunchRunSuccess", answer
-        assert "Error in config for asset documents: overlap_chars (150) must be at most half of max_chars (200)" in answer["message"]
+        assert "Error in config for asset rag_files: overlap_chars (150) must be at most half of max_chars (200)" in answer["message"]
         assert instance.get_runs() == []

@@ -52,7 +52,7 @@ def test_upload_flows_end_to_end_and_reruns_change_nothing(definitions, clean_gr
     first = job.execute_in_process(partition_key=day, instance=instance)
     assert first.success
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in first.get_asset_materialization_events()}
-    assert set(mats) == {"raw_uploads", "normalized", "graph", "documents", "exports"}
+    assert set(mats) == {"raw_uploads", "normalized", "graph", "rag_files", "documents", "exports"}
     assert mats["normalized"]["conversations"].value == 3
     assert mats["normalized"]["errors"].value == 0
     assert mats["graph"]["conversations_created"].value == 3

@@ -167,3 +167,70 @@ def test_uploads_join_a_run_still_waiting_in_the_queue(resource):
         third = store.put_bytes("raw/burst/003.json", b"[3]")
         requests, cursor, _ = tick(resource, cursor, instance)
         assert [r.run_key for r in requests] == [f"{third.key}@{third.etag}"]
+
+
+def test_a_deleted_upload_is_retracted_by_the_run_of_the_next_tick(resource, definitions, clean_graph):
+    from dagster import DagsterInstance
+
+    store = resource.store
+    grok = {"schema": "chat-export/1", "platform": "grok", "title": "Tide tables", "chat_id": "grok-gone",
+            "exported_at": "2026-01-02T08:00:00Z",
+            "messages": [{"role": "user", "text": "When is high tide?"}, {"role": "assistant", "text": "At 14:05."}]}
+    kept = store.put_bytes("raw/alice/chatgpt-export.zip", chatgpt_export())
+    info = store.put_bytes("raw/bob/grok.json", json.dumps(grok).encode())
+    day = partition_of(info)
+    job = definitions.resolve_job_def("ingest_job")
+    instance = DagsterInstance.ephemeral()
+
+    requests, cursor, _ = tick(resource, None)
+    assert [r.partition_key for r in requests] == [day]
+    assert job.execute_in_process(partition_key=day, instance=instance).success
+
+    def in_graph() -> int:
+        return clean_graph.execute_query("MATCH (n {key: 'grok:grok-gone'}) RETURN count(n) AS n").records[0]["n"]
+
+    def exported() -> list[str]:
+        return [o.key for o in store.list("exports/") if "grok" in o.key.split("/")[-1] and "sharegpt-" not in o.key]
+
+    assert in_graph() == 2 and exported()  # its Conversation and Document, its files
+    requests, cursor, skip = tick(resource, cursor)
+    assert requests == [] and "0 deleted" in skip
+
+    store.delete(info.key)
+    requests, cursor, _ = tick(resource, cursor)
+    assert [(r.partition_key, r.run_key, r.tags["chatetl/deleted"]) for r in requests] == [
+        (day, f"deleted:{info.key}@{info.etag}@date={day}", info.key)]
+    assert job.execute_in_process(partition_key=day, instance=instance, tags=requests[0].tags).success
+    assert in_graph() == 0 and exported() == []
+    assert clean_graph.execute_query("MATCH (c:Conversation) RETURN count(c) AS n").records[0]["n"] == 3  # the zip's stay
+    assert store.head(kept.key) is not None
+    # retracted: the next ticks request nothing
+    requests, cursor, skip = tick(resource, cursor)
+    assert requests == [] and "0 deleted" in skip
+
+
+def test_deletions_are_found_a_page_at_a_time_when_raw_is_too_big_for_a_tick(resource):
+    from chatetl.ingest.deletions import gone_uploads
+    from chatetl.ingest.ledger import Ledger, LedgerEntry, write_location
+    from chatetl.layout import upload_id
+
+    store = resource.store
+    infos = [store.put_bytes(f"raw/many/{i:03}.json", b"[]") for i in range(5)]
+    day = partition_of(infos[0])
+    ledger = Ledger.load(store, day)
+    for info in infos:
+        write_location(store, upload_id(info.key), info.key, day, info.etag)
+        ledger.record(LedgerEntry(key=info.key, etag=info.etag, size=2, upload_id=upload_id(info.key), parser="p",
+                                  conversations=0, messages=0, errors=0, outputs={}))
+    ledger.save(store)
+    store.delete(infos[3].key)
+    found, pos, pages = [], "", 0
+    while True:
+        gone, pos = gone_uploads(store, None, pos, page=2)
+        found += gone
+        pages += 1
+        if not pos:
+            break
+    assert pages == 3 and [(g.key, g.day) for g in found] == [(infos[3].key, day)]
+    listed = [i.key for i in infos if i is not infos[3]]
+    assert [g.key for g in gone_uploads(store, listed)[0]] == [infos[3].key]

@@ -4,7 +4,7 @@ rebuilt from `normalized/` alone, and equal what the pipeline first made.
 The built-in samples go through the whole ingest job into a local-folder bucket and the test
 Neo4j; the graph and every rag/ file are dumped; then the graph is emptied and every key but
 `normalized/` deleted (raw uploads, manifests, the ledger, state/, quarantine/, rag/, exports/);
-the graph and documents assets, run for the same day, give the same dump.
+the graph, rag_files and documents assets, run for the same day, give the same dump.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_graph_and_documents_are_rebuilt_from_normalized_alone(clean_graph, tmp_
     assert {o.key for o in store.list("")} == kept
 
     rebuild = job.execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral(),
-                                     asset_selection=[AssetKey("graph"), AssetKey("documents")])
+                                     asset_selection=[AssetKey("graph"), AssetKey("rag_files"), AssetKey("documents")])
     assert rebuild.success
     assert graph_dump(clean_graph, DB) == graph
     assert rag_files(store) == rag
