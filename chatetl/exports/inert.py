@@ -17,8 +17,10 @@ import re
 from functools import lru_cache
 from typing import Any
 
-# a bracket or angle bracket and the backslashes before it: each backslash doubled (still shown as
-# itself), then the character escaped, so a backslash of the text never cancels the escape
+# a bracket or angle bracket and the backslashes before it: an even run (none included) is the text's
+# own backslashes, each doubled (still shown as itself) and the character escaped, so a backslash of the
+# text never cancels the escape; an odd run already escapes it (the Gemini reader writes its answers'
+# literal brackets so) and is kept, so nothing is escaped twice
 _OPENERS = re.compile(r"(\\*)([\[\]<])")
 # an inline link or image; a link reference definition (without one, `[x]` and `[x][y]` are text);
 # an HTML tag, comment or autolink
@@ -29,7 +31,7 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 
 def _escape(text: str) -> str:
-    return _OPENERS.sub(lambda m: m.group(1) * 2 + "\\" + m.group(2), text)
+    return _OPENERS.sub(lambda m: m.group() if len(m.group(1)) % 2 else m.group(1) * 2 + "\\" + m.group(2), text)
 
 
 def inert_line(value: str) -> str:
@@ -47,6 +49,8 @@ def inert_markdown(text: str) -> str:
     outside code (fenced blocks and code spans keep theirs, shown as they are); if markdown-it
     still finds a link, an image or HTML in it, escaped everywhere."""
     if "[" not in text and "<" not in text:
+        return text
+    if not _renders_links(text):  # the reader's Markdown escapes what the page showed as text: kept as it is
         return text
     out = _outside_code(text)
     return out if not _renders_links(out) else _escape(text)
