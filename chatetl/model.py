@@ -39,6 +39,9 @@ class Source(StrEnum):
     GROK = "grok"
     OPEN_WEBUI = "open-webui"
     LE_CHAT = "le-chat"
+    CODEX_CLI = "codex-cli"
+    GEMINI_CLI = "gemini-cli"
+    OPENCODE = "opencode"
 
 
 class Role(StrEnum):
@@ -344,6 +347,9 @@ SOURCE_FIDELITY: dict[str, int] = {
     Source.GROK.value: 3,
     Source.OPEN_WEBUI.value: 3,
     Source.LE_CHAT.value: 3,
+    Source.CODEX_CLI.value: 3,
+    Source.GEMINI_CLI.value: 3,
+    Source.OPENCODE.value: 3,
     Source.REX.value: 2,
     Source.CHAT_EXPORT.value: 1,
     Source.SHAREGPT.value: 1,

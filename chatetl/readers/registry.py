@@ -17,11 +17,14 @@ from chatetl.readers.platforms import (
     chatgpt,
     claude_ai,
     claude_code,
+    codex_cli,
     deepseek,
     gemini,
+    gemini_cli,
     grok,
     le_chat,
     open_webui,
+    opencode,
     rex,
     sharegpt,
 )
@@ -78,6 +81,9 @@ READERS: dict[Format, Reader] = {
         Reader(Format.OPEN_WEBUI, Shape.ARRAY, converter=open_webui.record_converter),
         Reader(Format.AI_STUDIO, Shape.OBJECT, converter=ai_studio.record_converter),
         Reader(Format.LE_CHAT, Shape.ARRAY, read=le_chat.read),  # (a file's records are one chat's messages)
+        Reader(Format.CODEX_CLI, Shape.JSONL, read=codex_cli.read),  # (one session a file, its lines in order)
+        Reader(Format.GEMINI_CLI, Shape.JSONL, read=gemini_cli.read),  # (later lines update and rewind earlier ones)
+        Reader(Format.OPENCODE, Shape.OBJECT, converter=opencode.record_converter),
     )
 }
 

@@ -343,8 +343,8 @@ def sample_uploads() -> dict[str, bytes]:
 
 
 # the newer platforms' samples, one module each (they build on the helpers above)
-from chatetl.samples import ai_studio, deepseek, gemini, grok, le_chat, open_webui
+from chatetl.samples import agent_sessions, ai_studio, deepseek, gemini, grok, le_chat, open_webui
 
-PLATFORM_SAMPLES = (gemini, ai_studio, deepseek, grok, open_webui, le_chat)
+PLATFORM_SAMPLES = (gemini, ai_studio, deepseek, grok, open_webui, le_chat, agent_sessions)
 # the same platforms' other files: an older export's spelling, a web capture, a web-API answer
 OTHER_SHAPES = (grok.mid_2025_export, grok.web_capture, deepseek.web_api)

@@ -42,9 +42,17 @@ class Format(StrEnum):
     OPEN_WEBUI = "open-webui"  # chat export: [{"id", "title", "chat": {"history": {"messages", "currentId"}}}]
     AI_STUDIO = "ai-studio"  # Google AI Studio prompt file: {"runSettings", "chunkedPrompt": {"chunks"}}
     LE_CHAT = "le-chat"  # Mistral Le Chat chat-<uuid>.json: array of messages with `contentChunks`
+    CODEX_CLI = "codex-cli"  # ~/.codex/sessions/.../rollout-*.jsonl: {timestamp, type, payload} lines
+    CODEX_CLI_SIDECAR = "codex-cli-sidecar"  # session_index.jsonl, history.jsonl (no conversations)
+    GEMINI_CLI = "gemini-cli"  # ~/.gemini/tmp/<project>/chats/session-*.json(l)
+    GEMINI_CLI_SIDECAR = "gemini-cli-sidecar"  # logs.json: the prompt log (prompts only)
+    OPENCODE = "opencode"  # a session bundle: {"info": session, "messages": [{"info", "parts"}]}
 
 
-SIDECARS = frozenset({Format.CHATGPT_SIDECAR, Format.CLAUDE_AI_SIDECAR, Format.CLAUDE_AI_MANIFEST})
+SIDECARS = frozenset({
+    Format.CHATGPT_SIDECAR, Format.CLAUDE_AI_SIDECAR, Format.CLAUDE_AI_MANIFEST, Format.CODEX_CLI_SIDECAR,
+    Format.GEMINI_CLI_SIDECAR,
+})
 
 
 # a ```md fence whose first line is a chat-export label (sys, sources, user:, assistant:, grok: ...):
@@ -183,7 +191,58 @@ def _is_claude_ai_manifest(head: Head) -> bool:
 _MANIFEST_NAME_KEYS = frozenset(claude_ai_manifest.NAME_KEYS)
 
 
+def _is_codex_line(head: Head) -> bool:
+    # a rollout line {"timestamp", "type": "session_meta" | "response_item" | ..., "payload": {...}}; an older rollout's
+    # bare meta line {"id", "timestamp", "instructions", "git"?} or its state line {"record_type": "state"}
+    keys = head.keys
+    if "payload" in keys and "timestamp" in keys:
+        return head.scalars.get("type") in _CODEX_ENVELOPES
+    if keys == {"record_type"}:
+        return True
+    return {"id", "timestamp"} <= keys and bool(keys & {"instructions", "originator", "cli_version"}) and not keys & {"type", "sessionId"}
+
+
+_CODEX_ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+
+
+def _is_codex_sidecar(head: Head) -> bool:
+    # session_index.jsonl {"id", "thread_name", "updated_at"}; history.jsonl {"session_id", "ts", "text"}
+    return head.keys == {"id", "thread_name", "updated_at"} or head.keys == {"session_id", "ts", "text"}
+
+
+def _is_gemini_cli(head: Head) -> bool:
+    # a session's header (the JSONL's first line, or the older one-object file with its `messages`):
+    # {"sessionId", "projectHash", "startTime", "lastUpdated", ...}; the patches {"$set": {...}}, {"$rewindTo": id};
+    # a message line of a file whose header is lost: {"id", "type": "gemini", "thoughts" | "toolCalls" | "tokens"}
+    keys = head.keys
+    if {"sessionId", "projectHash"} <= keys and "type" not in keys:
+        return True
+    if len(keys) == 1 and keys & {"$set", "$rewindTo"}:
+        return True
+    return head.scalars.get("type") == "gemini" and "id" in keys and bool(keys & {"thoughts", "toolCalls", "tokens"})
+
+
+def _is_gemini_cli_log(head: Head) -> bool:
+    # logs.json, Gemini CLI's prompt log: [{"sessionId", "messageId" (a counter), "type", "message", "timestamp"}];
+    # it shares `type`, `sessionId` and `message` with a Claude Code line, never a uuid or a parent
+    return {"sessionId", "messageId", "message", "timestamp"} <= head.keys and not head.keys & {"uuid", "parentUuid", "cwd"}
+
+
+def _is_opencode(head: Head) -> bool:
+    # `opencode export` / chatetl collect: {"info": {"id": "ses_...", "projectID", "directory", "time", ...},
+    # "messages": [{"info": {"id": "msg_...", "role", ...}, "parts": [...]}]}
+    if not {"info", "messages"} <= head.keys:
+        return False
+    info, items = head.under("info"), head.under("messages.item")
+    return "id" in info and bool(info & {"projectID", "directory"}) and (not items or bool(items & {"info", "parts"}))
+
+
 _SHAPE_RULES = (
+    (_is_codex_line, Format.CODEX_CLI),
+    (_is_codex_sidecar, Format.CODEX_CLI_SIDECAR),
+    (_is_gemini_cli, Format.GEMINI_CLI),
+    (_is_gemini_cli_log, Format.GEMINI_CLI_SIDECAR),
+    (_is_opencode, Format.OPENCODE),
     (_is_deepseek, Format.DEEPSEEK),
     (_is_deepseek_api, Format.DEEPSEEK_API),
     (_is_grok, Format.GROK),

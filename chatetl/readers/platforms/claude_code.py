@@ -115,12 +115,12 @@ def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conv
     yield from convert_records(entry, iter([("", entry.name)]), report, convert)
 
 
-def session_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]:
+def session_lines(entry: Entry, report: ReadReport, cut_label: str = CUT_LAST_LINE) -> Iterator[tuple[str, Any]]:
     """(`line N`, record) for each line of a session log, as `iter_records` reads JSON
     Lines (a string past the value cap makes its line bad, unread and unkept; NaN, 1e999 and lone
     surrogates are read as null / U+FFFD, the line reported with its bytes and counted as drift),
     but a last line cut mid-JSON (no line break after it: still being written) is a warning (see
-    the module docstring), not damage."""
+    the module docstring), not damage, counted under `cut_label` (other agents' logs are read the same way)."""
     pending: tuple[int, bytes, str] | None = None  # a bad line, reported once we know whether it was the last
     for lineno, raw, line, too_long in jsonl_lines(entry, report):
         if pending is not None:
@@ -142,7 +142,7 @@ def session_lines(entry: Entry, report: ReadReport) -> Iterator[tuple[str, Any]]
         if raw.endswith(b"\n"):
             report.error(entry.name, f"line {n}", reason, raw=raw)  # a whole line written wrong: damage
         else:
-            report.skip(CUT_LAST_LINE)
+            report.skip(cut_label)
             report.warn(
                 entry.name, f"line {n}",
                 f"the last line is cut mid-JSON (the session was still being written); read without it ({reason})",
