@@ -22,6 +22,7 @@ adding (and `chatetl.storage.put_if_changed` skips writes whose bytes are unchan
 from __future__ import annotations
 
 import hashlib
+import re
 
 from chatetl.filenames import slug
 from chatetl.storage import UnsafeKeyError, check_key
@@ -59,6 +60,24 @@ def upload_id(key: str) -> str:
     """A file-name-safe, unique, stable id for an upload key."""
     stem = key.removeprefix(RAW_PREFIX)
     return f"{slug(stem.replace('/', '-'), 60)}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+
+
+AGENTS_RAW_PREFIX = f"{RAW_PREFIX}agents/"
+_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def agent_session_key(agent: str, parts: tuple[str, ...]) -> str:
+    """Where `chatetl collect` keeps one coding-agent session: `raw/agents/<agent>/<project>/.../<file>`, the
+    agent's own layout below its project (so the readers see the folders they read meaning from: a
+    sub-agent's parent session, a project slug). Every part is made a safe name (characters outside
+    `A-Za-z0-9._-` become `_`, no dot folders, at most 150 characters): a name read from disk never
+    chooses a path. One session always has one key, so a grown session replaces its earlier copy."""
+    return AGENTS_RAW_PREFIX + "/".join(_safe_name(part) for part in (agent, *parts))
+
+
+def _safe_name(part: str) -> str:
+    name = _UNSAFE_IN_NAME.sub("_", part)[:150]
+    return f"_{name}" if not name or name.startswith(".") else name
 
 
 def raw_manifest_key(day: str) -> str:

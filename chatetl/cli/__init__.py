@@ -19,6 +19,8 @@ _COMMANDS = {
     "export": "chatetl.cli.export:export",
     "load": "chatetl.cli.load:load",
     "search": "chatetl.cli.search:search",
+    "collect": "chatetl.cli.collect:collect",
+    "doctor": "chatetl.cli.doctor:doctor",
 }
 
 
