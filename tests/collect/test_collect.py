@@ -208,13 +208,34 @@ def test_no_name_on_disk_chooses_a_path():
 
 
 @pytest.mark.integration
-def test_collect_into_s3(home: Path, s3_store):
+def test_collect_into_s3_then_load_and_a_grown_session_wins_in_the_graph(home: Path, s3_store, s3_bucket, clean_graph):
     first = collect(s3_store, sessions(Roots.of(home, environ={})), State(None))
     assert first.copied == EVERY
-    again = collect(s3_store, sessions(Roots.of(home, environ={})), State(None))
-    assert again.copied == {} and again.unchanged == EVERY
-    (home / ".codex").joinpath("session_index.jsonl").unlink()
-    shutil_rmtree(home / ".local/share/opencode")
-    third = collect(s3_store, sessions(Roots.of(home, environ={})), State(None))
-    assert "opencode" not in third.found
+    assert collect(s3_store, sessions(Roots.of(home, environ={})), State(None)).copied == {}
+
+    def load() -> dict:
+        result = CliRunner().invoke(main, ["load", f"s3://{s3_bucket}/{AGENTS_RAW_PREFIX}", "--no-documents"])
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    def stored() -> dict:
+        records, _, _ = clean_graph.execute_query(
+            "MATCH (c:Conversation {conversation_id: $id}) RETURN c.message_count AS n, c.updated_at AS updated", {"id": s.CODEX_SESSION},
+            database_=os.environ.get("NEO4J_DATABASE") or None)
+        [row] = records
+        return dict(row)
+
+    assert load()["conversations_created"] == sum(EVERY.values())
+    before = stored()
+    rollout = next(home.glob(f".codex/sessions/**/*{s.CODEX_SESSION}.jsonl"))
+    line = {"timestamp": "2026-01-02T00:00:00.000Z", "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "One more thing."}]}}
+    with rollout.open("a") as f:
+        f.write(json.dumps(line) + "\n")
+    shutil_rmtree(home / ".gemini")  # purged locally: stays in the bucket, and in the graph
+    assert collect(s3_store, sessions(Roots.of(home, environ={})), State(None)).copied == {"codex-cli": 1}
     assert len(list(s3_store.list(AGENTS_RAW_PREFIX))) == sum(EVERY.values())
+    summary = load()
+    assert summary["conversations_updated"] == 1 and summary["conversations_unchanged"] == sum(EVERY.values()) - 1
+    after = stored()
+    assert after["n"] == before["n"] + 1 and after["updated"] > before["updated"]
