@@ -74,16 +74,24 @@ def destination(to: str | None) -> Any:
     return store
 
 
-def roots_and_state(store: Any, agents: tuple[str, ...], home: Path | None, state_file: Path | None, **dirs: Path | None) -> Any:
+def where_to(options: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """(store, roots, state) from `agent_options`' values; no bucket to collect to ends the command (exit 2)."""
     from chatetl.collect.agents import AGENTS, Roots
     from chatetl.collect.run import State
 
-    roots = Roots.of(home, claude=dirs["claude_dir"], codex=dirs["codex_dir"], gemini=dirs["gemini_dir"],
-                     opencode=dirs["opencode_dir"]).only(set(agents or AGENTS))
-    if state_file is None:
+    try:
+        store = destination(options["to"])
+    except click.UsageError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        raise SystemExit(USAGE_OR_GRAPH) from None
+    home: Path | None = options["home"]
+    roots = Roots.of(home, claude=options["claude_dir"], codex=options["codex_dir"], gemini=options["gemini_dir"],
+                     opencode=options["opencode_dir"]).only(set(options["agents"] or AGENTS))
+    state_file: Path | None = options["state_file"]
+    if state_file is None:  # one per destination: what was copied to one bucket says nothing of another
         tag = hashlib.sha256(store.uri("").encode()).hexdigest()[:12]
         state_file = (home or Path.home()) / ".local" / "state" / "chatetl" / f"collect-{tag}.json"
-    return roots, State(state_file)
+    return store, roots, State(state_file)
 
 
 @click.command("collect", epilog=EXIT_CODES)
@@ -91,20 +99,12 @@ def roots_and_state(store: Any, agents: tuple[str, ...], home: Path | None, stat
 @click.option("--dry-run", is_flag=True, default=False, help="Say what would be copied; copy nothing.")
 @click.option("--watch", is_flag=True, default=False, help="Keep collecting, a run every --every seconds, until stopped.")
 @click.option("--every", type=click.FloatRange(min=1.0), default=300.0, show_default=True, help="Seconds between runs with --watch.")
-def collect(to: str | None, agents: tuple[str, ...], home: Path | None, claude_dir: Path | None, codex_dir: Path | None,
-            gemini_dir: Path | None, opencode_dir: Path | None, state_file: Path | None, dry_run: bool, watch: bool,
-            every: float) -> None:
+def collect(dry_run: bool, watch: bool, every: float, **where: Any) -> None:
     """Copy new and grown coding-agent sessions to the bucket's raw/agents/ (never deleting any)."""
     from chatetl.collect.agents import sessions
     from chatetl.collect.run import collect as collect_run
 
-    try:
-        store = destination(to)
-    except click.UsageError as exc:
-        click.echo(f"error: {exc.message}", err=True)
-        raise SystemExit(USAGE_OR_GRAPH) from None
-    roots, state = roots_and_state(store, agents, home, state_file, claude_dir=claude_dir, codex_dir=codex_dir,
-                                   gemini_dir=gemini_dir, opencode_dir=opencode_dir)
+    store, roots, state = where_to(where)
     while True:
         outcome = collect_run(store, sessions(roots), state, dry_run=dry_run)
         click.echo(json_line({"to": store.uri("raw/agents/"), "dry_run": dry_run, **outcome.summary()}))
