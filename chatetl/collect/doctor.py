@@ -2,8 +2,9 @@
 
 A session is collected when the bucket holds its bytes (or a longer copy of an append-only log).
 Claude Code deletes session files older than `cleanupPeriodDays` (30 days by default; by the file's
-mtime, at each start): a session not collected whose deadline is near or past is warned about, so it
-is collected (or the setting raised) before it goes.
+mtime, at each start), Gemini CLI those older than its `general.sessionRetention.maxAge` when enabled:
+a session not collected whose deadline is near or past is warned about, so it is collected (or the
+setting raised) before it goes.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ class AgentHealth:
 class Checkup:
     agents: list[AgentHealth] = field(default_factory=list)
     cleanup_days: int | None = None  # Claude Code's effective cleanupPeriodDays
+    gemini_retention_days: float | None = None  # Gemini CLI's general.sessionRetention.maxAge, when enabled
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "agents": [vars(a) for a in self.agents],
             "claude_cleanup_period_days": self.cleanup_days,
+            "gemini_retention_days": self.gemini_retention_days,
             "warnings": self.warnings,
         }
 
@@ -56,6 +59,25 @@ def cleanup_period_days(claude_root: Path, managed: tuple[Path, ...] = ()) -> in
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             days = value
     return days
+
+
+_AGE_UNITS = {"h": 1 / 24, "d": 1.0, "w": 7.0, "m": 30.0}
+
+
+def gemini_retention_days(gemini_root: Path) -> float | None:
+    """Gemini CLI's session retention (`general.sessionRetention` of its settings.json: `enabled`, `maxAge`
+    such as "30d"), in days; None when it is off or unset (older CLIs keep sessions)."""
+    try:
+        settings = json.loads((gemini_root / "settings.json").read_text(encoding="utf-8"))
+        retention = settings["general"]["sessionRetention"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(retention, dict) or retention.get("enabled") is not True:
+        return None
+    age = retention.get("maxAge")
+    if not isinstance(age, str) or len(age) < 2 or age[-1] not in _AGE_UNITS or not age[:-1].isdigit():
+        return None
+    return int(age[:-1]) * _AGE_UNITS[age[-1]]
 
 
 MANAGED_SETTINGS = (
@@ -87,21 +109,26 @@ def checkup(store: Any, roots: Roots, state: State, now: float | None = None,
         result.agents.append(health)
     if roots.claude is not None and roots.claude.is_dir():
         days = result.cleanup_days = cleanup_period_days(roots.claude, managed)
-        _warn_cleanup(result, [s for s in pending if s.agent == "claude-code"], days, now)
+        _warn_cleanup(result, [s for s in pending if s.agent == "claude-code"], days, now, "Claude Code", "cleanupPeriodDays")
+    if roots.gemini is not None and roots.gemini.is_dir():
+        retention = result.gemini_retention_days = gemini_retention_days(roots.gemini)
+        if retention is not None:
+            _warn_cleanup(result, [s for s in pending if s.agent == "gemini-cli"], retention, now, "Gemini CLI",
+                          "general.sessionRetention.maxAge")
     return result
 
 
-def _warn_cleanup(result: Checkup, pending: list[Session], days: int, now: float) -> None:
+def _warn_cleanup(result: Checkup, pending: list[Session], days: float, now: float, agent: str, setting: str) -> None:
     deadline = days * 86400.0
     past = [s for s in pending if now - s.modified >= deadline]
     near = [s for s in pending if 0 <= deadline - (now - s.modified) < WARN_DAYS * 86400.0]
     if past:
         result.warnings.append(
-            f"{len(past)} Claude Code session(s) not collected are older than cleanupPeriodDays ({days}): the next "
-            f"`claude` start deletes them; run `chatetl collect` now"
+            f"{len(past)} {agent} session(s) not collected are older than {setting} ({days:g} days): the agent's next "
+            f"start deletes them; run `chatetl collect` now"
         )
     if near:
         result.warnings.append(
-            f"{len(near)} Claude Code session(s) not collected reach cleanupPeriodDays ({days}) within {WARN_DAYS:g} days: "
-            f"run `chatetl collect` (or schedule it: docs/collect.md), or raise cleanupPeriodDays in ~/.claude/settings.json"
+            f"{len(near)} {agent} session(s) not collected reach {setting} ({days:g} days) within {WARN_DAYS:g} days: "
+            f"run `chatetl collect` (or schedule it: docs/collect.md), or raise the setting"
         )

@@ -181,6 +181,16 @@ def test_doctor_counts_and_warns_before_claude_code_purges(home: Path, tmp_path:
     assert result.cleanup_days == 7 and result.warnings == []  # the old session is collected: nothing at risk
 
 
+def test_doctor_warns_of_gemini_cli_retention(home: Path, tmp_path: Path):
+    (home / ".gemini/settings.json").write_text(json.dumps({"general": {"sessionRetention": {"enabled": True, "maxAge": "2w"}}}))
+    legacy = next(home.glob(".gemini/tmp/proj/chats/session-*.json"))
+    now = time.time()
+    os.utime(legacy, (now - 15 * 86400, now - 15 * 86400))
+    result = checkup(LocalObjectStore(tmp_path / "bucket"), Roots.of(home, environ={}).only({"gemini-cli"}), State(None), now=now)
+    assert result.gemini_retention_days == 14 and result.cleanup_days is None
+    assert result.warnings == [result.warnings[0]] and "1 Gemini CLI session(s) not collected are older than" in result.warnings[0]
+
+
 def test_doctor_and_collect_commands(home: Path, tmp_path: Path):
     claude = next(home.glob(".claude/projects/*/*.jsonl"))
     old = time.time() - 40 * 86400
@@ -191,7 +201,7 @@ def test_doctor_and_collect_commands(home: Path, tmp_path: Path):
     checked = runner.invoke(main, ["doctor", *args])
     assert checked.exit_code == 1, checked.output
     assert "claude-code: 1 sessions, 0 collected, 1 not collected" in checked.stdout
-    assert "older than cleanupPeriodDays (30)" in checked.stderr
+    assert "older than cleanupPeriodDays (30 days)" in checked.stderr
     collected = runner.invoke(main, ["collect", *args])
     assert collected.exit_code == 0, collected.output
     assert json.loads(collected.stdout)["copied"] == EVERY
