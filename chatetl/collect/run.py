@@ -23,7 +23,7 @@ from typing import Any
 from chatetl.collect.agents import Session
 from chatetl.collect.opencode_bundles import Unsettled
 from chatetl.layout import agent_session_key
-from chatetl.storage import ObjectStore
+from chatetl.storage import ObjectStore, file_md5
 
 STATE_VERSION = 1
 
@@ -110,20 +110,28 @@ def _one(store: ObjectStore, session: Session, state: State, dry_run: bool, out:
     stat = stat_of(session)
     if known is not None and stat is not None and known.get("stat") == stat and known.get("origin") == session.origin:
         return out.unchanged  # the very file copied last time, untouched since
-    data = session.read()
-    digest = hashlib.md5(data, usedforsecurity=False).hexdigest()
-    if session.rewritten:
-        json.loads(data)  # rewritten in place, not appended: a half-written file waits for the next run
+    data: bytes | None = None
+    if session.path is not None:  # read as it streams: a long session never sits in memory
+        size, digest = session.path.stat().st_size, file_md5(session.path)
+        if session.rewritten:
+            json.loads(session.path.read_bytes())  # rewritten in place, not appended: a half-written file waits
+    else:
+        data = session.read()
+        size, digest = len(data), hashlib.md5(data, usedforsecurity=False).hexdigest()
     head = store.head(key)
-    if head is not None and head.size == len(data) and head.etag == digest:
+    if head is not None and head.size == size and head.etag == digest:
         what = out.unchanged
-    elif head is not None and session.append_only and len(data) < head.size:
+    elif head is not None and session.append_only and size < head.size:
         what = out.kept  # the log lost its end locally: the longer copy collected before stays
     else:
         if not dry_run:
-            store.put_bytes(key, data, "application/json")
+            if data is None:  # (a live log may have grown since it was hashed: the next run sees its new stat)
+                assert session.path is not None
+                store.put_file(key, session.path, "application/json")
+            else:
+                store.put_bytes(key, data, "application/json")
             out.keys.append(key)
         what = out.copied
     if not dry_run:
-        state.entries[key] = {"md5": digest, "size": len(data), "stat": stat, "origin": session.origin}
+        state.entries[key] = {"md5": digest, "size": size, "stat": stat, "origin": session.origin}
     return what

@@ -59,7 +59,7 @@ def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conv
 
 
 @dataclass
-class _Entry:
+class _Record:
     record: dict[str, Any]
     parent: str | None  # the id of the message before it when it was first written
     rewound: bool = False
@@ -68,7 +68,7 @@ class _Entry:
 @dataclass
 class _Session:
     meta: dict[str, Any] = field(default_factory=dict)
-    by_id: dict[str, _Entry] = field(default_factory=dict)  # order of first appearance
+    by_id: dict[str, _Record] = field(default_factory=dict)  # order of first appearance
     active: list[str] = field(default_factory=list)  # the ids on the active branch, in order
 
 
@@ -200,7 +200,7 @@ def _add_message(s: _Session, rec: dict[str, Any], report: ReadReport) -> None:
     if known is not None:  # a rewound id written again: a new message on the new branch
         report.skip("gemini-cli.message rewritten after rewind")
         rid = f"{rid}@{len(s.by_id)}"
-    s.by_id[rid] = _Entry(rec, s.active[-1] if s.active else None)
+    s.by_id[rid] = _Record(rec, s.active[-1] if s.active else None)
     s.active.append(rid)
 
 
