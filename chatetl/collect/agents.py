@@ -113,9 +113,10 @@ def _claude(root: Path) -> Iterator[Session]:
 
 def _codex(root: Path) -> Iterator[Session]:
     # sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl (a resumed session grows its old file), archived_sessions/
-    paths = [*root.glob("sessions/**/rollout-*.jsonl"), *root.glob("archived_sessions/rollout-*.jsonl")]
+    # (and the TypeScript CLI's sessions/*.json, one object each)
+    paths = [*root.glob("sessions/**/rollout-*.jsonl"), *root.glob("archived_sessions/rollout-*.jsonl"), *root.glob("sessions/*.json")]
     for path in sorted(paths):
-        yield Session("codex-cli", (_codex_project(path), path.name), _mtime(path), path=path)
+        yield Session("codex-cli", (_codex_project(path), path.name), _mtime(path), path=path, append_only=path.suffix == ".jsonl")
 
 
 def _codex_project(path: Path) -> str:

@@ -140,6 +140,26 @@ def test_codex_older_rust_log(tmp_path: Path):
     assert c.messages[2].tool_results[0].name == "local_shell" and c.messages[2].text == "a.txt\n"
 
 
+def test_codex_typescript_cli_session(tmp_path: Path):
+    path = tmp_path / "rollout-2025-04-20-0a1b.json"
+    path.write_text(json.dumps({
+        "session": {"timestamp": "2025-04-20T10:00:00.000Z", "id": "0a1b", "instructions": ""},
+        "items": [
+            {"id": "msg_1", "type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_1", "name": "shell",
+             "arguments": "{\"command\":[\"ls\"]}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "{\"output\":\"a\\n\",\"metadata\":{\"exit_code\":0}}"},
+            {"id": "msg_2", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": "One file."}]},
+        ],
+    }, indent=2))
+    assert detect(Entry.from_path(path))[0] is Format.CODEX_CLI
+    convs, report = read_one(path)
+    c = only(convs)
+    assert report.errors == [] and c.conversation_id == "0a1b" and c.title == "hi"
+    assert kinds(c) == [("user", "turn"), ("assistant", "tool_call"), ("tool", "tool_result"), ("assistant", "turn")]
+    assert c.messages[2].text == "a\n" and c.messages[2].tool_results[0].name == "shell"
+
+
 # --- Gemini CLI -----------------------------------------------------------------------------------
 
 def test_gemini_jsonl_session_with_updates_and_a_rewind(home: Path):

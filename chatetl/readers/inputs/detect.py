@@ -199,9 +199,13 @@ def _is_codex_line(head: Head) -> bool:
         return head.scalars.get("type") in _CODEX_ENVELOPES
     if keys == {"record_type"}:
         return True
+    if "session" in keys and "items" in keys:  # the TypeScript CLI's {"session": {"id", "timestamp", ...}, "items": [...]}
+        return {"id", "timestamp"} <= head.under("session") and not head.under("items.item") - _RESPONSE_ITEM_KEYS
     return {"id", "timestamp"} <= keys and bool(keys & {"instructions", "originator", "cli_version"}) and not keys & {"type", "sessionId"}
 
 
+_RESPONSE_ITEM_KEYS = frozenset({"type", "id", "role", "content", "status", "call_id", "name", "arguments", "output", "summary",
+                                  "encrypted_content", "action"})
 _CODEX_ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 
 

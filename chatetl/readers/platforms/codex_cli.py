@@ -2,7 +2,8 @@
 
 Current logs wrap every item as `{"timestamp", "type", "payload"}` (`session_meta`, `response_item`,
 `event_msg`, `turn_context`, `compacted`); the older Rust logs open with a bare meta line and hold bare
-response items (`{"record_type": "state"}` lines skipped). The response items are the conversation:
+response items (`{"record_type": "state"}` lines skipped); the first, TypeScript CLI wrote one object
+`{"session": {id, timestamp, instructions}, "items": [...]}`, read as such a log. The response items are the conversation:
 messages, reasoning, tool calls and their outputs (paired by `call_id`), in file order, each parent the
 one before. The `event_msg` lines repeat them for the terminal and are skipped and counted (a thread
 name they give titles the session). Context Codex injects as a user message (`<environment_context>`,
@@ -29,7 +30,7 @@ from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, 
 from chatetl.readers.convert import convert_records, json_text, raw_bytes
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import text_or_none
-from chatetl.readers.jsonscan.records import Shape
+from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.platforms.claude_code import session_lines
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
@@ -52,6 +53,17 @@ _FILE_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 
 
 def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
+    if shape is Shape.OBJECT:  # the TypeScript CLI's one object {"session": {...}, "items": [...]}, rewritten whole
+        def convert_whole(record: Any, where: str) -> Conversation | None:
+            if not isinstance(record, dict) or not isinstance(record.get("session"), dict):
+                raise TypeError("a Codex session object has `session` and `items`")
+            items = record.get("items") if isinstance(record.get("items"), list) else []
+            lines = [("line 1", record["session"])] + [(f"line {n}", item) for n, item in enumerate(items, start=2)]
+            return conversation_from_rollout(entry, iter(lines), report)
+
+        yield from convert_records(entry, iter_records(entry, shape, report), report, convert_whole)
+        return
+
     def convert(_record: Any, _where: str) -> Conversation | None:
         return conversation_from_rollout(entry, session_lines(entry, report, CUT_LAST_LINE), report)
 
@@ -155,7 +167,7 @@ def _add_line(r: _Rollout, rec: dict[str, Any], lineno: int, report: ReadReport)
         report.skip("codex-cli.line:state")
         return
     if "type" not in rec and "payload" not in rec and isinstance(rec.get("id"), str) and "timestamp" in rec:
-        _session_meta(r, rec, report)  # an older log's bare meta line
+        _session_meta(r, rec, report)  # an older log's bare meta line (or the TypeScript CLI's `session`)
         return
     if isinstance(ltype, str) and ltype in RESPONSE_ITEMS:
         _response_item(r, rec, lineno, None, report)  # an older log's bare response item
