@@ -224,3 +224,20 @@ def test_opencode_session(home: Path, tmp_path: Path):
 def test_opencode_child_session(home: Path, tmp_path: Path):
     c = only(read_one(opencode_bundle(home, s.OPENCODE_CHILD, tmp_path))[0])
     assert c.meta["parent_session_id"] == s.OPENCODE_SESSION and c.model == "anthropic/claude-haiku-4-5"
+
+
+def test_gemini_history_written_again_replaces_the_branch(tmp_path: Path):
+    path = tmp_path / "session-2026-01-01T00-00-aaaa.jsonl"
+    lines = [
+        {"sessionId": "aaaa", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z", "kind": "main"},
+        {"id": "a", "timestamp": "2026-01-01T00:00:01Z", "type": "user", "content": "first"},
+        {"id": "b", "timestamp": "2026-01-01T00:00:02Z", "type": "gemini", "content": "answer one"},
+        {"$set": {"messages": [{"id": "a", "timestamp": "2026-01-01T00:00:01Z", "type": "user", "content": "first, edited"},
+                               {"id": "c", "timestamp": "2026-01-01T00:00:03Z", "type": "gemini", "content": "answer two"}]}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    c = only(read_one(path)[0])
+    by_id = {m.message_id: m for m in c.messages}
+    assert by_id["a"].text == "first, edited" and by_id["a"].on_active_branch
+    assert by_id["c"].parent_id == "a" and by_id["c"].on_active_branch
+    assert not by_id["b"].on_active_branch and by_id["b"].extra["rewound"]
