@@ -3,7 +3,7 @@
     .venv/bin/python tests/readers_golden.py     # (re)writes tests/readers/golden/fast_path.jsonl.xz
 
 For each input (generated ChatGPT files with damaged records, a look-alike of a record boundary in a
-string, unknown fields, a record nested too deep at the end; the sample ChatGPT and Claude.ai zips; a
+string, unknown fields, a record nested too deep at the end; the sample ChatGPT, Claude.ai and coding-agent zips; a
 file cut short; files of odd values the readers check by hand: bool sizes, odd times, unknown roles),
 one line with what `read_path` and the TableWriter make of it: both tables (schema and every row, in
 order), every error (file, place, reason, the bad record's bytes) and the report's summary; for two of
@@ -36,7 +36,7 @@ from golden_data import Canon, read_jsonl_xz, table_rows, write_jsonl_xz
 
 from chatetl import tables
 from chatetl.readers import ReadReport, read_path
-from chatetl.samples import chatgpt_conversations, chatgpt_export, claude_export
+from chatetl.samples import agent_sessions, chatgpt_conversations, chatgpt_export, claude_export
 
 # ---- the inputs ----
 
@@ -88,7 +88,8 @@ def cut_short(folder: Path) -> Path:
 
 def sample_zip(folder: Path, name: str) -> Path:
     path = folder / name
-    path.write_bytes({"chatgpt.zip": chatgpt_export, "claude.zip": claude_export}[name]())
+    make = {"chatgpt.zip": chatgpt_export, "claude.zip": claude_export, "coding-agents.zip": lambda: agent_sessions.sample()[1]}
+    path.write_bytes(make[name]())
     return path
 
 
@@ -142,6 +143,7 @@ CASES: dict[str, tuple[Any, tuple[str, ...]]] = {
     "chatgpt ending too deep, indented": (lambda f: chatgpt_ending_too_deep(f, 1), ("tables",)),
     "sample chatgpt zip": (lambda f: sample_zip(f, "chatgpt.zip"), ("tables",)),
     "sample claude zip": (lambda f: sample_zip(f, "claude.zip"), ("tables",)),
+    "sample coding agents zip": (lambda f: sample_zip(f, "coding-agents.zip"), ("tables", "models")),
     "cut short": (cut_short, ("tables",)),
     "odd chatgpt": (odd_chatgpt, ("tables",)),
     "odd chatgpt, 2 copies": (lambda f: odd_chatgpt(f, copies=2), ("models",)),
