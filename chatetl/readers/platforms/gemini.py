@@ -81,6 +81,7 @@ from urllib.parse import urlparse
 
 import orjson
 
+from chatetl.keepsakes import Canvas, derived_id
 from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, Source
 from chatetl.readers.convert import convert_records, raw_bytes
 from chatetl.readers.entry import Entry
@@ -116,9 +117,10 @@ _PROMPT = re.compile(
     r"^(?:Prompted|Live Prompt|Asked:?|Submitted query|Query submitted|Branched|Added chat from link:|Prompt\s*:|Pokyn"
     r"|Υποβλήθηκε το ερώτημα)(?:[ \t\u00a0]+|$)"
 )
+_CANVAS_TITLED = "Created Gemini Canvas titled"
 # Rows that are no prompt, by their English titles: (prefix, what the activity is).
 _ACTIVITIES = (
-    ("Created Gemini Canvas titled", "canvas"),
+    (_CANVAS_TITLED, "canvas"),
     ("Gave feedback", "feedback"),
     ("Cleared previous feedback", "feedback-cleared"),
     ("Selected preferred draft", "preferred-draft"),
@@ -706,6 +708,8 @@ def _conversations(entry: Entry, rows: Iterator[_Row | None], report: ReadReport
         for row in rows:
             if row is None:
                 continue
+            if row.activity == "canvas":
+                report.kept.append(_canvas(entry, row))
             if not row.conversations and row.activity is not None:
                 report.skip(f"gemini activity outside a conversation ({row.activity})")
                 continue
@@ -714,6 +718,18 @@ def _conversations(entry: Entry, rows: Iterator[_Row | None], report: ReadReport
         yield from convert_records(entry, records, report, lambda group, where: _conversation(group[0], group[1]))
     finally:
         store.close()
+
+
+def _canvas(entry: Entry, row: _Row) -> Canvas:
+    """A "Created Gemini Canvas titled …" row as the account's Canvas: its title, its text where the row has
+    one, its conversation only where the row links one."""
+    title = row.text.removeprefix(_CANVAS_TITLED).strip()
+    return Canvas(
+        platform=PLATFORM, canvas_id=derived_id("canvas", row.second, title), title=title,
+        created_at=datetime.fromtimestamp(row.time, tz=UTC) if row.time is not None else None,
+        text="\n\n".join(a for a in row.answers if a) or None, conversation_id=row.conversations[0] if row.conversations else None,
+        source_file=entry.name,
+    )
 
 
 def _derived_id(row: _Row) -> str:
