@@ -32,7 +32,9 @@ What becomes what:
 - Other rows ("Created Gemini Canvas titled …", "Gave feedback: …", "Selected preferred draft",
   "Used an Assistant feature", …) are no turns: kept in their conversation's `meta["activities"]`,
   or counted as skipped when they name none. Rows of other products (a mixed file) are counted
-  as skipped; so are other products' MyActivity files (detection leaves them alone).
+  as skipped; so are other products' MyActivity files (detection leaves them alone). A canvas
+  row is also the account's Canvas (`ReadReport.kept`, chatetl.keepsakes), whether it names a
+  conversation or not.
 - Kept as they are: `subtitles`, `details`, `locationInfos` (the prompt's extra), a Gem (`gem`)
   and a model (`Model: …` subtitle). Unknown fields are drift, kept on the prompt.
 - There is no title in the source: the title is the first prompt's first line (`meta["title_from"]`).
