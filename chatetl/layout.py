@@ -2,7 +2,8 @@
 
     raw/...                                              uploads (any S3 client drops them here)
     manifests/raw_uploads/date=D.json                    the uploads a run of day D saw
-    normalized/<table>/date=D/<upload-id>.parquet        conversations and messages, per upload
+    normalized/<table>/date=D/<upload-id>.parquet        conversations and messages, per upload; projects,
+                                                         project_docs, memories, canvases where it keeps them
     quarantine/date=D/<upload-id>/...                    what could not be read, with errors.json
     rag/documents/date=D/<upload-id>.jsonl               one Document per conversation
     rag/chunks/date=D/<upload-id>.jsonl                  its chunks for retrieval
@@ -31,6 +32,7 @@ RAW_PREFIX = "raw/"
 RAW_MANIFEST_PREFIX = "manifests/raw_uploads/"
 NORMALIZED_PREFIX = "normalized/"
 TABLES = ("conversations", "messages")
+KEEPSAKE_TABLES = ("projects", "project_docs", "memories", "canvases")  # what an upload keeps beside its chats; only those it has
 QUARANTINE_PREFIX = "quarantine/"
 RAG_DOCUMENTS_PREFIX = "rag/documents/"
 RAG_CHUNKS_PREFIX = "rag/chunks/"

@@ -23,3 +23,17 @@ def test_every_sample_reads_cleanly_and_covers_every_format():
     assert sources == {s.value for s in Source}
     # the chat-export Markdown is the same ChatGPT chat as one in the account export
     assert any(v == {"chatgpt", "chat-export"} for v in keys.values())
+
+
+def test_the_samples_keep_a_project_with_a_document_memories_and_a_canvas():
+    from chatetl.keepsakes import Canvas, Memory, Project
+
+    kept = []
+    for name, data in sample_uploads().items():
+        report = ReadReport()
+        list(read_entry(Entry.from_bytes(name, data), report))
+        kept += report.kept
+    [project] = [k for k in kept if isinstance(k, Project)]
+    assert project.prompt_template and [d.filename for d in project.docs] == ["hydration.md"]
+    assert sorted(m.scope for m in kept if isinstance(m, Memory)) == ["account", "project"]
+    assert [c.title for c in kept if isinstance(c, Canvas)] == ["CSV cheat sheet"]

@@ -1,4 +1,5 @@
-"""`chatetl load`: inputs into the Neo4j graph (Conversations, Messages, traces) and their Documents."""
+"""`chatetl load`: inputs into the Neo4j graph (Conversations, Messages, traces) and their Documents, and what
+they keep beside the chats (projects, memories, canvases)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from chatetl.cli.options import (
 )
 from chatetl.cli.terminal import one_line
 from chatetl.graph.connection import neo4j_settings, open_driver
+from chatetl.graph.keepsakes import load_keepsakes, project_links
 from chatetl.graph.load import DEFAULT_BATCH_MESSAGES, load_conversations
 from chatetl.model import Conversation
 from chatetl.rag.chunking import ChunkOptions
@@ -26,6 +28,7 @@ from chatetl.rag.partition import DocumentsResult, process_documents
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
 from chatetl.settings import Settings
+from chatetl.tables.keepsakes import keepsake_rows
 
 
 @click.command(epilog=EXIT_CODES)
@@ -53,7 +56,11 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
     driver = open_driver(settings=settings)
     meter = input_meter(inputs, progress, quiet, "load")
 
+    links: list[dict[str, str]] = []  # the conversations whose record names their project (chatetl.graph.keepsakes)
+
     def load_batch_documents(batch: list[Conversation]) -> None:
+        links.extend(project_links({"conversation_key": c.key, "platform": c.platform, "meta": json.dumps(c.meta)}
+                                   for c in batch if c.meta.get("project_uuid")))
         # the same Documents and chunks (full-text index) as the Dagster documents asset
         if documents:
             process_documents(driver, batch, docs, database=database, content=content, chunking=chunking, embedder=embedder)
@@ -64,6 +71,7 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
                 driver, read_inputs(inputs, report, meter), database=database, batch_messages=batch_messages, deep=deep,
                 on_batch=load_batch_documents,
             )
+            kept = load_keepsakes(driver, keepsake_rows(report.kept), links, database)
     except (Neo4jError, DriverError, OSError) as exc:
         click.echo(f"error: writing the graph at {conf['uri']} failed: {type(exc).__name__}: {one_line(str(exc))}", err=True)
         sys.exit(USAGE_OR_GRAPH)
@@ -80,6 +88,8 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
         "deep": deep,
         "errors": len(report.errors),
     }
+    if kept:
+        out["kept"] = kept
     if report.skipped:
         out["inputs_skipped"] = dict(report.skipped)
     click.echo(json.dumps(out, sort_keys=True))

@@ -6,8 +6,11 @@ imports the readers and pyarrow (chatetl.normalize.processes): this module impor
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +21,9 @@ from chatetl.cli.options import (
     quiet_and_progress,
     report_errors,
 )
+
+if TYPE_CHECKING:
+    from chatetl.readers import ReadReport
 
 
 def _input_bytes(inputs: tuple[str, ...]) -> int | None:
@@ -38,6 +44,22 @@ def _input_bytes(inputs: tuple[str, ...]) -> int | None:
     return total
 
 
+def _write_keepsakes(report: ReadReport, out: Path) -> dict[str, int]:
+    """What the inputs keep beside their chats as OUT/<table>/part-00000.parquet (chatetl.tables.keepsakes),
+    each table's rows; a table they do not have leaves no part."""
+    from chatetl.tables.keepsakes import KEEPSAKE_SCHEMAS, keepsake_rows, write_keepsakes
+
+    for table in KEEPSAKE_SCHEMAS:
+        (out / table / "part-00000.parquet").unlink(missing_ok=True)
+    counts = {table: len(rows) for table, rows in keepsake_rows(report.kept).items() if rows}
+    if counts:
+        with tempfile.TemporaryDirectory(dir=out) as tmp:
+            for table, path in write_keepsakes(report.kept, tmp).items():
+                (out / table).mkdir(exist_ok=True)
+                os.replace(path, out / table / "part-00000.parquet")
+    return counts
+
+
 @click.command(epilog=EXIT_CODES)
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
@@ -48,7 +70,8 @@ def _input_bytes(inputs: tuple[str, ...]) -> int | None:
 @quiet_and_progress
 def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bool, progress: bool | None) -> None:
     """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages
-    (part-00000.parquet, part-00001.parquet ...); print a one-line JSON summary."""
+    (part-00000.parquet, part-00001.parquet ...), and what they keep beside the chats into OUT/projects,
+    OUT/project_docs, OUT/memories, OUT/canvases; print a one-line JSON summary."""
     from chatetl.normalize.processes import processes_for, start_server
 
     size = None if workers else _input_bytes(inputs)
@@ -71,6 +94,9 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     report_errors(report.errors, quiet)
     summary: dict[str, object] = {"files": report.files, "conversations": writer.conversations, "messages": writer.messages,
                                   "errors": len(report.errors)}
+    kept = _write_keepsakes(report, out)
+    if kept:
+        summary["kept"] = kept
     if report.skipped:
         summary["skipped"] = dict(report.skipped)
     if report.drift:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chatetl.graph.connection import GraphSession, write_session
 from chatetl.graph.decide import quiet_outcome
+from chatetl.graph.keepsakes import load_upload_keepsakes
 from chatetl.graph.schema import ensure_schema
 from chatetl.graph.staging import pending_stages
 from chatetl.graph.summary import LoadSummary
@@ -235,9 +236,10 @@ def load_graph_partition(store: ObjectStore, driver: Driver, day: str, database:
     graph's stored states of those keys (`_unchanged_in_graph`); only the conversations that would be written are
     built from the messages table and loaded. The others are counted as the load would count them (unchanged, or
     skipped: older) and cost one column read and one index lookup each: an unchanged rerun builds nothing and writes
-    nothing. Tables written before the `state_hash` column are read whole, as before."""
+    nothing. Tables written before the `state_hash` column are read whole, as before. What each upload keeps
+    beside its chats follows its conversations (chatetl.graph.keepsakes)."""
     total = LoadSummary()
-    for _uid, c_path, m_path in iter_partition_files(store, day):
+    for uid, c_path, m_path in iter_partition_files(store, day):
         rows = None
         states = table_states(c_path, m_path)
         if states is not None:
@@ -245,6 +247,7 @@ def load_graph_partition(store: ObjectStore, driver: Driver, day: str, database:
             total.add(quiet)
         convs = iter_conversations(c_path, m_path, rows)
         total.add(load_conversations(driver, (c for c, _ in convs), database=database, deep=deep))
+        load_upload_keepsakes(store, driver, day, uid, c_path, database)  # (after its conversations: they are linked)
     return total
 
 

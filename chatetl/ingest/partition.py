@@ -40,6 +40,7 @@ from chatetl.ingest.ledger import (
 from chatetl.ingest.states import summary_rows
 from chatetl.ingest.upload import NormalizeResult, normalize_upload
 from chatetl.layout import (
+    KEEPSAKE_TABLES,
     NORMALIZED_PREFIX,
     QUARANTINE_PREFIX,
     TABLES,
@@ -134,7 +135,7 @@ def retract(store: ObjectStore, day: str, uid: str, upload: str | None = None, w
     removed = []
     if upload is not None:
         record_retraction(store, run_day or day, upload, why, _keys_of(store, table_key("conversations", day, uid)))
-    for key in output_keys(day, uid) + list(document_keys(day, uid)):
+    for key in output_keys(day, uid) + [table_key(t, day, uid) for t in KEEPSAKE_TABLES] + list(document_keys(day, uid)):
         if store.head(key) is not None:
             store.delete(key)
             removed.append(key)

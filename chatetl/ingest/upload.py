@@ -1,6 +1,7 @@
 """One upload through the normalize stage: read it (streamed) into its normalized tables, keep what failed.
 
-An upload's outputs are `normalized/<table>/date=D/<upload-id>.parquet` and, when parts of it
+An upload's outputs are `normalized/<table>/date=D/<upload-id>.parquet` (the keepsake tables only
+when it keeps something beside its chats) and, when parts of it
 could not be read, `quarantine/date=D/<upload-id>/` (see chatetl.layout). Rewriting the same
 bytes is skipped, so normalizing an upload again changes nothing in the bucket.
 """
@@ -15,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from chatetl.ingest.states import keep_newest_states, keep_previous_newer, summary_rows
-from chatetl.layout import TABLES, quarantine_prefix, table_key, upload_id
+from chatetl.layout import KEEPSAKE_TABLES, TABLES, quarantine_prefix, table_key, upload_id
 from chatetl.normalize import normalize_into
 from chatetl.readers import Entry, ReadReport
 from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed, put_if_changed
 from chatetl.tables import TableWriter
+from chatetl.tables.keepsakes import write_keepsakes
 
 
 @dataclass
@@ -79,8 +81,23 @@ def normalize_upload(
                 result.bytes_written += paths[table].stat().st_size
             else:
                 result.unchanged.append(key)
+        _put_keepsakes(store, result, day, uid, write_keepsakes(report.kept, tmp, upload_key=info.key))
     result.quarantined = quarantine(store, info, day, uid, report)
     return result
+
+
+def _put_keepsakes(store: ObjectStore, result: NormalizeResult, day: str, uid: str, paths: Mapping[str, Path]) -> None:
+    """The upload's keepsake tables put beside its chats; a table it no longer has (a replaced upload) removed."""
+    for table in KEEPSAKE_TABLES:
+        key = table_key(table, day, uid)
+        if table not in paths:
+            if store.head(key) is not None:
+                store.delete(key)
+        elif put_if_changed(store, key, paths[table], "application/vnd.apache.parquet"):
+            result.written.append(key)
+            result.bytes_written += paths[table].stat().st_size
+        else:
+            result.unchanged.append(key)
 
 
 def quarantine(store: ObjectStore, info: ObjectInfo, day: str, uid: str, report: ReadReport) -> list[str]:

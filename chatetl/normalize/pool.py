@@ -367,6 +367,7 @@ class Pool:
             self._inserted[kind] += len(found)
         report.skipped.update(result.skipped)
         report.drift.update(result.drift)
+        report.kept.extend(result.kept)
 
 
 __all__ = ["Pool", "Shares", "Tuning"]

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
+from chatetl.keepsakes import Keepsake
 from chatetl.model import Conversation
 from chatetl.readers import limits, read_chat_files
 from chatetl.readers.convert import Convert, convert_records
@@ -73,6 +74,7 @@ class PieceResult:
     read_files: int = 0  # a group of members: the files read (ReadReport.files), by format
     formats: dict[str, int] = field(default_factory=dict)
     inflated_each: list[int] = field(default_factory=list)  # a group of members: each one's bytes inflated
+    kept: list[Keepsake] = field(default_factory=list)  # what its sidecars and activity files keep beside the chats
 
 
 # ---- where a piece's rows go ----
@@ -207,6 +209,7 @@ def _finished(result: PieceResult, report: ReadReport, rows: Rows | None) -> Non
     result.errors = [(e.file, e.where, e.reason, e.raw) for e in report.errors]
     result.warnings = [(e.file, e.where, e.reason, e.raw) for e in report.warnings]
     result.skipped, result.drift = dict(report.skipped), dict(report.drift)
+    result.kept = report.kept
 
 
 def no_open() -> BinaryIO:

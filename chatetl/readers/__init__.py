@@ -15,18 +15,22 @@ from chatetl.model import Conversation
 from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.archive import ChatFile, expand, expand_path, until_damaged
 from chatetl.readers.inputs.detect import SIDECARS, Format
-from chatetl.readers.registry import READERS
+from chatetl.readers.registry import KEEPSAKE_READERS, READERS
 from chatetl.readers.report import ReadError, ReadReport
 
 __all__ = ["ChatFile", "Entry", "Format", "ReadError", "ReadReport", "read_chat_files", "read_entries", "read_entry", "read_path"]
 
 
 def read_chat_files(chat_files: Iterable[ChatFile], report: ReadReport) -> Iterator[Conversation]:
-    """The conversations of chat files, each read by its format's reader (a sidecar skipped, counted); a
-    damaged zip member ends its file's conversations where it broke, reported."""
+    """The conversations of chat files, each read by its format's reader (a sidecar skipped, counted, what it
+    keeps beside the chats read into `report.kept`); a damaged zip member ends its file's conversations where
+    it broke, reported."""
     for entry, fmt, shape in chat_files:
         if fmt in SIDECARS:
             report.skip(f"{fmt.value} file")
+            if fmt in KEEPSAKE_READERS:
+                default, read_kept = KEEPSAKE_READERS[fmt]
+                read_kept(entry, shape or default, report)
             continue
         report.files += 1
         report.formats[fmt.value] += 1

@@ -16,6 +16,7 @@ from chatetl.readers.platforms import (
     ai_studio,
     chatgpt,
     claude_ai,
+    claude_ai_account,
     claude_code,
     codex_cli,
     deepseek,
@@ -33,6 +34,8 @@ from chatetl.readers.platforms.chat_export import markdown, yaml
 from chatetl.readers.report import ReadReport
 
 Read = Callable[[Entry, Shape, ReadReport], Iterator[Conversation]]
+# a sidecar's reader: no conversation, only what the account keeps beside its chats (into `ReadReport.kept`)
+ReadKept = Callable[[Entry, Shape, ReadReport], None]
 
 
 @dataclass(frozen=True)
@@ -87,4 +90,9 @@ READERS: dict[Format, Reader] = {
     )
 }
 
-__all__ = ["READERS", "Read", "Reader"]
+# The sidecars that hold keepsakes (projects, memories), each with the shape its files have when detection does not say.
+KEEPSAKE_READERS: dict[Format, tuple[Shape, ReadKept]] = {
+    Format.CLAUDE_AI_SIDECAR: (Shape.ARRAY, claude_ai_account.read),
+}
+
+__all__ = ["KEEPSAKE_READERS", "READERS", "Read", "ReadKept", "Reader"]

@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatetl.keepsakes import Keepsake
+
 # Bad parts kept for quarantine are held until the upload is read: past this many bytes the
 # rest are reported without their bytes, so a file of bad lines cannot take the memory.
 MAX_RAW_BYTES = 64 * 1024 * 1024
@@ -40,6 +42,9 @@ class ReadReport:
     formats: Counter[str] = field(default_factory=Counter)  # detected format -> files
     raw_bytes: int = 0  # bytes of bad parts kept (see MAX_RAW_BYTES)
     raw_dropped: int = 0  # bad parts reported without their bytes, past MAX_RAW_BYTES
+    # what the account keeps beside its chats (projects, memories, canvases), in the order read: small beside
+    # the chats (a project's docs, a canvas row's text), held until the upload's tables are written
+    kept: list[Keepsake] = field(default_factory=list)
 
     def error(self, file: str, where: str, reason: str, raw: bytes | None = None) -> ReadError:
         err = ReadError(file=file, where=where, reason=reason, raw=self._keep(raw))

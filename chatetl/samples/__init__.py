@@ -185,7 +185,9 @@ def _iso(seconds: float) -> str:
 
 def claude_export() -> bytes:
     """A Claude.ai account export zip: conversations.json (an array) with a retried answer,
-    thinking, a web search tool call with its result, an attachment; plus the sidecar files."""
+    thinking, a web search tool call with its result, an attachment; plus the sidecar files: a project with
+    its instructions and a document, the account's memory and the project's (the conversation names no project,
+    as the official export's never do)."""
     conv_id = sample_id("claude", "sourdough")
     t = BASE_TIME + 86400
     root = "00000000-0000-4000-8000-000000000000"
@@ -222,8 +224,16 @@ def claude_export() -> bytes:
     return zip_files({
         "conversations.json": json.dumps([conversation], indent=1),
         "users.json": json.dumps([{"uuid": sample_id("claude", "account"), "full_name": "Sample User", "email_address": "sample@example.org"}]),
-        "projects.json": json.dumps([{"uuid": sample_id("claude", "project"), "name": "Baking", "is_private": True, "docs": []}]),
-        "memories.json": json.dumps({"conversations_memory": "", "project_memories": {}}),
+        "projects.json": json.dumps([{
+            "uuid": sample_id("claude", "project"), "name": "Baking", "description": "Bread at home", "is_private": True,
+            "is_starter_project": False, "prompt_template": "Give weights in grams.", "created_at": _iso(t - 3600),
+            "updated_at": _iso(t - 600), "creator": {"uuid": sample_id("claude", "account"), "full_name": "Sample User"},
+            "docs": [{"uuid": sample_id("claude", "project-doc"), "filename": "hydration.md",
+                      "content": "# Hydration\n\nWater weight divided by flour weight: 75% for a country loaf.", "created_at": _iso(t - 3000)}],
+        }]),
+        "memories.json": json.dumps({"conversations_memory": "The user bakes sourdough at home.",
+                                     "project_memories": {sample_id("claude", "project"): "Prefers weights in grams."},
+                                     "account_uuid": sample_id("claude", "account")}),
     })
 
 

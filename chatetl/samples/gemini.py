@@ -3,8 +3,8 @@
 `Takeout/My Activity/Gemini Apps/MyActivity.json`, newest first: a chat about a CSV script
 whose second answer was regenerated (two drafts: a branch, the later one active), a chat with a
 Gem and an attached image (the image beside the file), a prompt that names no conversation (its
-own conversation), a draft choice (kept in its chat's meta) and a feedback row naming no chat
-(counted as skipped). Beside it, the archive's index page and another product's activity
+own conversation), a draft choice (kept in its chat's meta), a canvas naming no chat (kept as the
+account's canvas) and a feedback row naming no chat (counted as skipped). Beside it, the archive's index page and another product's activity
 (Search), which are no chats and are skipped.
 """
 
@@ -60,6 +60,9 @@ def activity_rows() -> list[dict[str, Any]]:
         _row("Prompted Explain the difference between a list and a tuple in one table", 9.0, [
             ("<table><tr><th>list</th><th>tuple</th></tr><tr><td>mutable</td><td>immutable</td></tr>"
             "<tr><td><code>[1, 2]</code></td><td><code>(1, 2)</code></td></tr></table>"),
+        ]),
+        _row("Created Gemini Canvas titled CSV cheat sheet", 7.0, [
+            "<h1>CSV cheat sheet</h1>\n<ul>\n<li><code>csv.reader</code>: rows as lists</li>\n<li><code>csv.DictReader</code>: rows by column name</li>\n</ul>",
         ]),
         _row("Gave feedback: Good response", 6.0),
         _row("Prompted How do I read a CSV file in Python?", 5.0, [

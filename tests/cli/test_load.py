@@ -89,3 +89,30 @@ def test_load_shows_progress_on_request_and_its_summary_is_the_same(clean_graph,
     assert re.search(rf"load .* kB {CONVERSATIONS} conversations [\d,]+/s \d+:\d\d:\d\d", result.stderr), result.stderr
     again, unchanged = run(str(tmp_path / "in"), CHATETL_GRAPH_DEEP="")  # no terminal: nothing on stderr
     assert again.exit_code == 0 and again.stderr == "" and unchanged["conversations_unchanged"] == CONVERSATIONS
+
+
+def test_load_keeps_what_an_export_holds_beside_its_chats_linked_only_where_it_says(clean_graph, tmp_path):
+    import io
+    import zipfile
+
+    from chatetl.samples import claude_export
+
+    project = "p0000000-0000-4000-8000-000000000001"
+    linked = {"uuid": "c-linked", "name": "In a project", "project_uuid": project, "created_at": "2026-03-01T10:00:00Z",
+              "updated_at": "2026-03-01T10:00:05Z", "chat_messages": [
+                  {"uuid": "h", "sender": "human", "text": "Hi", "content": [{"type": "text", "text": "Hi"}], "created_at": "2026-03-01T10:00:00Z"},
+                  {"uuid": "a", "sender": "assistant", "text": "Hello", "content": [{"type": "text", "text": "Hello"}],
+                   "parent_message_uuid": "h", "created_at": "2026-03-01T10:00:05Z"}]}
+    (tmp_path / "claude.zip").write_bytes(claude_export())  # a project and memories; its conversation names no project
+    (tmp_path / "linked.json").write_text(json.dumps(linked))  # an API-shaped conversation naming one
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("projects.json", json.dumps([{"uuid": project, "name": "Named", "is_private": False, "docs": []}]))
+    (tmp_path / "projects.zip").write_bytes(buf.getvalue())
+    result, summary = run(str(tmp_path / "claude.zip"), str(tmp_path / "linked.json"), str(tmp_path / "projects.zip"), "--no-documents")
+    assert result.exit_code == 0, result.stderr
+    assert summary["kept"] == {"IN_PROJECT": 1, "Memory": 2, "Project": 2, "ProjectDoc": 1}
+    assert q(clean_graph, "MATCH (c:Conversation)-[:IN_PROJECT]->(p:Project) RETURN c.conversation_id AS c, p.name AS p") == [
+        {"c": "c-linked", "p": "Named"}]
+    assert q(clean_graph, "MATCH (p:Project)-[:HAS_DOC]->(d:ProjectDoc) RETURN p.name AS p, d.filename AS f") == [
+        {"p": "Baking", "f": "hydration.md"}]

@@ -107,3 +107,26 @@ def test_normalize_runs_without_numpy_and_writes_the_same_tables(tmp_path):
         assert result.stdout.strip().splitlines()[-1] == f"False True 0 system {workers == '2'}", result.stderr
         for table, mine in (("conversations", "c"), ("messages", "m")):
             assert pq.read_table(out / table / "part-00000.parquet").equals(pq.read_table(here / f"{mine}.parquet"))
+
+
+def test_what_the_inputs_keep_beside_their_chats_is_written_beside_the_tables(tmp_path):
+    from chatetl.samples import claude_export
+    from chatetl.samples.gemini import sample
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "claude.zip").write_bytes(claude_export())
+    (tmp_path / "in" / "gemini.zip").write_bytes(sample()[1])
+    result = _run(str(tmp_path / "in"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["kept"] == {"canvases": 1, "memories": 2, "project_docs": 1, "projects": 1}
+    projects = ds.dataset(tmp_path / "out" / "projects").to_table().to_pylist()
+    assert [(p["name"], p["prompt_template"], p["doc_count"]) for p in projects] == [("Baking", "Give weights in grams.", 1)]
+    canvases = ds.dataset(tmp_path / "out" / "canvases").to_table().to_pylist()
+    assert [(c["title"], c["conversation_key"]) for c in canvases] == [("CSV cheat sheet", None)]
+
+    (tmp_path / "in" / "claude.zip").unlink()
+    (tmp_path / "in" / "gemini.zip").unlink()
+    (tmp_path / "in" / "dataset.jsonl").write_text(json.dumps({"id": "d1", "conversations": [{"from": "human", "value": "hi"}]}) + "\n")
+    assert _run(str(tmp_path / "in"), "--out", str(tmp_path / "out")).returncode == 0
+    assert not (tmp_path / "out" / "projects" / "part-00000.parquet").exists()  # (a rerun into the folder leaves no stale part)

@@ -23,7 +23,7 @@ from chatetl.readers import Entry, ReadReport, read_entry
 from chatetl.readers.htmltext import html_to_text
 from chatetl.readers.inputs.detect import Format, detect
 from chatetl.readers.jsonscan.records import Shape
-from chatetl.readers.platforms import gemini
+from chatetl.readers.platforms import gemini, gemini_html
 from chatetl.samples.gemini import sample
 from chatetl.tables import TableWriter, iter_conversations
 
@@ -457,7 +457,7 @@ def test_an_html_time_in_another_locale_keeps_the_row_without_its_time():
 
 
 def test_html_cells_are_cut_across_reads_and_a_bad_cell_is_reported(monkeypatch):
-    monkeypatch.setattr(gemini, "READ_BYTES", 7)  # every cell start cut between two reads somewhere
+    monkeypatch.setattr(gemini_html, "READ_BYTES", 7)  # every cell start cut between two reads somewhere
     rows = [row(f"Prompted question {i}", 100 - i, f"<p>answer {i} {'word ' * 200}</p>", app=APP_A) for i in range(80)]
     cells = takeout_html(rows).split(b'<div class="outer-cell')
     cells[71] = cells[71].replace(b"question 70", b"question \xff70")  # not UTF-8 (past the detection head)
@@ -469,8 +469,8 @@ def test_html_cells_are_cut_across_reads_and_a_bad_cell_is_reported(monkeypatch)
 
 
 def test_an_html_cell_past_its_cap_is_skipped_and_the_rest_read(monkeypatch):
-    monkeypatch.setattr(gemini, "READ_BYTES", 4096)
-    monkeypatch.setattr(gemini, "MAX_CELL_BYTES", 20_000)
+    monkeypatch.setattr(gemini_html, "READ_BYTES", 4096)
+    monkeypatch.setattr(gemini_html, "MAX_CELL_BYTES", 20_000)
     rows = [row("Prompted small", 2, "<p>ok</p>", app=APP_A), row("Prompted huge", 1, "<p>" + "x" * 50_000 + "</p>", app=APP_A),
             row("Prompted small again", 0, "<p>ok</p>", app=APP_A)]
     (conv,), report = read_bytes("MyActivity.html", takeout_html(rows))

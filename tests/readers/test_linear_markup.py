@@ -15,7 +15,7 @@ import zipfile
 from chatetl.model import MessageKind, Role
 from chatetl.readers import Entry, ReadReport, read_entry
 from chatetl.readers.htmltext import html_to_text
-from chatetl.readers.platforms import gemini
+from chatetl.readers.platforms import gemini_html
 
 ROW = {"header": "Gemini Apps", "title": "Prompted Hello", "time": "2026-07-20T15:00:00.000Z", "products": ["Gemini Apps"],
        "details": [{"name": "Conversation", "url": "https://gemini.google.com/app/7b0000000000aaaa"}]}
@@ -70,7 +70,7 @@ def test_a_gemini_html_cell_of_unclosed_anchors_and_labels_is_read():
     cell = ('<div class="outer-cell"><div class="header-cell"><p class="mdl-typography--title">Gemini Apps<br></p></div>'
             f'<div class="content-cell mdl-cell">Prompted {body}<br>Jul 20, 2026, 3:00:00 PM UTC<br><p>Hi</p></div>'
             '<div class="content-cell mdl-typography--caption">' + "<b>" * n + "</div></div>")
-    row = gemini.row_from_cell(cell, 0, "cell 0", ReadReport())
+    row = gemini_html.row_from_cell(cell, 0, "cell 0", ReadReport())
     assert row is not None and row.answers == ["Hi"] and row.conversations == []
 
 

@@ -32,7 +32,9 @@ What becomes what:
 - Other rows ("Created Gemini Canvas titled …", "Gave feedback: …", "Selected preferred draft",
   "Used an Assistant feature", …) are no turns: kept in their conversation's `meta["activities"]`,
   or counted as skipped when they name none. Rows of other products (a mixed file) are counted
-  as skipped; so are other products' MyActivity files (detection leaves them alone).
+  as skipped; so are other products' MyActivity files (detection leaves them alone). A canvas
+  row is also the account's Canvas (`ReadReport.kept`, chatetl.keepsakes), whether it names a
+  conversation or not.
 - Kept as they are: `subtitles`, `details`, `locationInfos` (the prompt's extra), a Gem (`gem`)
   and a model (`Model: …` subtitle). Unknown fields are drift, kept on the prompt.
 - There is no title in the source: the title is the first prompt's first line (`meta["title_from"]`).
@@ -68,25 +70,36 @@ app links with `/u/N/`).
 from __future__ import annotations
 
 import hashlib
-import html
 import mimetypes
 import os
-import re
 import sqlite3
 import tempfile
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
-from urllib.parse import urlparse
+from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 
+from chatetl.keepsakes import Canvas, derived_id
 from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, Source
 from chatetl.readers.convert import convert_records, raw_bytes
 from chatetl.readers.entry import Entry
 from chatetl.readers.fields import expect_object, keep_unknown, list_field, text_or_none
 from chatetl.readers.htmltext import html_to_text
 from chatetl.readers.jsonscan.records import Shape, iter_records
+from chatetl.readers.platforms.gemini_html import cell_rows
+from chatetl.readers.platforms.gemini_rows import (
+    CANVAS_TITLED,
+    IMAGE_EXTENSIONS,
+    SPACES,
+    Row,
+    is_gemini,
+    is_local_file,
+    make_row,
+    short,
+    shown_file_name,
+    to_second,
+)
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 
@@ -94,8 +107,6 @@ PLATFORM = "gemini"
 # row text held in memory; past it a file's rows go to a temporary database (held rows take about 3x their text in
 # RSS, so a bounded hold keeps a big MyActivity.json's memory flat, at a small cost in time); the README refers here
 MAX_HELD_BYTES = 16 * 1024 * 1024
-MAX_CELL_BYTES = 64 * 1024 * 1024  # one HTML activity cell; a longer one is reported and skipped
-READ_BYTES = 1024 * 1024  # the HTML is read this much at a time
 TITLE_CHARS = 80
 
 KNOWN_ACTIVITY_FIELDS = frozenset(
@@ -103,53 +114,7 @@ KNOWN_ACTIVITY_FIELDS = frozenset(
      "attachedFiles", "imageFile", "locationInfos"}
 )
 _KEPT_FIELDS = ("subtitles", "details", "locationInfos")  # known fields kept on the prompt as they are
-
-# The conversation a link names: the app's own chats, a Gem's chats, and Bard's older links.
-_APP_LINK = re.compile(
-    r"https?://(?:gemini\.google\.com/(?:u/\d+/)?(?:app|gem/[^/?#\s\"'<>]+)|bard\.google\.com/(?:u/\d+/)?chat)/([A-Za-z0-9_-]{6,})"
-)
-_GEM_LINK = re.compile(r"https?://gemini\.google\.com/(?:u/\d+/)?gems?/")
-_GEM_USED = re.compile(r"^(?P<gem>.+?) was used in this chat\b")
-
-# Title prefixes of a prompt (English and a few translations met in public exports), longest first.
-_PROMPT = re.compile(
-    r"^(?:Prompted|Live Prompt|Asked:?|Submitted query|Query submitted|Branched|Added chat from link:|Prompt\s*:|Pokyn"
-    r"|Υποβλήθηκε το ερώτημα)(?:[ \t\u00a0]+|$)"
-)
-# Rows that are no prompt, by their English titles: (prefix, what the activity is).
-_ACTIVITIES = (
-    ("Created Gemini Canvas titled", "canvas"),
-    ("Gave feedback", "feedback"),
-    ("Cleared previous feedback", "feedback-cleared"),
-    ("Selected preferred draft", "preferred-draft"),
-    ("Used an Assistant feature", "assistant-feature"),
-    ("Used Gemini Apps", "used"),
-    ("Answered survey question", "survey"),
-    ("Created", "created"),
-    ("Used", "used"),
-    ("Shared", "shared"),
-    ("Deleted", "deleted"),
-)
-_GENERATED = re.compile(r"^\d+ generated images?\.?$")  # a subtitle of a row whose answer made images
-_IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "heic", "heif", "bmp", "svg", "avif"})
 _MIME = mimetypes.MimeTypes()  # the standard library's own table, not the machine's (the same everywhere)
-
-
-class _Row(NamedTuple):
-    """One activity, as compact as a conversation needs it (held until the file's end)."""
-
-    index: int  # place in the file (0: the first, the newest)
-    where: str  # the place in the file, for errors
-    time: float | None  # epoch seconds (the JSON's with milliseconds, the HTML's to the second)
-    second: str  # the time to the second, as both variants carry it (or the HTML's own words)
-    activity: str | None  # None for a prompt, else what the row is (feedback, canvas ...)
-    text: str  # the prompt, or the activity's title
-    answers: list[str]  # the text of each answer (regenerations in order)
-    answer_images: list[list[list[str]]]  # [src, alt] of each answer's images
-    files: list[list[Any]]  # [pointer, shown name] of the prompt's attachments
-    conversations: list[str]  # the app ids it belongs to
-    model: str | None
-    extra: dict[str, Any]  # kept fields (subtitles, details ...), unknown ones
 
 
 def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
@@ -160,27 +125,28 @@ def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conv
 
 def read_html(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A Takeout `MyActivity.html`: the same conversations as its JSON would give."""
-    yield from _conversations(entry, _cell_rows(entry, report), report)
+    yield from _conversations(entry, cell_rows(entry, report), report)
+
 
 
 # ---- JSON rows -----------------------------------------------------------------------------
 
 
-def _activity_rows(entry: Entry, shape: Shape, report: ReadReport) -> Iterator[_Row | None]:
+def _activity_rows(entry: Entry, shape: Shape, report: ReadReport) -> Iterator[Row | None]:
     for index, (where, record) in enumerate(iter_records(entry, shape, report)):
         try:
             yield row_from_activity(record, index, where, report)
         except RecursionError:
             report.error(entry.name, where, "activity nested too deeply", raw=raw_bytes(record))
         except Exception as exc:  # noqa: BLE001 (a bad row must never stop the rest of the file)
-            report.error(entry.name, where, f"{type(exc).__name__}: {_short(exc)}", raw=raw_bytes(record))
+            report.error(entry.name, where, f"{type(exc).__name__}: {short(exc)}", raw=raw_bytes(record))
 
 
-def row_from_activity(record: Any, index: int, where: str, report: ReadReport) -> _Row | None:
-    """One `MyActivity.json` row as a _Row (None for another product's row, counted as skipped)."""
+def row_from_activity(record: Any, index: int, where: str, report: ReadReport) -> Row | None:
+    """One `MyActivity.json` row as a Row (None for another product's row, counted as skipped)."""
     record = expect_object(record, "an activity object")
     products = [p for p in list_field(record, "products", "product names") if isinstance(p, str)]
-    if not _is_gemini(record.get("header"), products):
+    if not is_gemini(record.get("header"), products):
         report.skip("other product's activity")
         return None
     title = record.get("title")
@@ -220,8 +186,8 @@ def row_from_activity(record: Any, index: int, where: str, report: ReadReport) -
         files.append([record["imageFile"], None])
     for s in subtitles:
         url = text_or_none(s.get("url"))
-        if url and _is_local_file(url):
-            files.append([url, _shown_file_name(s.get("name"))])
+        if url and is_local_file(url):
+            files.append([url, shown_file_name(s.get("name"))])
 
     links: list[str] = []
     for d in list_field(record, "details", "details"):
@@ -230,399 +196,8 @@ def row_from_activity(record: Any, index: int, where: str, report: ReadReport) -
     if isinstance(record.get("titleUrl"), str):
         links.append(record["titleUrl"])
     uploads = frozenset({record["imageFile"]} if isinstance(record.get("imageFile"), str) else ())
-    return _row(index, where, when.timestamp(), _second(when), title, answers, images, files, links, subtitles, extra, report, uploads)
+    return make_row(index, where, when.timestamp(), to_second(when), title, answers, images, files, links, subtitles, extra, report, uploads)
 
-
-def _is_gemini(header: Any, products: list[str]) -> bool:
-    """Whether a row is Gemini's (or Bard's): by its header or products; a row that names neither
-    is taken as the file's own (the file was detected as Gemini's)."""
-    names = [n for n in [header, *products] if isinstance(n, str) and n]
-    return not names or any("Gemini" in n or "Bard" in n for n in names)
-
-
-def _row(
-    index: int, where: str, time: float | None, second: str, title: str, answers: list[str], images: list[list[list[str]]],
-    files: list[list[Any]], links: list[str], subtitles: list[dict], extra: dict[str, Any], report: ReadReport,
-    uploads: frozenset[str] = frozenset(),
-) -> _Row:
-    """The parts both variants read, made one row the same way."""
-    prompt = _PROMPT.match(title)
-    activity = None
-    if prompt:
-        text = title[prompt.end():].strip()
-    else:
-        text = title.strip()
-        activity = next((kind for prefix, kind in _ACTIVITIES if text.startswith(prefix)), None)
-        if activity is None:
-            # A title of no known kind (another language's prompt?): a turn when it was answered.
-            report.unknown(f"gemini.title:{text.split(' ', 1)[0][:40]}")
-            activity = None if answers else "other"
-    model = gem = None
-    for s in subtitles:
-        name = text_or_none(s.get("name"))
-        if name and name.startswith("Model:"):
-            model = name[len("Model:"):].strip() or None
-        url = s.get("url")
-        if name and isinstance(url, str) and _GEM_LINK.match(url):
-            used = _GEM_USED.match(name)
-            gem = used.group("gem") if used else name
-    if gem:
-        extra["gem"] = gem
-    conversations: list[str] = []
-    for link in links:
-        for app_id in _APP_LINK.findall(link):
-            if app_id not in conversations:
-                conversations.append(app_id)
-    seen: dict[str, list[Any]] = {}
-    for pointer, shown in files:
-        if pointer in seen:
-            seen[pointer][1] = shown or seen[pointer][1]
-        else:
-            seen[pointer] = [pointer, shown]
-    _generated_to_answer(seen, images, subtitles, uploads)
-    return _Row(index, where, time, second, activity, text, answers, images, list(seen.values()), conversations, model, extra)
-
-
-def _generated_to_answer(files: dict[str, list[Any]], images: list[list[list[str]]], subtitles: list[dict], uploads: frozenset[str]) -> None:
-    """A row lists the images its answer generated among its files: a file the answer shows (an
-    `<img>` of the same name) is the answer's alone, and when a subtitle says "N generated
-    image(s)." the row's other image files are too (added to the last answer), but for the
-    person's own (`imageFile`, or a file a subtitle names as attached)."""
-    if not images or not files:
-        return
-    shown = {_file_name(src) for answer in images for src, _ in answer if src}
-    generated = any(_GENERATED.match(text_or_none(s.get("name")) or "") for s in subtitles)
-    for pointer in list(files):
-        name = _file_name(pointer)
-        if name in shown:
-            del files[pointer]
-        elif generated and name.rsplit(".", 1)[-1].lower() in _IMAGE_EXTENSIONS and not files[pointer][1] and pointer not in uploads:
-            del files[pointer]
-            images[-1].append([pointer, ""])
-
-
-def _file_name(pointer: str) -> str:
-    return pointer.split("?", 1)[0].rsplit("/", 1)[-1]
-
-
-def _second(when: datetime) -> str:
-    return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def _is_local_file(url: str) -> bool:
-    """A file beside the activity file (an attachment), not a web address."""
-    try:
-        parsed = urlparse(url)
-    except ValueError:
-        return False
-    return not parsed.scheme and not parsed.netloc and not url.startswith(("/", "#"))
-
-
-def _shown_file_name(name: Any) -> str | None:
-    """"-  image_89b1bd.png" (a subtitle naming an attached file) as "image_89b1bd.png"."""
-    return text_or_none(name.strip().lstrip("-").strip()) if isinstance(name, str) else None
-
-
-# ---- HTML rows -----------------------------------------------------------------------------
-
-_CELL_START = b'<div class="outer-cell'
-# The cell's patterns never re-scan past a closing they did not find (every scan of a cell stays linear in it,
-# however many tags are left open): an element is its opening then the first closing after it, and once no
-# closing follows an opening none follows a later one.
-_CONTENT_CELL = re.compile(r'<div class="([^"]*)">')
-_CONTENT_CLASS = re.compile(r"\bcontent-cell\b")
-_HEADER_OPEN, _HEADER_CLOSE = '<p class="mdl-typography--title">', "</p>"
-_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_BLOCK_START = re.compile(r"<(?:p|h[1-6]|ul|ol|pre|table|blockquote|hr|div|dl|figure|section|img)\b", re.IGNORECASE)
-_LINK_OPEN = re.compile(r"<(a|img)\s", re.IGNORECASE)
-_LINK_CLOSE = re.compile(r"</a>", re.IGNORECASE)
-_LINK_TARGET = {"a": re.compile(r'href="([^"]*)"'), "img": re.compile(r'src="([^"]*)"')}
-_TAG = re.compile(r"<[^>]*>")
-_CAPTION_OPEN, _CAPTION_CLOSE = "<b>", "</b>"
-_SPACES = re.compile(r"[\s\u00a0\u202f]+")
-
-
-def _cell_rows(entry: Entry, report: ReadReport) -> Iterator[_Row | None]:
-    for index, (where, cell) in enumerate(_iter_cells(entry, report)):
-        try:
-            yield row_from_cell(cell, index, where, report)
-        except Exception as exc:  # noqa: BLE001 (a bad cell must never stop the rest of the file)
-            report.error(entry.name, where, f"{type(exc).__name__}: {_short(exc)}", raw=cell.encode()[:65536])
-
-
-def _iter_cells(entry: Entry, report: ReadReport) -> Iterator[tuple[str, str]]:
-    """(where, the text of one outer-cell div) for every activity, the file read READ_BYTES at a time:
-    a cell ends where the next begins (an answer's own text cannot open one: it is escaped)."""
-    marker = _CELL_START
-    buf = bytearray()
-    base = 0  # file offset of buf[0]
-    start = -1  # where in buf the cell being read starts; -1 before the first cell
-    search = 0  # where in buf the next cell start may be
-    index = 0
-    skipping = False  # the cell being read passed MAX_CELL_BYTES: dropped up to the next one
-    with entry.open() as f:
-        while True:
-            chunk = f.read(READ_BYTES)
-            buf += chunk
-            while (nxt := buf.find(marker, search)) >= 0:
-                if start >= 0:
-                    if not skipping:
-                        yield from _decoded(entry, report, index, base + start, bytes(buf[start:nxt]))
-                    index += 1
-                start, search, skipping = nxt, nxt + 1, False
-            if not chunk:
-                break
-            search = max(search, len(buf) - len(marker) + 1)
-            if start >= 0 and not skipping:
-                if len(buf) - start <= MAX_CELL_BYTES:
-                    if start:  # drop what was read before this cell, once a chunk
-                        del buf[:start]
-                        base, search, start = base + start, search - start, 0
-                    continue
-                report.error(entry.name, f"cell {index} (byte {base + start})", f"activity cell longer than {MAX_CELL_BYTES} bytes: skipped")
-                skipping = True
-            cut = max(0, len(buf) - (len(marker) - 1))  # the page's head or a skipped cell: only a cut cell start is kept
-            del buf[:cut]
-            base, search = base + cut, max(0, search - cut)
-            start = 0 if start >= 0 else -1
-    if start >= 0 and not skipping:
-        yield from _decoded(entry, report, index, base + start, bytes(buf[start:]))
-
-
-def _decoded(entry: Entry, report: ReadReport, index: int, offset: int, data: bytes) -> Iterator[tuple[str, str]]:
-    where = f"cell {index} (byte {offset})"
-    try:
-        yield where, data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        report.error(entry.name, where, f"not UTF-8 text: {exc.reason} at byte {offset + exc.start}", raw=data[:65536])
-
-
-def row_from_cell(cell: str, index: int, where: str, report: ReadReport) -> _Row | None:
-    """One `outer-cell` of MyActivity.html as the _Row its JSON row gives (None for another product's)."""
-    header = _element(cell, _HEADER_OPEN, _HEADER_CLOSE)
-    header_text = _plain(cell[header[1]:header[2]]) if header else None
-    parts = _cell_parts(cell)
-    body = parts.get("body")
-    if body is None:
-        raise ValueError("activity cell has no content cell")
-    sections = _caption_sections(parts.get("caption", ""))
-    products = [item["name"] for item in sections[0][1]] if sections else []
-    if not _is_gemini(header_text, products if header_text is None else []):
-        report.skip("other product's activity")
-        return None
-
-    block = _BLOCK_START.search(body)
-    head_end = block.start() if block else len(body)
-    lines = _BR.split(body[:head_end])
-    title_line = lines[0]
-    title = _plain(title_line)
-    time_at = next((i for i in range(1, len(lines)) if _takeout_time(_plain(lines[i])) is not None), None)
-    extra: dict[str, Any] = {}
-    if time_at is None:
-        filled = [i for i in range(1, len(lines)) if _plain(lines[i])]
-        if not filled:
-            raise ValueError("activity cell has no time")
-        time_at = filled[-1]
-        extra["time_text"] = _plain(lines[time_at])
-        report.unknown("gemini.html.time_format")
-    time_text = _plain(lines[time_at])
-    when = _takeout_time(time_text)
-
-    subtitles = [_line_item(line) for line in lines[1:time_at] if _plain(line) or _first_anchor(line)]
-    answer_html = "<br>".join(lines[time_at + 1:]) + body[head_end:]
-    answers: list[str] = []
-    images: list[list[list[str]]] = []
-    if _BR.sub("", answer_html).strip():
-        rendered = html_to_text(answer_html)
-        answers.append(rendered.text)
-        images.append([[src, alt] for src, alt in rendered.images])
-
-    # the sections after "Products:", but for "Why is this here?" (the one linking the activity controls)
-    details = [item for section, items in sections[1:] if "activitycontrols" not in section for item in items]
-    if subtitles:
-        extra["subtitles"] = subtitles
-    if details:
-        extra["details"] = details
-    files: list[list[Any]] = []
-    for src in _attachment_links(parts.get("right", "")):
-        files.append([src, None])
-    for s in subtitles:
-        url = s.get("url")
-        if isinstance(url, str) and _is_local_file(url):
-            files.append([url, _shown_file_name(s.get("name"))])
-    links = [href for href, _ in _anchors(title_line)]
-    links = [*[v for d in details for v in (d.get("url"), d.get("name")) if isinstance(v, str)], *map(html.unescape, links)]
-    second = _second(when) if when else time_text
-    return _row(index, where, when.timestamp() if when else None, second, title, answers, images, files, links, subtitles, extra, report)
-
-
-def _cell_parts(cell: str) -> dict[str, str]:
-    """The inner HTML of a cell's content cells: "body" (the activity), "right", "caption"."""
-    found = [m for m in _CONTENT_CELL.finditer(cell) if _CONTENT_CLASS.search(m.group(1))]
-    parts: dict[str, str] = {}
-    for i, m in enumerate(found):
-        end = found[i + 1].start() if i + 1 < len(found) else len(cell)
-        inner = cell[m.end():end].rstrip()
-        classes = m.group(1).split()
-        if "mdl-typography--caption" in classes:
-            name = "caption"
-            inner = inner.split("</div>", 1)[0]
-        elif "mdl-typography--text-right" in classes:
-            name = "right"
-            inner = inner.split("</div>", 1)[0]
-        else:
-            name = "body"
-            inner = inner.removesuffix("</div>")
-            if i + 1 == len(found):  # the last cell: the page's closing tags follow it
-                inner = _without_page_end(inner)
-        parts.setdefault(name, inner)
-    return parts
-
-
-def _caption_sections(caption: str) -> list[tuple[str, list[dict[str, str]]]]:
-    """The caption's `<b>Label:</b><br>&emsp;line<br>...` sections (labels are translated): each
-    section's HTML and its lines as items {name} or {name, url}."""
-    sections: list[tuple[str, list[dict[str, str]]]] = []
-    labels = list(_elements(caption, _CAPTION_OPEN, _CAPTION_CLOSE))
-    for i, (_, _, end) in enumerate(labels):
-        body = caption[end + len(_CAPTION_CLOSE): labels[i + 1][0] if i + 1 < len(labels) else len(caption)]
-        sections.append((body, [_line_item(line) for line in _BR.split(body) if _plain(line)]))
-    return sections
-
-
-def _line_item(line: str) -> dict[str, str]:
-    """A subtitle or caption line as the JSON has it: {"name"} or {"name", "url"} for a link."""
-    anchor = _first_anchor(line)
-    name = _plain(line)
-    if anchor:
-        return {"name": name, "url": html.unescape(anchor[0])}
-    return {"name": name}
-
-
-def _attachment_links(right: str) -> list[str]:
-    """The files the right cell shows (images and links), in its order."""
-    return [html.unescape(target) for _, target, _ in _links(right) if target]
-
-
-def _plain(fragment: str) -> str:
-    """A line of the cell as text: tags dropped, entities decoded, spaces as the JSON has them."""
-    last = fragment.rfind(">") + 1  # (past the last ">" no tag ends: the rest is text, never scanned per "<")
-    return html.unescape(_TAG.sub("", fragment[:last]) + fragment[last:]).strip()
-
-
-def _elements(text: str, opening: str, closing: str) -> Iterator[tuple[int, int, int]]:
-    """(start, content start, content end) of each `opening ... closing` element, in order."""
-    pos = 0
-    while (start := text.find(opening, pos)) >= 0:
-        end = text.find(closing, start + len(opening))
-        if end < 0:
-            return
-        yield start, start + len(opening), end
-        pos = end + len(closing)
-
-
-def _element(text: str, opening: str, closing: str) -> tuple[int, int, int] | None:
-    return next(_elements(text, opening, closing), None)
-
-
-def _links(fragment: str) -> Iterator[tuple[str, str, int]]:
-    """(tag, its href or src, the position of its ">") of each `<a ...>` and `<img ...>`:
-    a tag runs to its first ">" (one inside a tag is no tag of its own)."""
-    pos = 0
-    while opening := _LINK_OPEN.search(fragment, pos):
-        end = fragment.find(">", opening.end())
-        if end < 0:
-            return
-        kind = opening.group(1).lower()
-        target = _LINK_TARGET[kind].search(fragment, opening.end(), end)
-        pos = end + 1
-        if target:
-            yield kind, target.group(1), end
-
-
-def _anchors(fragment: str) -> Iterator[tuple[str, str]]:
-    """(href, inner HTML) of each closed `<a href="...">...</a>`."""
-    after = 0  # the end of the last anchor read (a link inside it is its content)
-    for kind, href, end in _links(fragment):
-        if kind != "a" or end < after:
-            continue
-        closing = _LINK_CLOSE.search(fragment, end + 1)
-        if closing is None:  # none closes after this one: none after a later one either
-            return
-        yield href, fragment[end + 1:closing.start()]
-        after = closing.end()
-
-
-def _first_anchor(fragment: str) -> tuple[str, str] | None:
-    return next(_anchors(fragment), None)
-
-
-def _without_page_end(inner: str) -> str:
-    """The last cell without the page's closing tags after it (`</div>`s, then `</body>`, `</html>`)."""
-    rest = inner.rstrip()
-    for suffix in ("</html>", "</body>"):
-        rest = rest.removesuffix(suffix).rstrip()
-    closed = 0
-    while rest.endswith("</div>"):
-        rest, closed = rest[: -len("</div>")].rstrip(), closed + 1
-    return rest if closed else inner
-
-
-# Takeout writes times in the account's locale; English forms are read ("Sep 2, 2026, 1:26:27 PM PDT",
-# "2 Sept 2026, 13:26:27 BST", "2026/09/02 13:26:27 JST", zones as "GMT+05:30" or a short name).
-_MONTHS = {m: i + 1 for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}
-_CLOCK = r"(?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?(?: ?(?P<ampm>[AaPp]\.? ?[Mm]\.?))?"
-_DATE_FORMS = (
-    re.compile(r"^(?P<mon>[A-Za-z]{3,9})\.? (?P<d>\d{1,2}), (?P<y>\d{4}),? " + _CLOCK + r" (?P<tz>\S+)$"),
-    re.compile(r"^(?P<d>\d{1,2}) (?P<mon>[A-Za-z]{3,9})\.? (?P<y>\d{4}),? " + _CLOCK + r" (?P<tz>\S+)$"),
-    re.compile(r"^(?P<y>\d{4})[/-](?P<monn>\d{1,2})[/-](?P<d>\d{1,2}),? " + _CLOCK + r" (?P<tz>\S+)$"),
-)
-# Short zone names as Takeout writes them, read as their most common zone (CST: US Central; IST: India).
-_ZONES = {
-    "UTC": 0, "GMT": 0, "Z": 0, "WET": 0, "WEST": 1, "BST": 1, "IST": 5.5, "CET": 1, "CEST": 2, "EET": 2, "EEST": 3,
-    "MSK": 3, "GST": 4, "PKT": 5, "ICT": 7, "WIB": 7, "SGT": 8, "HKT": 8, "AWST": 8, "JST": 9, "KST": 9,
-    "ACST": 9.5, "ACDT": 10.5, "AEST": 10, "AEDT": 11, "NZST": 12, "NZDT": 13, "HST": -10, "AKST": -9, "AKDT": -8,
-    "PST": -8, "PDT": -7, "MST": -7, "MDT": -6, "CST": -6, "CDT": -5, "EST": -5, "EDT": -4, "AST": -4, "ADT": -3,
-    "NST": -3.5, "NDT": -2.5, "BRT": -3, "ART": -3, "SAST": 2, "WAT": 1, "CAT": 2, "EAT": 3,
-}
-_OFFSET = re.compile(r"^(?:UTC|GMT)?(?P<sign>[+-])(?P<h>\d{1,2})(?::?(?P<m>\d{2}))?$")
-
-
-def _takeout_time(text: str) -> datetime | None:
-    """A Takeout HTML time (English forms) as aware UTC, or None."""
-    text = _SPACES.sub(" ", text).strip()
-    for form in _DATE_FORMS:
-        m = form.match(text)
-        if not m:
-            continue
-        offset = _zone_offset(m.group("tz"))
-        if offset is None:
-            return None
-        month = int(m.group("monn")) if "monn" in m.groupdict() else _MONTHS.get(m.group("mon")[:3].lower())
-        if month is None:
-            return None
-        hour = int(m.group("h"))
-        ampm = (m.group("ampm") or "").replace(".", "").replace(" ", "").lower()
-        if ampm:
-            if not 1 <= hour <= 12:
-                return None
-            hour = hour % 12 + (12 if ampm == "pm" else 0)
-        try:
-            local = datetime(int(m.group("y")), month, int(m.group("d")), hour, int(m.group("mi")), int(m.group("s") or 0))
-        except ValueError:
-            return None
-        return (local - offset).replace(tzinfo=UTC)
-    return None
-
-
-def _zone_offset(zone: str) -> timedelta | None:
-    if zone.upper() in _ZONES:
-        return timedelta(hours=_ZONES[zone.upper()])
-    m = _OFFSET.match(zone.upper())
-    if not m:
-        return None
-    delta = timedelta(hours=int(m.group("h")), minutes=int(m.group("m") or 0))
-    return delta if m.group("sign") == "+" else -delta
 
 
 # ---- rows into conversations ---------------------------------------------------------------
@@ -637,13 +212,13 @@ class _RowStore:
     def __init__(self, budget: int | None = None) -> None:
         self.budget = MAX_HELD_BYTES if budget is None else budget
         self.held = 0
-        self.rows: list[_Row] = []
+        self.rows: list[Row] = []
         self.groups: dict[str, list[int]] = {}  # conversation id -> its rows, in file order (newest activity first)
         self.db: sqlite3.Connection | None = None
         self.folder: tempfile.TemporaryDirectory[str] | None = None
         self.count = 0
 
-    def add(self, row: _Row, conversations: list[str]) -> None:
+    def add(self, row: Row, conversations: list[str]) -> None:
         index, self.count = self.count, self.count + 1
         if self.db is None:
             self.held += 256 + len(row.text) + sum(len(a) for a in row.answers) + 64 * len(conversations)
@@ -671,14 +246,14 @@ class _RowStore:
             self.db.executemany("INSERT INTO members VALUES (?, ?)", ((conv_id, i) for i in indexes))
         self.rows, self.groups = [], {}
 
-    def _insert(self, index: int, row: _Row, conversations: list[str]) -> None:
+    def _insert(self, index: int, row: Row, conversations: list[str]) -> None:
         assert self.db is not None
         self.db.execute("INSERT INTO rows VALUES (?, ?)", (index, orjson.dumps(tuple(row))))
         for conv_id in conversations:
             self.db.execute("INSERT OR IGNORE INTO convs VALUES (?, ?)", (conv_id, index))
             self.db.execute("INSERT OR IGNORE INTO members VALUES (?, ?)", (conv_id, index))
 
-    def conversations(self) -> Iterator[tuple[str, list[_Row]]]:
+    def conversations(self) -> Iterator[tuple[str, list[Row]]]:
         """(id, its rows in file order) of each conversation, in the order of its newest activity."""
         if self.db is None:
             for conv_id, indexes in self.groups.items():
@@ -688,7 +263,7 @@ class _RowStore:
         reader = self.db.cursor()
         for (conv_id,) in self.db.execute("SELECT conv FROM convs ORDER BY first"):
             found = reader.execute("SELECT r.data FROM members m JOIN rows r ON r.idx = m.idx WHERE m.conv = ? ORDER BY m.idx", (conv_id,))
-            yield conv_id, [_Row(*orjson.loads(data)) for (data,) in found]
+            yield conv_id, [Row(*orjson.loads(data)) for (data,) in found]
 
     def close(self) -> None:
         if self.db is not None:
@@ -700,12 +275,14 @@ class _RowStore:
         self.rows, self.groups = [], {}
 
 
-def _conversations(entry: Entry, rows: Iterator[_Row | None], report: ReadReport) -> Iterator[Conversation]:
+def _conversations(entry: Entry, rows: Iterator[Row | None], report: ReadReport) -> Iterator[Conversation]:
     store = _RowStore()
     try:
         for row in rows:
             if row is None:
                 continue
+            if row.activity == "canvas":
+                report.kept.append(_canvas(entry, row))
             if not row.conversations and row.activity is not None:
                 report.skip(f"gemini activity outside a conversation ({row.activity})")
                 continue
@@ -716,13 +293,25 @@ def _conversations(entry: Entry, rows: Iterator[_Row | None], report: ReadReport
         store.close()
 
 
-def _derived_id(row: _Row) -> str:
+def _canvas(entry: Entry, row: Row) -> Canvas:
+    """A "Created Gemini Canvas titled …" row as the account's Canvas: its title, its text where the row has
+    one, its conversation only where the row links one."""
+    title = row.text.removeprefix(CANVAS_TITLED).strip()
+    return Canvas(
+        platform=PLATFORM, canvas_id=derived_id("canvas", row.second, title), title=title,
+        created_at=datetime.fromtimestamp(row.time, tz=UTC) if row.time is not None else None,
+        text="\n\n".join(a for a in row.answers if a) or None, conversation_id=row.conversations[0] if row.conversations else None,
+        source_file=entry.name,
+    )
+
+
+def _derived_id(row: Row) -> str:
     """A stable id for a row that names no conversation: its time to the second and its prompt."""
-    digest = hashlib.sha256(f"{row.second}\n{_SPACES.sub(' ', row.text).strip()}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{row.second}\n{SPACES.sub(' ', row.text).strip()}".encode()).hexdigest()
     return f"activity-{digest[:16]}"
 
 
-def _conversation(conv_id: str, rows: list[_Row]) -> Conversation:
+def _conversation(conv_id: str, rows: list[Row]) -> Conversation:
     """The rows of one conversation (any order) as a Conversation: turns in time order, regenerated
     answers as siblings (the last active), other activities in meta."""
     rows.sort(key=lambda r: (r.time if r.time is not None else float("-inf"), -r.index))
@@ -809,7 +398,7 @@ def _file(pointer: str, shown: str | None) -> Attachment:
     name = shown or pointer.rsplit("/", 1)[-1]
     extension = pointer.rsplit(".", 1)[-1].lower() if "." in pointer else ""
     return Attachment.fast(
-        kind="image" if extension in _IMAGE_EXTENSIONS else "file", name=name, pointer=pointer,
+        kind="image" if extension in IMAGE_EXTENSIONS else "file", name=name, pointer=pointer,
         mime_type=_MIME.guess_type(pointer, strict=False)[0],
     )
 
@@ -819,7 +408,3 @@ def _image(src: str, alt: str) -> Attachment:
     name = alt or (None if inline or not src else src.split("?", 1)[0].rsplit("/", 1)[-1] or None)
     return Attachment.fast(kind="image", name=name, pointer=None if inline or not src else src)
 
-
-def _short(exc: BaseException, limit: int = 200) -> str:
-    text = str(exc).replace("\n", " ")
-    return text if len(text) <= limit else text[:limit] + "..."
