@@ -45,7 +45,7 @@ from chatetl.graph.chunk_search import FullTextQueryError, chunk_indexes, chunk_
 from chatetl.model import Role
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
 from chatetl.readers.platform_names import normalize_platform
-from chatetl.storage import ObjectStore
+from chatetl.storage import ObjectStore, S3ObjectStore
 
 if TYPE_CHECKING:
     from neo4j import Driver
@@ -114,6 +114,8 @@ class Hit:
     message_ids: list[str]
     matches: list[tuple[int, int]] = field(default_factory=list)  # [start, end) in `text`
     exports: dict[str, list[str]] | None = None  # format -> where its files are (with a store)
+    matched: str | None = None  # what `matches` are: "words" (the query's), "sentence" (the nearest by meaning), None
+    links: dict[str, list[str]] | None = None  # format -> links a person can open (local paths, presigned URLs)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -231,6 +233,7 @@ def _nearest_sentences(hits: list[Hit], query_vector: list[float], embedder: Emb
     for hit in hits:
         if id(hit) in best:
             hit.matches = [best[id(hit)][1]]
+            hit.matched = "sentence"
 
 
 # --------------------------------------------------------------------------- fusion
@@ -370,6 +373,7 @@ def search(
                               "search with the model the chunks were embedded with")
         lists["vector"] = chunk_matches(driver, vector=query_vector, limit=pool, pool=depth, filters=params, database=database)
     terms = query_terms(query)
+    lists = {name: rows for name, rows in lists.items() if rows}  # a list that found nothing: the other's own scores
     fused = fuse(lists, k, per_conversation) if fusion == "rrf" else blend(lists, terms, k, per_conversation)
     hits = []
     for rank, (score, ranks, row) in enumerate(fused, start=1):
@@ -400,6 +404,8 @@ def search(
             message_ids=list(row["message_ids"] or []),
             matches=word_matches(row["text"], terms),
         ))
+    for hit in hits:
+        hit.matched = "words" if hit.matches else None
     if model is not None and query_vector is not None:
         _nearest_sentences(hits, query_vector, model)
     if store is not None:
@@ -421,15 +427,30 @@ def _text_list(driver: Driver, query: str, pool: int, depth: int, params: dict[s
         raise SearchError(str(exc)) from None
 
 
+LINK_SECONDS = 7 * 24 * 3600  # how long a presigned link opens its file (SigV4's longest)
+
+
+def openable(store: ObjectStore, key: str) -> str:
+    """A link a person can open: a local file's path, or an S3 object's presigned URL (a browser cannot open s3://)."""
+    if isinstance(store, S3ObjectStore):
+        url: str = store.client.generate_presigned_url(
+            "get_object", Params={"Bucket": store.bucket, "Key": store.prefix + key}, ExpiresIn=LINK_SECONDS)
+        return url
+    return store.uri(key)
+
+
 def _add_exports(store: ObjectStore, hits: list[Hit]) -> None:
-    """Each hit's exported files (format -> where), from its conversation's export manifest. Where the bucket
-    cannot be read, hits keep `exports` None (a search still shows what it found) and a warning says why."""
+    """Each hit's exported files (format -> where, and links a person opens), from its conversation's export
+    manifest. Where the bucket cannot be read, hits keep `exports` None (a search still shows what it found)
+    and a warning says why."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     for hit in hits:
         try:
             manifest = read_manifest(store, hit.conversation["key"]) or {}
+            files = (manifest.get("files") or {}).items()
+            hit.exports = {fmt: [store.uri(key) for key in keys] for fmt, keys in files}
+            hit.links = {fmt: [openable(store, key) for key in keys] for fmt, keys in files}
         except (OSError, BotoCoreError, ClientError) as exc:  # the bucket is down or refuses: the hits still stand
             log.warning("search: the exported files are not known (%s: %s)", type(exc).__name__, exc)
             return
-        hit.exports = {fmt: [store.uri(key) for key in keys] for fmt, keys in (manifest.get("files") or {}).items()}
