@@ -51,9 +51,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -79,7 +79,7 @@ def test_blend_follows_the_words_when_they_are_found_together_and_meaning_when_n
     weak = {"text": [_scored("three", 4.0, "three cats"), _scored("mean", 2.0, "average of numbers")],
             "vector": [_scored("mean", 0.9), _scored("other", 0.7), _scored("three", 0.6)]}
     fused = blend(weak, terms, k=10)
-    assert [row["document_key"] for _, _, row in fused][0] == "mean"
+    assert fused[0][2]["document_key"] == "mean"
     assert all(0.0 <= score <= 1.0 for score, _, _ in fused)
     assert fused[0][1] == {"text": 2, "vector": 1}
     # every word found together: the full-text order stands, whatever the vector list says

@@ -19,6 +19,7 @@ _COMMANDS = {
     "export": "chatetl.cli.export:export",
     "load": "chatetl.cli.load:load",
     "search": "chatetl.cli.search:search",
+    "mcp": "chatetl.mcp.command:mcp",
 }
 
 
