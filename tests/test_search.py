@@ -327,3 +327,22 @@ def test_a_query_the_index_still_refuses_is_one_line(loaded, monkeypatch):
 def test_the_last_day_there_is_is_a_filter_without_an_end():
     assert SearchFilters(until=date.max).params()["until"] is None
     assert SearchFilters(since=date.max, until=date.max).params()["since"] == "9999-12-31"
+
+
+@pytest.mark.integration
+def test_exported_files_in_s3_come_with_links_a_browser_opens(s3_bucket):
+    import urllib.request
+
+    from chatetl.search import _add_exports
+    from chatetl.storage import S3ObjectStore, s3_client
+
+    store = S3ObjectStore(s3_client(os.environ["CHATETL_S3_ENDPOINT_URL"]), s3_bucket, "some/prefix")
+    conv = _chats()[0]
+    publish_conversation(store, conv, conversation_files(conv, ["html"]), ["html"])
+    hit = Hit(rank=1, score=1.0, text_rank=1, vector_rank=None, conversation={"key": conv.key}, chunk_id="x", position=0,
+              char_start=0, char_end=0, text="", message_ids=[])
+    _add_exports(store, [hit])
+    [uri], [link] = hit.exports["html"], hit.links["html"]
+    assert uri.startswith(f"s3://{s3_bucket}/some/prefix/exports/html/") and link.startswith("http")
+    with urllib.request.urlopen(link, timeout=10) as answer:  # presigned: no credentials needed to open it
+        assert answer.read() == store.get_bytes(uri.split("/some/prefix/", 1)[1])
