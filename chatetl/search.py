@@ -18,17 +18,18 @@ Modes:
 
 Each list is ranked by conversation (its best chunk), so a long conversation does not fill the
 list with its chunks (`per_conversation=False` ranks chunks); every candidate of each list takes
-part in the fusion, as in the paper (which fused whole TREC runs), and chunks of equal score
-share a rank: their order in the index's answer means nothing (chunks holding the same query
-words score the same but for their length), and fusion must not read it as a preference. Filters (platform, date range,
+part in the fusion, and chunks of equal score share a rank: their order in the index's answer
+means nothing (chunks holding the same query words score the same but for their length), and
+fusion must not read it as a preference. Filters (platform, date range,
 role, model) keep the best `pool` chunks of each index that pass them, however far down the index
 ranks them (Neo4j 5.26's indexes cannot filter inside the index: the index is asked deeper until
 enough pass, `chatetl.graph.chunk_search.chunk_matches`). The words go to the full-text index as
 words, never as Lucene syntax (`AND`, `NOT`, brackets escaped), at most `MAX_TERMS` of them (a
 note says when more were left out). A hit gives its conversation (title, platform,
 dates, url), the chunk (text, offsets in the Document, message ids), `matches`: where in the
-chunk text the query's words are (a vector hit without them: the sentence nearest the query),
-and with a store, the conversation's exported files (exports/_conversations/ manifests).
+chunk text the query's words are (a vector hit without them: the sentence nearest the query;
+`matched` says which), and with a store, the conversation's exported files (exports/_conversations/
+manifests) and links a person can open (`openable`: a presigned URL for S3).
 """
 
 from __future__ import annotations
