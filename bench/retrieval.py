@@ -409,6 +409,13 @@ def cleanup(driver: Any, database: str | None) -> None:
             """,
             platform=PLATFORM,
         ).consume()
+        session.run(  # the --scale Documents, which have no Conversation
+            """
+            MATCH (d:Document {source: $platform})
+            CALL (d) { OPTIONAL MATCH (d)-[:HAS_CHUNK]->(k:Chunk) DETACH DELETE k, d } IN TRANSACTIONS OF 100 ROWS
+            """,
+            platform=PLATFORM,
+        ).consume()
 
 
 def drop_chunks(driver: Any, database: str | None) -> None:
@@ -502,6 +509,50 @@ def model_throughput(embedder: Any, facts: list[dict[str, Any]], n: int = 1000, 
     return n / (time.perf_counter() - start)
 
 
+def scale_latency(driver: Any, database: str | None, embedder: Any, facts: list[dict[str, Any]], queries: list[dict[str, Any]],
+                  sizes: Sequence[int], batch: int = 2000) -> None:
+    """Search latency at `sizes` chunks: Documents of 10 chunks under the benchmark's platform, written straight
+    into the graph (texts of 1 to 6 sentences of the topics' chats; vectors of 2,000 of them embedded by the
+    model, each reused with a little noise so that no two are equal), then the first 100 queries in each mode,
+    unfiltered. Each size is added to the last."""
+    import numpy as np
+
+    from chatetl.graph.chunks import ensure_chunk_schema
+
+    rng = random.Random(5)
+    pool = [s.strip() + "." for f in facts for s in f["text"].split(".") if len(s.strip()) > 20]
+    texts = [" ".join(rng.sample(pool, rng.randint(1, 6))) for _ in range(2000)]
+    base = np.asarray(embedder(texts), dtype=np.float32)
+    noise = np.random.default_rng(5)
+    ensure_chunk_schema(driver, database, dimensions=base.shape[1])
+    written = 0
+    for size in sizes:
+        start = time.perf_counter()
+        while written < size:
+            n = min(batch, size - written)
+            vectors = base[[(written + j) % len(base) for j in range(n)]] + noise.normal(0, 0.02, (n, base.shape[1])).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            rows = [{"doc": f"{PLATFORM}:scale-{(written + j) // 10}", "id": f"{PLATFORM}:scale-{(written + j) // 10}#{(written + j) % 10}",
+                     "position": (written + j) % 10, "text": texts[(written + j) % len(texts)], "embedding": vectors[j].tolist()}
+                    for j in range(n)]
+            driver.execute_query(
+                """
+                UNWIND $rows AS row
+                MERGE (d:Document {key: row.doc}) ON CREATE SET d.source = $platform, d.title = row.doc, d.created_at = '2025-01-01'
+                CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id, text: row.text, position: row.position, char_start: 0,
+                                                  char_end: size(row.text), message_ids: [], source: $platform})
+                SET c.embedding = row.embedding
+                """, rows=rows, platform=PLATFORM, database_=database)
+            written += n
+        loaded = time.perf_counter() - start
+        driver.execute_query("CALL db.awaitIndexes(600)", database_=database)
+        records, _, _ = driver.execute_query("MATCH (c:Chunk) RETURN count(c) AS n", database_=database)
+        chosen = queries[:100]
+        table = {label: evaluate(driver, database, chosen, mode, fusion, embedder, None)
+                 for label, mode, fusion in MODES if label != "hybrid (rrf)"}
+        print(f"{records[0]['n']:,} chunks in the graph ({loaded:.0f} s to write {size:,}): {latency(table)}", flush=True)
+
+
 def run_set(driver: Any, database: str | None, name: str, convs: list[Conversation], queries: list[dict[str, Any]],
             kinds: Sequence[str], embedder: Any, timings: bool) -> None:
     """One question set: its conversations loaded (graph, then the documents stage with the model), every query in every mode."""
@@ -541,6 +592,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=150, help="sessions of the memory set (its 300 questions among them)")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--asides", default="3,7", help="MIN,MAX exchanges on other subjects in each chat of the topics set")
+    parser.add_argument("--scale", default="", help="search latency at these chunk counts instead (e.g. 10000,100000)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's nodes in the graph")
     args = parser.parse_args()
     ensure_local_env()
@@ -552,6 +604,12 @@ def main() -> None:
     print(f"Neo4j {conf['uri']} (database {database}); the model {embedder.name}")
     driver = open_driver()
     try:
+        if args.scale:
+            rng = random.Random(args.seed)
+            _, facts = corpus(rng, (3, 7))
+            cleanup(driver, database)
+            scale_latency(driver, database, embedder, facts, make_queries(facts, 100, rng), [int(x) for x in args.scale.split(",")])
+            return
         if args.set in ("topics", "both"):
             rng = random.Random(args.seed)
             low, high = (int(x) for x in args.asides.split(","))
