@@ -1,8 +1,16 @@
 """Retrieval benchmark: full-text, vector and hybrid search (chatetl.search) side by side, on generated chats.
 
-    NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/retrieval.py [--queries 300] [--asides 3,7] [--keep]
+    NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/retrieval.py [--set topics|memory|both] [--queries 300]
+        [--asides 3,7] [--sessions 150] [--keep]
+    NEO4J_URI=... .venv/bin/python bench/retrieval.py --scale 10000,100000    # search latency by graph size
 
-Generated data (never real chats): 500 conversations, each about one thing going wrong with one
+Two question sets, generated (never real chats). The memory set (`memory_corpus`) is one
+person's long history: sessions of many exchanges, each (subject, kind of question) remembered in
+one user turn, every subject also talked around in other sessions; its questions (facts, "when
+did …", "what did I decide about …", names, dates; half of them naming the subject in other
+words) are answered by one turn, and the table adds whether a top-5 hit holds that turn.
+
+The topics set: 500 conversations, each about one thing going wrong with one
 thing (25 areas of life × 5 things × 4 of 8 troubles: a bicycle's chain that keeps breaking, a
 sourdough starter that smells strange ...), said by a user who lives in one of 40 cities and
 names the thing's model or error code (`KX4417`: one per conversation), with the assistant's
@@ -32,9 +40,10 @@ The corpus goes through the real code path into the Neo4j of NEO4J_URI (the loca
 defaults otherwise): the graph load (chatetl.graph.load), then the documents stage
 (chatetl.rag.partition.write_upload_documents into a temporary bucket folder), timed without
 embeddings, with the built-in model, and rerun unchanged. Then every query runs in each mode
-(`chatetl.search.search`, k=10, one hit per conversation), and the table gives recall@1,
-recall@5, MRR@10 and queries per second (one client, the query's embedding included). The
-model's throughput on 1,800-character chunks is measured apart.
+(`chatetl.search.search`, k=10, one hit per conversation; hybrid with the score blend and with
+reciprocal rank fusion, main's before it), and the Markdown table gives recall@1/5/10 and nDCG@10
+per mode, for all questions and per kind, then the latency p50/p95 (one client, the query's
+embedding included). The model's throughput on 1,800-character chunks is measured apart.
 
 The benchmark's nodes live under their own platform (`bench-retrieval`) and are deleted before
 and after (unless --keep); when the database holds other chunks the searches are filtered to the
