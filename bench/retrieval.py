@@ -1,8 +1,16 @@
 """Retrieval benchmark: full-text, vector and hybrid search (chatetl.search) side by side, on generated chats.
 
-    NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/retrieval.py [--queries 300] [--asides 3,7] [--keep]
+    NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/retrieval.py [--set topics|memory|both] [--queries 300]
+        [--asides 3,7] [--sessions 150] [--keep]
+    NEO4J_URI=... .venv/bin/python bench/retrieval.py --scale 10000,100000    # search latency by graph size
 
-Generated data (never real chats): 500 conversations, each about one thing going wrong with one
+Two question sets, generated (never real chats). The memory set (`memory_corpus`) is one
+person's long history: sessions of many exchanges, each (subject, kind of question) remembered in
+one user turn, every subject also talked around in other sessions; its questions (facts, "when
+did …", "what did I decide about …", names, dates; half of them naming the subject in other
+words) are answered by one turn, and the table adds whether a top-5 hit holds that turn.
+
+The topics set: 500 conversations, each about one thing going wrong with one
 thing (25 areas of life × 5 things × 4 of 8 troubles: a bicycle's chain that keeps breaking, a
 sourdough starter that smells strange ...), said by a user who lives in one of 40 cities and
 names the thing's model or error code (`KX4417`: one per conversation), with the assistant's
@@ -32,9 +40,10 @@ The corpus goes through the real code path into the Neo4j of NEO4J_URI (the loca
 defaults otherwise): the graph load (chatetl.graph.load), then the documents stage
 (chatetl.rag.partition.write_upload_documents into a temporary bucket folder), timed without
 embeddings, with the built-in model, and rerun unchanged. Then every query runs in each mode
-(`chatetl.search.search`, k=10, one hit per conversation), and the table gives recall@1,
-recall@5, MRR@10 and queries per second (one client, the query's embedding included). The
-model's throughput on 1,800-character chunks is measured apart.
+(`chatetl.search.search`, k=10, one hit per conversation; hybrid with the score blend and with
+reciprocal rank fusion, main's before it), and the Markdown table gives recall@1/5/10 and nDCG@10
+per mode, for all questions and per kind, then the latency p50/p95 (one client, the query's
+embedding included). The model's throughput on 1,800-character chunks is measured apart.
 
 The benchmark's nodes live under their own platform (`bench-retrieval`) and are deleted before
 and after (unless --keep); when the database holds other chunks the searches are filtered to the
@@ -44,12 +53,14 @@ benchmark's platform (and say so), as they would otherwise be distractors.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import re
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -62,7 +73,7 @@ from local_env import ensure_local_env
 from chatetl.graph.connection import neo4j_settings, open_driver
 from chatetl.graph.load import load_conversations
 from chatetl.model import Conversation, Message, Role, Source
-from chatetl.rag.embeddings import builtin_embedder
+from chatetl.rag.embeddings import load_embedder
 from chatetl.rag.partition import DocumentsResult, write_upload_documents
 from chatetl.readers.tree import resolve_branches
 from chatetl.search import SearchFilters, search
@@ -258,6 +269,141 @@ def make_queries(facts: list[dict[str, Any]], count: int, rng: random.Random) ->
     return queries
 
 
+# --------------------------------------------------------------------------- the long-conversation set
+# One person's history: sessions of many turns, a few of whose user turns each say one thing worth
+# remembering (a needle); every other turn talks around the same subjects, so a subject's words are in
+# many sessions and only one turn answers a question.
+
+SUBJECTS = [  # (as said, a paraphrase a question may use instead)
+    ("boiler", "heating unit"), ("backpack", "rucksack"), ("laptop", "notebook computer"), ("lease", "rental contract"),
+    ("passport", "travel document"), ("bicycle", "bike"), ("mortgage", "home loan"), ("dentist visit", "teeth checkup"),
+    ("car insurance", "vehicle cover"), ("piano lessons", "keyboard classes"), ("garden shed", "tool hut"),
+    ("wedding venue", "reception hall"), ("phone contract", "mobile plan"), ("kitchen renovation", "cooking area remodel"),
+    ("gym membership", "fitness club pass"), ("tax return", "revenue filing"), ("dog food", "kibble for the puppy"),
+    ("winter tyres", "cold season wheels"), ("sofa", "couch"), ("camera lens", "photo optics"), ("roof repair", "shingle fix"),
+    ("school enrolment", "class registration"), ("coffee machine", "espresso maker"), ("solar panels", "rooftop PV"),
+    ("visa application", "entry permit request"), ("hiking boots", "trail shoes"), ("pension plan", "retirement savings"),
+    ("electric bill", "power invoice"), ("birthday party", "celebration for turning a year older"), ("washing machine", "laundry appliance"),
+    ("fridge", "refrigerator"), ("driving test", "road exam"), ("health insurance", "medical cover"), ("guitar", "six-string"),
+    ("apartment viewing", "flat tour"), ("car loan", "vehicle financing"), ("holiday rental", "vacation cottage"),
+    ("eye exam", "optician check"), ("printer", "inkjet"), ("running shoes", "jogging trainers"), ("bookshelf", "shelving unit"),
+    ("website domain", "web address registration"), ("savings account", "deposit fund"), ("concert tickets", "gig passes"),
+    ("wedding suit", "formal outfit"), ("moving van", "removal truck"), ("vet appointment", "animal doctor visit"),
+    ("home alarm", "burglar system"), ("dishwasher", "plate cleaner"), ("language course", "evening classes in Spanish"),
+    ("chimney sweep", "flue cleaning"), ("parking permit", "resident street pass"), ("tablet", "touchscreen device"),
+    ("freezer", "deep-freeze chest"), ("bathroom tiles", "shower wall ceramics"), ("water heater", "hot water tank"),
+    ("train pass", "rail season ticket"), ("dining table", "eating table"), ("lawn mower", "grass cutter"), ("crib", "baby cot"),
+]
+ATTRIBUTES = ["serial number", "order reference", "model code", "account number", "booking code"]
+EVENTS = [("replaced", "swapped out"), ("sold", "got rid of"), ("renewed", "extended"), ("booked", "reserved"), ("repaired", "fixed")]
+CHOICES = ["go with the cheaper offer from {name}", "wait until after the summer", "cancel it and start over next year",
+           "pay the extra for the premium version", "ask {name} to handle it for me", "split the cost with my brother"]
+ROLES = [("technician", "engineer"), ("agent", "representative"), ("advisor", "consultant"), ("installer", "fitter")]
+DEADLINES = [("deadline", "due date"), ("appointment", "slot"), ("delivery", "drop-off")]
+FIRST = ["Marta", "Jonas", "Ines", "Tomasz", "Aiko", "Ruben", "Leila", "Pieter", "Sofia", "Bram", "Nadia", "Oskar", "Elif", "Dario",
+         "Freya", "Kwame", "Lucia", "Matteo", "Ylva", "Hamid"]
+LAST = ["Okafor", "Lindqvist", "Moreau", "Kowalski", "Tanaka", "Alvarez", "Haddad", "de Vries", "Rossi", "Novak", "Petrov",
+        "Schmidt", "Yilmaz", "Costa", "Brennan", "Mensah", "Ferreira", "Conti", "Berg", "Karimi"]
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
+MEMORY_KINDS = ("facts", "when did", "decisions", "names", "dates")
+CHATTER = [  # a user's turn around a subject, and an assistant's generic answer
+    ("Is a {s} something people usually regret skimping on?", "It depends on how often you use it; compare a few options first."),
+    ("My neighbour keeps asking about my {s}, funny how everyone has an opinion.", "People love to share experiences; take what helps."),
+    ("Remind me what to check before dealing with a {s}.", "Read the terms, keep receipts, and note who you spoke to and when."),
+    ("I saw an advert about a {s} today and it made me think.", "Adverts are good at that; decide on what you actually need."),
+    ("What are typical mistakes with a {s}?", "Rushing, not reading the small print, and forgetting follow-ups."),
+    ("How much time should I set aside for the {s} stuff?", "Block an hour this week; it is usually less than it feels."),
+]
+GENERIC = [
+    ("Can you help me plan my week?", "Sure: list the fixed things first, then the errands, then leave a buffer."),
+    ("I'm tired today, any quick dinner ideas?", "A tray bake, an omelette, or pasta with whatever vegetables you have."),
+    ("What's a good way to start journaling?", "Three lines each evening: what happened, what you felt, what's next."),
+    ("Recommend a short novel for the train.", "Try something under 200 pages; a novella fits a commute well."),
+]
+
+
+def _day(rng: random.Random) -> tuple[str, str]:
+    """A date as a turn says it and as a question may say it."""
+    month, day = rng.randrange(12), rng.randint(1, 28)
+    return f"{day} {MONTHS[month]} 2025", f"{MONTHS[month]} {day}"
+
+
+def _needle(kind: str, subject: tuple[str, str], rng: random.Random, n: int) -> tuple[str, str, str]:
+    """One remembered turn of a kind: (the user's turn, the assistant's answer, the question; the question uses the
+    subject's paraphrase one time in two)."""
+    said, other = subject
+    asked = other if n % 2 else said
+    name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+    if kind == "facts":
+        attribute = ATTRIBUTES[n % len(ATTRIBUTES)]
+        value = f"{chr(65 + rng.randrange(26))}{chr(65 + rng.randrange(26))}-{rng.randint(1000, 9999)}"
+        return (f"Writing this down so I don't lose it: the {attribute} for the {said} is {value}.", "Noted, keep it somewhere safe too.",
+                f"what is the {attribute} of my {asked}?")
+    if kind == "when did":
+        verb, verbq = EVENTS[n % len(EVENTS)]
+        day, _ = _day(rng)
+        return (f"Small update: I finally {verb} the {said} on {day}.", "Good to have that done.",
+                f"when did I {verbq if n % 4 >= 2 else verb} the {asked}?")
+    if kind == "decisions":
+        choice = CHOICES[n % len(CHOICES)].format(name=name)
+        return (f"After going back and forth, I decided to {choice} for the {said}.", "That sounds like a sensible call.",
+                f"what did I decide about the {asked}?")
+    if kind == "names":
+        role, roleq = ROLES[n % len(ROLES)]
+        return (f"The {role} who looked after my {said} was {name}, really helpful.", "Nice when someone is helpful; worth remembering.",
+                f"who was the {roleq if n % 4 >= 2 else role} for my {asked}?")
+    deadline, deadlineq = DEADLINES[n % len(DEADLINES)]
+    day, _ = _day(rng)
+    return (f"Heads up for future me: the {said} {deadline} is {day}.", "I'd put a reminder a week before.",
+            f"what is the date of the {asked} {deadlineq if n % 4 >= 2 else deadline}?")
+
+
+def memory_corpus(rng: random.Random, sessions: int = 150, turns: tuple[int, int] = (15, 25),
+                  ) -> tuple[list[Conversation], list[dict[str, Any]]]:
+    """Sessions of `turns` exchanges each, each (subject, kind of question) remembered in one turn of one session
+    (two a session with the defaults); per remembered turn a question: its text, kind, the session's key and the
+    answering message's id."""
+    pairs = [(subject, kind) for subject in SUBJECTS for kind in MEMORY_KINDS]
+    rng.shuffle(pairs)
+    per_session = -(-len(pairs) // sessions)
+    convs, questions = [], []
+    for s in range(sessions):
+        cid = f"memory-{s:04d}"
+        mine = pairs[s * per_session:(s + 1) * per_session]
+        topic = list(dict.fromkeys([subject for subject, _ in mine] + rng.sample(SUBJECTS, 3)))
+        exchanges: list[tuple[str, str, tuple[str, str] | None]] = []
+        for _ in range(rng.randint(*turns)):
+            if rng.random() < 0.75:
+                user, answer = rng.choice(CHATTER)
+                exchanges.append((user.format(s=rng.choice(SUBJECTS if rng.random() < 0.4 else topic)[0]), answer, None))
+            else:
+                user, answer = rng.choice(GENERIC)
+                exchanges.append((user, answer, None))
+        for subject, kind in mine:
+            user, answer, question = _needle(kind, subject, rng, len(questions) + len(exchanges))
+            exchanges.insert(rng.randint(0, len(exchanges)), (user, answer, (question, kind)))
+        start = T0 + timedelta(days=2 * s, hours=s % 11)
+        messages: list[Message] = []
+        parent = None
+        found = []
+        for user, answer, asked in exchanges:
+            for role, text in ((Role.USER, user), (Role.ASSISTANT, answer)):
+                mid = f"{cid}-m{len(messages)}"
+                messages.append(Message(message_id=mid, parent_id=parent, role=role, text=text,
+                                        created_at=start + timedelta(minutes=3 * len(messages)),
+                                        model="bench-model" if role == Role.ASSISTANT else None))
+                parent = mid
+                if asked and role == Role.USER:
+                    found.append({"text": asked[0], "kind": asked[1], "message_id": mid})
+        conv = Conversation(source=Source.CHATGPT, platform=PLATFORM, conversation_id=cid, title=f"Catching up {s}",
+                            created_at=start, updated_at=messages[-1].created_at, model="bench-model",
+                            messages=messages, source_file="bench-retrieval.json")
+        resolve_branches(conv)
+        convs.append(conv)
+        questions += [{**q, "key": conv.key} for q in found]
+    return convs, questions
+
+
 def cleanup(driver: Any, database: str | None) -> None:
     with driver.session(database=database) as session:
         session.run(
@@ -269,6 +415,13 @@ def cleanup(driver: Any, database: str | None) -> None:
               OPTIONAL MATCH (d)-[:HAS_CHUNK]->(k:Chunk)
               DETACH DELETE k, d, m, c
             } IN TRANSACTIONS OF 50 ROWS
+            """,
+            platform=PLATFORM,
+        ).consume()
+        session.run(  # the --scale Documents, which have no Conversation
+            """
+            MATCH (d:Document {source: $platform})
+            CALL (d) { OPTIONAL MATCH (d)-[:HAS_CHUNK]->(k:Chunk) DETACH DELETE k, d } IN TRANSACTIONS OF 100 ROWS
             """,
             platform=PLATFORM,
         ).consume()
@@ -293,23 +446,63 @@ def documents_stage(driver: Any, database: str | None, root: Path, convs: list[C
     return time.perf_counter() - start, result
 
 
-def evaluate(driver: Any, database: str | None, queries: list[dict[str, Any]], mode: str, embedder: Any, filters: SearchFilters | None,
-             ) -> dict[str, Any]:
-    """recall@1, recall@5, MRR@10 and queries per second of one mode; `ranks`: each query's rank of its conversation (None: not in 10)."""
+# what the table compares: (its name, search's mode, search's fusion); `hybrid (rrf)` is main's fusion before the blend
+MODES = [("text", "text", None), ("vector", "vector", None), ("hybrid (rrf)", "hybrid", "rrf"), ("hybrid", "hybrid", "blend")]
+
+
+def evaluate(driver: Any, database: str | None, queries: list[dict[str, Any]], mode: str, fusion: str | None, embedder: Any,
+             filters: SearchFilters | None) -> dict[str, Any]:
+    """Each query's rank of its conversation (None: not in the 10 hits), whether one of the first 5 hits holds its
+    answering message (queries that name one), and each query's seconds."""
     ranks: list[int | None] = []
-    start = time.perf_counter()
+    turns: list[bool] = []
+    seconds: list[float] = []
     for q in queries:
-        hits = search(driver, q["text"], k=10, mode=mode, embedder=embedder, filters=filters, database=database)
+        start = time.perf_counter()
+        hits = search(driver, q["text"], k=10, mode=mode, embedder=embedder, filters=filters, database=database,
+                      **({"fusion": fusion} if fusion else {}))
+        seconds.append(time.perf_counter() - start)
         keys = [h.conversation["key"] for h in hits]
         ranks.append(keys.index(q["key"]) + 1 if q["key"] in keys else None)
-    seconds = time.perf_counter() - start
-    return {**scores(ranks), "qps": len(queries) / seconds, "ranks": ranks}
+        if "message_id" in q:
+            turns.append(any(q["message_id"] in h.message_ids for h in hits[:5]))
+    return {"ranks": ranks, "turns": turns, "seconds": seconds}
 
 
-def scores(ranks: list[int | None]) -> dict[str, float]:
+def scores(ranks: list[int | None], turns: list[bool] | None = None) -> dict[str, float]:
+    """recall@1/5/10, nDCG@10 (one relevant conversation: 1 / log2(1 + rank)), MRR@10, the answering turn in the top 5."""
     n = len(ranks)
-    return {"recall@1": sum(r == 1 for r in ranks) / n, "recall@5": sum(r is not None and r <= 5 for r in ranks) / n,
-            "mrr": statistics.fmean(1.0 / r if r else 0.0 for r in ranks)}
+    out = {f"R@{c}": sum(r is not None and r <= c for r in ranks) / n for c in (1, 5, 10)}
+    out["nDCG@10"] = statistics.fmean(1.0 / math.log2(1 + r) if r else 0.0 for r in ranks)
+    out["MRR@10"] = statistics.fmean(1.0 / r if r else 0.0 for r in ranks)
+    if turns:
+        out["turn@5"] = sum(turns) / len(turns)
+    return out
+
+
+def report(title: str, queries: list[dict[str, Any]], kinds: Sequence[str], table: dict[str, dict[str, Any]]) -> None:
+    """The table of every mode, all queries then per kind, as Markdown; then where hybrid is below the better single mode."""
+    columns = ["R@1", "R@5", "R@10", "nDCG@10"] + (["turn@5"] if table["text"]["turns"] else [])
+    print(f"\n{title}\n\n| questions | mode | {' | '.join(columns)} |\n| --- | --- |{' ---: |' * len(columns)}")
+    worse = []
+    for kind in ("all", *kinds):
+        chosen = [i for i, q in enumerate(queries) if kind in ("all", q["kind"])]
+        row_of = {}
+        for name, *_ in MODES:
+            row = table[name]
+            row_of[name] = scores([row["ranks"][i] for i in chosen], [row["turns"][i] for i in chosen] if row["turns"] else None)
+            cells = " | ".join(f"{row_of[name][c]:.3f}" for c in columns)
+            print(f"| {kind + f' ({len(chosen)})' if name == 'text' else ''} | {name} | {cells} |")
+        for c in ("R@1", "R@5"):
+            better = max(row_of["text"][c], row_of["vector"][c])
+            if row_of["hybrid"][c] < better:
+                worse.append(f"{kind} {c}: hybrid {row_of['hybrid'][c]:.3f} < {better:.3f}")
+    print("hybrid at least the better single mode at R@1 and R@5 for every kind" if not worse else "hybrid below: " + "; ".join(worse))
+
+
+def latency(table: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(f"{name} p50 {statistics.median(row['seconds']) * 1000:.0f} ms p95 "
+                     f"{statistics.quantiles(row['seconds'], n=20)[-1] * 1000:.0f} ms" for name, row in table.items())
 
 
 def model_throughput(embedder: Any, facts: list[dict[str, Any]], n: int = 1000, size: int = 1800) -> float:
@@ -325,59 +518,121 @@ def model_throughput(embedder: Any, facts: list[dict[str, Any]], n: int = 1000, 
     return n / (time.perf_counter() - start)
 
 
+def scale_latency(driver: Any, database: str | None, embedder: Any, facts: list[dict[str, Any]], queries: list[dict[str, Any]],
+                  sizes: Sequence[int], batch: int = 2000) -> None:
+    """Search latency at `sizes` chunks: Documents of 10 chunks under the benchmark's platform, written straight
+    into the graph (texts of 1 to 6 sentences of the topics' chats; vectors of 2,000 of them embedded by the
+    model, each reused with a little noise so that no two are equal), then the first 100 queries in each mode,
+    unfiltered. Each size is added to the last."""
+    import numpy as np
+
+    from chatetl.graph.chunks import ensure_chunk_schema
+
+    rng = random.Random(5)
+    pool = [s.strip() + "." for f in facts for s in f["text"].split(".") if len(s.strip()) > 20]
+    texts = [" ".join(rng.sample(pool, rng.randint(1, 6))) for _ in range(2000)]
+    base = np.asarray(embedder(texts), dtype=np.float32)
+    noise = np.random.default_rng(5)
+    ensure_chunk_schema(driver, database, dimensions=base.shape[1])
+    written = 0
+    for size in sizes:
+        start = time.perf_counter()
+        while written < size:
+            n = min(batch, size - written)
+            vectors = base[[(written + j) % len(base) for j in range(n)]] + noise.normal(0, 0.02, (n, base.shape[1])).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            rows = [{"doc": f"{PLATFORM}:scale-{(written + j) // 10}", "id": f"{PLATFORM}:scale-{(written + j) // 10}#{(written + j) % 10}",
+                     "position": (written + j) % 10, "text": texts[(written + j) % len(texts)], "embedding": vectors[j].tolist()}
+                    for j in range(n)]
+            driver.execute_query(
+                """
+                UNWIND $rows AS row
+                MERGE (d:Document {key: row.doc}) ON CREATE SET d.source = $platform, d.title = row.doc, d.created_at = '2025-01-01'
+                CREATE (d)-[:HAS_CHUNK]->(c:Chunk {id: row.id, text: row.text, position: row.position, char_start: 0,
+                                                  char_end: size(row.text), message_ids: [], source: $platform})
+                SET c.embedding = row.embedding
+                """, rows=rows, platform=PLATFORM, database_=database)
+            written += n
+        loaded = time.perf_counter() - start
+        driver.execute_query("CALL db.awaitIndexes(600)", database_=database)
+        records, _, _ = driver.execute_query("MATCH (c:Chunk) RETURN count(c) AS n", database_=database)
+        chosen = queries[:100]
+        table = {label: evaluate(driver, database, chosen, mode, fusion, embedder, None)
+                 for label, mode, fusion in MODES if label != "hybrid (rrf)"}
+        print(f"{records[0]['n']:,} chunks in the graph ({loaded:.0f} s to write {size:,}): {latency(table)}", flush=True)
+
+
+def run_set(driver: Any, database: str | None, name: str, convs: list[Conversation], queries: list[dict[str, Any]],
+            kinds: Sequence[str], embedder: Any, timings: bool) -> None:
+    """One question set: its conversations loaded (graph, then the documents stage with the model), every query in every mode."""
+    cleanup(driver, database)
+    start = time.perf_counter()
+    load_conversations(driver, convs, database=database)
+    print(f"\n== {name}: {len(convs)} conversations, {sum(len(c.messages) for c in convs)} messages; graph load "
+          f"{time.perf_counter() - start:.2f} s", flush=True)
+    with tempfile.TemporaryDirectory(prefix="chatetl-bench-retrieval-") as tmp:
+        if timings:
+            off, res_off = documents_stage(driver, database, Path(tmp, "off"), convs, None)
+            drop_chunks(driver, database)
+        on, res_on = documents_stage(driver, database, Path(tmp, "on"), convs, embedder)
+        if timings:
+            again, res_again = documents_stage(driver, database, Path(tmp, "on"), convs, embedder)
+            print(f"documents stage, {res_off.chunks} chunks: without embeddings {off:.2f} s ({res_off.chunks / off:,.0f} chunks/s); "
+                  f"with embeddings {on:.2f} s ({res_on.chunks / on:,.0f} chunks/s; the model {res_on.embedding_seconds:.2f} s for "
+                  f"{res_on.embedded} chunks); unchanged rerun {again:.2f} s, {res_again.embedded} embedded, "
+                  f"{res_again.embeddings_reused} reused")
+        else:
+            print(f"documents stage: {res_on.chunks} chunks in {on:.2f} s")
+    records, _, _ = driver.execute_query("MATCH (c:Chunk) WHERE NOT c.source = $p RETURN count(c) AS n", p=PLATFORM, database_=database)
+    filters = None
+    if records[0]["n"]:
+        filters = SearchFilters(platform=PLATFORM)
+        print(f"note: the database holds {records[0]['n']} other chunks: searches filtered to platform {PLATFORM}")
+    search(driver, "warm up", mode="hybrid", embedder=embedder, filters=filters, database=database)
+    table = {label: evaluate(driver, database, queries, mode, fusion, embedder, filters) for label, mode, fusion in MODES}
+    report(f"{name}, {len(queries)} questions, e.g. {queries[0]['text']!r}", queries, kinds, table)
+    print(f"one query, one client (its embedding included): {latency(table)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--set", choices=["topics", "memory", "both"], default="both", help="which question set")
+    parser.add_argument("--queries", type=int, default=300, help="questions of the topics set")
+    parser.add_argument("--sessions", type=int, default=150, help="sessions of the memory set (its 300 questions among them)")
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--asides", default="3,7", help="MIN,MAX exchanges on other subjects in each chat")
+    parser.add_argument("--asides", default="3,7", help="MIN,MAX exchanges on other subjects in each chat of the topics set")
+    parser.add_argument("--scale", default="", help="search latency at these chunk counts instead (e.g. 10000,100000)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's nodes in the graph")
     args = parser.parse_args()
     ensure_local_env()
     conf = neo4j_settings()
     database = conf["database"] or None
-    rng = random.Random(args.seed)
-    low, high = (int(x) for x in args.asides.split(","))
-    convs, facts = corpus(rng, (low, high))
-    queries = make_queries(facts, args.queries, rng)
-    print(f"Neo4j {conf['uri']} (database {database}); {len(convs)} conversations on {len(convs)} distinct (area, thing, trouble) topics "
-          f"with {low} to {high} exchanges on other subjects each; {len(queries)} paraphrased queries, e.g. {queries[0]['text']!r}")
-    print(f"words a query shares with its conversation: {statistics.fmean(q['shared'] for q in queries):.2f} on average, at most "
-          f"{max(q['shared'] for q in queries)}, of {statistics.fmean(q['content'] for q in queries):.1f} words (stop words aside)")
+    embedder = load_embedder()
+    if embedder is None:
+        raise SystemExit("embeddings are off (CHATETL_EMBEDDINGS): nothing to compare")
+    print(f"Neo4j {conf['uri']} (database {database}); the model {embedder.name}")
     driver = open_driver()
     try:
-        cleanup(driver, database)
-        start = time.perf_counter()
-        load_conversations(driver, convs, database=database)
-        print(f"graph load: {len(convs)} conversations in {time.perf_counter() - start:.2f} s")
-        embedder = builtin_embedder()
-        with tempfile.TemporaryDirectory(prefix="chatetl-bench-retrieval-") as tmp:
-            off, res_off = documents_stage(driver, database, Path(tmp, "off"), convs, None)
-            drop_chunks(driver, database)
-            on, res_on = documents_stage(driver, database, Path(tmp, "on"), convs, embedder)
-            again, res_again = documents_stage(driver, database, Path(tmp, "on"), convs, embedder)
-        print(f"documents stage, {res_off.chunks} chunks: without embeddings {off:.2f} s ({res_off.chunks / off:,.0f} chunks/s); "
-              f"with embeddings {on:.2f} s ({res_on.chunks / on:,.0f} chunks/s; the model {res_on.embedding_seconds:.2f} s for "
-              f"{res_on.embedded} chunks); unchanged rerun {again:.2f} s, {res_again.embedded} embedded, {res_again.embeddings_reused} reused")
-        print(f"model alone ({embedder.name}): {model_throughput(embedder, facts):,.0f} chunks of 1,800 characters per second")
-        records, _, _ = driver.execute_query("MATCH (c:Chunk) WHERE NOT c.source = $p RETURN count(c) AS n", p=PLATFORM, database_=database)
-        filters = None
-        if records[0]["n"]:
-            filters = SearchFilters(platform=PLATFORM)
-            print(f"note: the database holds {records[0]['n']} other chunks: searches filtered to platform {PLATFORM}")
-        search(driver, "warm up", mode="hybrid", embedder=embedder, filters=filters, database=database)
-        print(f"\n{'mode':<8} {'recall@1':>9} {'recall@5':>9} {'MRR@10':>8} {'queries/s':>10}")
-        table = {}
-        for mode in ("text", "vector", "hybrid"):
-            row = table[mode] = evaluate(driver, database, queries, mode, embedder, filters)
-            print(f"{mode:<8} {row['recall@1']:>9.3f} {row['recall@5']:>9.3f} {row['mrr']:>8.3f} {row['qps']:>10.1f}", flush=True)
-        print(f"\n{'MRR@10 by kind':<22} {'text':>7} {'vector':>7} {'hybrid':>7}")
-        for kind in KINDS:
-            chosen = [i for i, q in enumerate(queries) if q["kind"] == kind]
-            cells = " ".join(f"{scores([table[m]['ranks'][i] for i in chosen])['mrr']:>7.3f}" for m in ("text", "vector", "hybrid"))
-            print(f"{kind + f' ({len(chosen)})':<22} {cells}")
-        best_single = max(table["text"]["mrr"], table["vector"]["mrr"])
-        print(f"\nhybrid MRR {table['hybrid']['mrr']:.3f} vs the better single mode {best_single:.3f}: "
-              f"{'hybrid wins' if table['hybrid']['mrr'] > best_single else 'hybrid does NOT win'}")
+        if args.scale:
+            rng = random.Random(args.seed)
+            _, facts = corpus(rng, (3, 7))
+            cleanup(driver, database)
+            scale_latency(driver, database, embedder, facts, make_queries(facts, 100, rng), [int(x) for x in args.scale.split(",")])
+            return
+        if args.set in ("topics", "both"):
+            rng = random.Random(args.seed)
+            low, high = (int(x) for x in args.asides.split(","))
+            convs, facts = corpus(rng, (low, high))
+            queries = make_queries(facts, args.queries, rng)
+            print(f"topics: {len(convs)} conversations on distinct (area, thing, trouble) topics with {low} to {high} exchanges on "
+                  f"other subjects each; words a query shares with its conversation: "
+                  f"{statistics.fmean(q['shared'] for q in queries):.2f} on average, at most {max(q['shared'] for q in queries)}, "
+                  f"of {statistics.fmean(q['content'] for q in queries):.1f} words (stop words aside)")
+            run_set(driver, database, "topics", convs, queries, KINDS, embedder, timings=True)
+            print(f"model alone ({embedder.name}): {model_throughput(embedder, facts):,.0f} chunks of 1,800 characters per second")
+        if args.set in ("memory", "both"):
+            convs, questions = memory_corpus(random.Random(args.seed), sessions=args.sessions)
+            run_set(driver, database, "memory", convs, questions, MEMORY_KINDS, embedder, timings=False)
     finally:
         if not args.keep:
             cleanup(driver, database)

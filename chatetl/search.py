@@ -1,4 +1,4 @@
-"""Find anything you discussed: full-text and vector search over every chunk, fused by reciprocal rank.
+"""Find anything you discussed: full-text and vector search over every chunk, blended by score.
 
     from chatetl.search import SearchFilters, search
     hits = search(driver, "proofing rye dough overnight", k=5, filters=SearchFilters(platform="claude", since=date(2025, 1, 1)))
@@ -7,25 +7,29 @@ Modes:
 - `text`: the `chunk_text` full-text index (Lucene BM25 on the words, searched literally);
 - `vector`: the `chunk_embedding` vector index (cosine to the query's vector, from the model the
   chunks were embedded with: chatetl.rag.embeddings, the built-in one by default);
-- `hybrid` (the default): both lists, fused by reciprocal rank fusion: a conversation scores
-  Σ 1 / (60 + rank) over the lists it appears in (Cormack, Clarke and Büttcher, SIGIR 2009;
-  k = 60 as there and in Elasticsearch's and OpenSearch's RRF). Ranks, not scores, are fused,
-  so BM25 and cosine need no common scale, and a conversation both lists find rises above one
-  that only one of them ranks first.
+- `hybrid` (the default): both lists, blended by score (`blend`): each list's scores scaled to
+  [0, 1] (BM25 by the list's best, cosine between the list's worst and best) and summed with a
+  weight that follows the words: the share `c` of the query's words that the full-text list's
+  best chunk holds gives the words `(1 + c) / 2`, meaning the rest. A query whose words are all
+  found together is ranked as full-text search ranks it (a weak vector list cannot push a
+  literal match down); a query whose words are scattered or absent leans on meaning. Reciprocal
+  rank fusion (`fusion="rrf"`, Σ 1 / (60 + rank)) stays available: it reads ranks only, so a
+  weak keyword hit on one common word ranked first weighs as much as the best vector hit.
 
 Each list is ranked by conversation (its best chunk), so a long conversation does not fill the
 list with its chunks (`per_conversation=False` ranks chunks); every candidate of each list takes
-part in the fusion, as in the paper (which fused whole TREC runs), and chunks of equal score
-share a rank: their order in the index's answer means nothing (chunks holding the same query
-words score the same but for their length), and fusion must not read it as a preference. Filters (platform, date range,
+part in the fusion, and chunks of equal score share a rank: their order in the index's answer
+means nothing (chunks holding the same query words score the same but for their length), and
+fusion must not read it as a preference. Filters (platform, date range,
 role, model) keep the best `pool` chunks of each index that pass them, however far down the index
 ranks them (Neo4j 5.26's indexes cannot filter inside the index: the index is asked deeper until
 enough pass, `chatetl.graph.chunk_search.chunk_matches`). The words go to the full-text index as
 words, never as Lucene syntax (`AND`, `NOT`, brackets escaped), at most `MAX_TERMS` of them (a
 note says when more were left out). A hit gives its conversation (title, platform,
 dates, url), the chunk (text, offsets in the Document, message ids), `matches`: where in the
-chunk text the query's words are (a vector hit without them: the sentence nearest the query),
-and with a store, the conversation's exported files (exports/_conversations/ manifests).
+chunk text the query's words are (a vector hit without them: the sentence nearest the query;
+`matched` says which), and with a store, the conversation's exported files (exports/_conversations/
+manifests) and links a person can open (`openable`: a presigned URL for S3).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from chatetl.graph.chunk_search import FullTextQueryError, chunk_indexes, chunk_
 from chatetl.model import Role
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
 from chatetl.readers.platform_names import normalize_platform
-from chatetl.storage import ObjectStore
+from chatetl.storage import ObjectStore, S3ObjectStore
 
 if TYPE_CHECKING:
     from neo4j import Driver
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES = ("hybrid", "text", "vector")
+FUSIONS = ("blend", "rrf")
 RRF_K = 60
 POOL = 100  # candidates per index at least ...
 FILTERED_POOL = 1000  # ... and how deep the index is asked first with a filter (the filter drops most of them)
@@ -110,6 +115,8 @@ class Hit:
     message_ids: list[str]
     matches: list[tuple[int, int]] = field(default_factory=list)  # [start, end) in `text`
     exports: dict[str, list[str]] | None = None  # format -> where its files are (with a store)
+    matched: str | None = None  # what `matches` are: "words" (the query's), "sentence" (the nearest by meaning), None
+    links: dict[str, list[str]] | None = None  # format -> links a person can open (local paths, presigned URLs)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -227,6 +234,7 @@ def _nearest_sentences(hits: list[Hit], query_vector: list[float], embedder: Emb
     for hit in hits:
         if id(hit) in best:
             hit.matches = [best[id(hit)][1]]
+            hit.matched = "sentence"
 
 
 # --------------------------------------------------------------------------- fusion
@@ -277,6 +285,43 @@ def fuse(lists: dict[str, list[dict[str, Any]]], k: int, per_conversation: bool 
     return [(score, ranks, shown) for score, ranks, shown, _ in ordered[:k]]
 
 
+def word_share(text: str, terms: Sequence[str]) -> float:
+    """The share of the query's words (`query_terms`) that stand in the text as whole words."""
+    if not terms:
+        return 0.0
+    found = {m.group().lower() for m in _WORD.finditer(text)}
+    return sum(term in found for term in terms) / len(terms)
+
+
+def blend(lists: dict[str, list[dict[str, Any]]], terms: Sequence[str], k: int, per_conversation: bool = True,
+          ) -> list[tuple[float, dict[str, int], dict[str, Any]]]:
+    """The full-text and vector lists blended by score (see the module doc): (score in [0, 1], ranks per
+    list, the row shown), best first. The row shown is the entry's best-ranked chunk over the lists (the
+    full-text one on a tie: it holds the words); equal scores keep the better single rank first."""
+    text = _ranked(lists.get("text") or [], per_conversation)
+    vector = _ranked(lists.get("vector") or [], per_conversation)
+    text_weight = (1.0 + word_share(text[0]["text"], terms)) / 2 if text else 0.0
+    weights = {"text": text_weight if vector else 1.0, "vector": 1.0 - text_weight if text else 1.0}
+    entries: dict[str, tuple[float, dict[str, int], dict[str, Any], int]] = {}
+    for name, rows in (("text", text), ("vector", vector)):
+        if not rows:
+            continue
+        best, worst = rows[0]["score"], rows[-1]["score"]
+        for rank, row in zip(_ranks(rows), rows, strict=True):
+            if name == "text":
+                scaled = row["score"] / best if best > 0 else 1.0
+            else:
+                scaled = (row["score"] - worst) / (best - worst) if best > worst else 1.0
+            key = row["document_key"] if per_conversation else row["chunk_id"]
+            score, ranks, shown, shown_rank = entries.get(key, (0.0, {}, row, rank))
+            ranks[name] = rank
+            if rank < shown_rank:
+                shown, shown_rank = row, rank
+            entries[key] = (score + weights[name] * scaled, ranks, shown, shown_rank)
+    ordered = sorted(entries.values(), key=lambda e: (-e[0], min(e[1].values()), e[2]["chunk_id"]))
+    return [(score, ranks, shown) for score, ranks, shown, _ in ordered[:k]]
+
+
 # --------------------------------------------------------------------------- search
 
 
@@ -292,13 +337,17 @@ def search(
     database: str | None = None,
     per_conversation: bool = True,
     pool: int | None = None,
+    fusion: str = "blend",
 ) -> list[Hit]:
     """The `k` best hits for `query` (see the module doc). `embedder`: the model the chunks were
     embedded with (default: chatetl.rag.embeddings.load_embedder(), the settings' one); without
     one, `vector` is an error and `hybrid` is `text`. `store`: the bucket, to say where each
-    conversation's exported files are."""
+    conversation's exported files are. `fusion`: how `hybrid` joins its two lists, `blend` (by
+    score) or `rrf` (by rank)."""
     if mode not in MODES:
         raise SearchError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+    if fusion not in FUSIONS:
+        raise SearchError(f"fusion {fusion!r}: expected one of {', '.join(FUSIONS)}")
     if not query.strip():
         raise SearchError("an empty query")
     if k < 1:
@@ -324,9 +373,12 @@ def search(
             raise SearchError(f"the graph's vectors have {dims} dimensions, the embedder {model.name}'s {len(query_vector)}: "
                               "search with the model the chunks were embedded with")
         lists["vector"] = chunk_matches(driver, vector=query_vector, limit=pool, pool=depth, filters=params, database=database)
+    terms = query_terms(query)
+    lists = {name: rows for name, rows in lists.items() if rows}  # a list that found nothing: the other's own scores
+    fused = fuse(lists, k, per_conversation) if fusion == "rrf" else blend(lists, terms, k, per_conversation)
     hits = []
-    for rank, (score, ranks, row) in enumerate(fuse(lists, k, per_conversation), start=1):
-        if len(lists) == 1:  # one list: its own score says more than 1/(60 + rank)
+    for rank, (score, ranks, row) in enumerate(fused, start=1):
+        if len(lists) == 1:  # one list: its own score (BM25, cosine) says more than its fused one
             score = row["score"]
         hits.append(Hit(
             rank=rank,
@@ -351,8 +403,10 @@ def search(
             char_end=row["char_end"],
             text=row["text"],
             message_ids=list(row["message_ids"] or []),
-            matches=word_matches(row["text"], query_terms(query)),
+            matches=word_matches(row["text"], terms),
         ))
+    for hit in hits:
+        hit.matched = "words" if hit.matches else None
     if model is not None and query_vector is not None:
         _nearest_sentences(hits, query_vector, model)
     if store is not None:
@@ -374,15 +428,30 @@ def _text_list(driver: Driver, query: str, pool: int, depth: int, params: dict[s
         raise SearchError(str(exc)) from None
 
 
+LINK_SECONDS = 7 * 24 * 3600  # how long a presigned link opens its file (SigV4's longest)
+
+
+def openable(store: ObjectStore, key: str) -> str:
+    """A link a person can open: a local file's path, or an S3 object's presigned URL (a browser cannot open s3://)."""
+    if isinstance(store, S3ObjectStore):
+        url: str = store.client.generate_presigned_url(
+            "get_object", Params={"Bucket": store.bucket, "Key": store.prefix + key}, ExpiresIn=LINK_SECONDS)
+        return url
+    return store.uri(key)
+
+
 def _add_exports(store: ObjectStore, hits: list[Hit]) -> None:
-    """Each hit's exported files (format -> where), from its conversation's export manifest. Where the bucket
-    cannot be read, hits keep `exports` None (a search still shows what it found) and a warning says why."""
+    """Each hit's exported files (format -> where, and links a person opens), from its conversation's export
+    manifest. Where the bucket cannot be read, hits keep `exports` None (a search still shows what it found)
+    and a warning says why."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     for hit in hits:
         try:
             manifest = read_manifest(store, hit.conversation["key"]) or {}
+            files = (manifest.get("files") or {}).items()
+            hit.exports = {fmt: [store.uri(key) for key in keys] for fmt, keys in files}
+            hit.links = {fmt: [openable(store, key) for key in keys] for fmt, keys in files}
         except (OSError, BotoCoreError, ClientError) as exc:  # the bucket is down or refuses: the hits still stand
             log.warning("search: the exported files are not known (%s: %s)", type(exc).__name__, exc)
             return
-        hit.exports = {fmt: [store.uri(key) for key in keys] for fmt, keys in (manifest.get("files") or {}).items()}

@@ -24,6 +24,7 @@ from chatetl.search import (
     Hit,
     SearchError,
     SearchFilters,
+    blend,
     fuse,
     query_terms,
     search,
@@ -66,6 +67,30 @@ def test_reciprocal_rank_fusion_adds_one_over_60_plus_the_rank():
     fused = fuse(tied, k=3)
     assert [(r["document_key"], ranks) for _, ranks, r in fused] == [
         ("b", {"text": 1, "vector": 1}), ("a", {"text": 1, "vector": 2}), ("c", {"text": 3})]
+
+
+def _scored(doc: str, score: float, text: str = "", n: int = 0) -> dict:
+    return {**_row(doc, n), "score": score, "text": text}
+
+
+def test_blend_follows_the_words_when_they_are_found_together_and_meaning_when_not():
+    terms = query_terms("averaging three numbers")
+    # a weak keyword hit on one common word ranked first by the words, the best vector hit second there
+    weak = {"text": [_scored("three", 4.0, "three cats"), _scored("mean", 2.0, "average of numbers")],
+            "vector": [_scored("mean", 0.9), _scored("other", 0.7), _scored("three", 0.6)]}
+    fused = blend(weak, terms, k=10)
+    assert fused[0][2]["document_key"] == "mean"
+    assert all(0.0 <= score <= 1.0 for score, _, _ in fused)
+    assert fused[0][1] == {"text": 2, "vector": 1}
+    # every word found together: the full-text order stands, whatever the vector list says
+    found = {"text": [_scored("exact", 4.0, "averaging three numbers in Python"), _scored("near", 3.9, "three numbers")],
+             "vector": [_scored("near", 0.95), _scored("far", 0.9), _scored("exact", 0.5)]}
+    assert [row["document_key"] for _, _, row in blend(found, terms, k=2)] == ["exact", "near"]
+    # one list: its order; chunks of one conversation: its best only, unless per chunk
+    assert [r["document_key"] for _, _, r in blend({"vector": [_scored("a", 0.9), _scored("b", 0.8)]}, terms, k=5)] == ["a", "b"]
+    same = {"text": [_scored("a", 2.0, "three", 0), _scored("a", 1.0, "three", 1)]}
+    assert [r["chunk_id"] for _, _, r in blend(same, terms, k=5)] == ["a#0"]
+    assert [r["chunk_id"] for _, _, r in blend(same, terms, k=5, per_conversation=False)] == ["a#0", "a#1"]
 
 
 def test_the_words_a_query_matches_and_where():
@@ -302,3 +327,22 @@ def test_a_query_the_index_still_refuses_is_one_line(loaded, monkeypatch):
 def test_the_last_day_there_is_is_a_filter_without_an_end():
     assert SearchFilters(until=date.max).params()["until"] is None
     assert SearchFilters(since=date.max, until=date.max).params()["since"] == "9999-12-31"
+
+
+@pytest.mark.integration
+def test_exported_files_in_s3_come_with_links_a_browser_opens(s3_bucket):
+    import urllib.request
+
+    from chatetl.search import _add_exports
+    from chatetl.storage import S3ObjectStore, s3_client
+
+    store = S3ObjectStore(s3_client(os.environ["CHATETL_S3_ENDPOINT_URL"]), s3_bucket, "some/prefix")
+    conv = _chats()[0]
+    publish_conversation(store, conv, conversation_files(conv, ["html"]), ["html"])
+    hit = Hit(rank=1, score=1.0, text_rank=1, vector_rank=None, conversation={"key": conv.key}, chunk_id="x", position=0,
+              char_start=0, char_end=0, text="", message_ids=[])
+    _add_exports(store, [hit])
+    [uri], [link] = hit.exports["html"], hit.links["html"]
+    assert uri.startswith(f"s3://{s3_bucket}/some/prefix/exports/html/") and link.startswith("http")
+    with urllib.request.urlopen(link, timeout=10) as answer:  # presigned: no credentials needed to open it
+        assert answer.read() == store.get_bytes(uri.split("/some/prefix/", 1)[1])

@@ -21,6 +21,7 @@ _COMMANDS = {
     "search": "chatetl.cli.search:search",
     "collect": "chatetl.cli.collect:collect",
     "doctor": "chatetl.cli.doctor:doctor",
+    "mcp": "chatetl.mcp.command:mcp",
 }
 
 

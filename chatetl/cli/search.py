@@ -1,12 +1,13 @@
 """`chatetl search QUERY`: hybrid search over every loaded chunk (chatetl.search), ranked by conversation.
 
     chatetl search "QUERY" [--platform P] [--since D] [--until D] [--role R] [--model M] [-k N]
-                           [--mode hybrid|text|vector] [--json]
+                           [--mode hybrid|text|vector] [--min-score S] [--verbose] [--json]
 
-In a terminal: a ranked list, each hit with its conversation (title, platform, date), the
-part of the chunk that matches (the query's words in bold), its message ids and where the
-conversation's exported files are. With --json: one JSON object per hit and line (the
-`chatetl.search.Hit` fields), nothing else on stdout.
+In a terminal: a ranked list, each hit with its conversation (title, platform, date), its score,
+the part of the chunk that matches (the query's words in bold; a hit found by meaning alone shows
+its nearest sentence, unmarked) and a link to the conversation's exported file (a local path, or
+a presigned URL for S3); its message and chunk ids with --verbose. With --json: one JSON object
+per hit and line (the `chatetl.search.Hit` fields), nothing else on stdout.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def _date(value: str | None, name: str) -> date | None:
 def _marked(text: str, spans: list[tuple[int, int]], color: bool) -> str:
     """The text with its matches in bold (or between ** ** without colour), on one line; every piece
     of the chat's text made printable (a sequence a match cuts in two is text, never a control)."""
-    out, pos = [], 0
+    out: list[str] = []
+    pos = 0
     for start, end in spans:
         if start < pos:
             continue
@@ -63,19 +65,24 @@ def _marked(text: str, spans: list[tuple[int, int]], color: bool) -> str:
     return " ".join("".join(out).split())
 
 
-def render(hit: Any, color: bool) -> str:
+def render(hit: Any, color: bool, verbose: bool = False) -> str:
+    """A hit for a person: the head (rank, title, platform, day, which lists found it, the score), the
+    snippet (the query's words marked, only where they are), the file to open; the ids with `verbose`."""
     conv = hit.conversation
     day = one_line(str(conv.get("updated_at") or conv.get("created_at") or "")[:10]) or "undated"
     found = ", ".join(f"{name} #{rank}" for name, rank in (("text", hit.text_rank), ("vector", hit.vector_rank)) if rank)
     title = one_line(conv.get("title") or conv.get("document_title") or conv["key"])
-    head = f"{hit.rank:>2}. {click.style(title, bold=True) if color else title}  ·  {one_line(str(conv.get('platform')))}  ·  {day}  ({found})"
+    head = (f"{hit.rank:>2}. {click.style(title, bold=True) if color else title}  ·  {one_line(str(conv.get('platform')))}  ·  {day}"
+            f"  ({found})  score {hit.score:.2f}")
     snippet, spans = hit.snippet()
-    lines = [head, f"    {_marked(snippet, spans, color)}"]
-    ids = [one_line(i) for i in hit.message_ids]
-    lines.append(f"    messages: {', '.join(ids[:4])}{f' (+{len(ids) - 4})' if len(ids) > 4 else ''}   chunk {one_line(hit.chunk_id)}")
-    if hit.exports:
-        fmt = "html" if "html" in hit.exports else min(hit.exports)
-        lines.append(f"    file: {one_line(hit.exports[fmt][0])}")
+    lines = [head, f"    {_marked(snippet, spans if hit.matched == 'words' else [], color)}"]
+    if verbose:
+        ids = [one_line(i) for i in hit.message_ids]
+        lines.append(f"    messages: {', '.join(ids)}   chunk {one_line(hit.chunk_id)}")
+    links = hit.links or hit.exports
+    if links:
+        fmt = "html" if "html" in links else min(links)
+        lines.append(f"    file: {one_line(links[fmt][0])}")
     return "\n".join(lines)
 
 
@@ -89,15 +96,17 @@ def render(hit: Any, color: bool) -> str:
 @click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True, help="Hits to show")
 @click.option("--mode", type=click.Choice(["hybrid", "text", "vector"]), default="hybrid", show_default=True,
               help="Full-text and vector search fused (hybrid), or one of them")
+@click.option("--min-score", type=float, default=None, metavar="S",
+              help="Leave out hits scoring below S (hybrid: 0-1; text: the words' BM25; vector: the cosine's (1 + cos) / 2)")
+@click.option("-v", "--verbose", is_flag=True, default=False, help="Show each hit's message and chunk ids")
 @click.option("--json", "as_json", is_flag=True, default=False, help="One JSON object per hit and line")
 def search(query: str, platform: str | None, since: str | None, until: str | None, role: str | None, model: str | None,
-           k: int, mode: str, as_json: bool) -> None:
+           k: int, mode: str, min_score: float | None, verbose: bool, as_json: bool) -> None:
     """Search everything loaded into Neo4j (NEO4J_URI ...; `chatetl load` or the pipeline) for QUERY:
     the words (full-text index) and what they mean (vector index, the model of CHATETL_EMBEDDER,
-    else the built-in one), fused by reciprocal rank."""
-    from neo4j.exceptions import DriverError, Neo4jError
-
+    else the built-in one), blended by score, the words first where they are all found."""
     from chatetl.graph.connection import neo4j_settings, open_driver
+    from chatetl.graph.failures import graph_failure, reachable
     from chatetl.rag.embeddings import load_embedder
     from chatetl.search import SearchError, SearchFilters
     from chatetl.search import search as run_search
@@ -114,20 +123,26 @@ def search(query: str, platform: str | None, since: str | None, until: str | Non
     store = settings_store(settings)
     driver = open_driver(settings=settings)
     try:
+        reachable(driver)  # one attempt: a server that is down or refuses fails now, not after the driver's retries
         hits = run_search(driver, query, k=k, mode=mode, filters=filters, embedder=embedder, store=store, database=conf["database"] or None)
     except SearchError as exc:
         raise click.UsageError(one_line(str(exc))) from exc
-    except (Neo4jError, DriverError, OSError) as exc:
-        click.echo(f"error: searching the graph at {conf['uri']} failed: {type(exc).__name__}: {one_line(str(exc))}", err=True)
+    except Exception as exc:
+        failure = graph_failure(exc, settings)
+        if failure is None:
+            raise
+        click.echo(f"error: {one_line(failure)}", err=True)
         sys.exit(USAGE_OR_GRAPH)
     finally:
         driver.close()
+    if min_score is not None:
+        hits = [hit for hit in hits if hit.score >= min_score]
     if as_json:
         for hit in hits:
             click.echo(json_line(hit.to_dict()))
     else:
         color = sys.stdout.isatty()
-        click.echo("\n\n".join(render(hit, color) for hit in hits) if hits else "", nl=bool(hits))
+        click.echo("\n\n".join(render(hit, color, verbose) for hit in hits) if hits else "", nl=bool(hits))
     if not hits:
         click.echo(f"no hits for {one_line(repr(query))}", err=True)
     sys.exit(OK)

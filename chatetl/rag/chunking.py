@@ -2,10 +2,12 @@
 
 Cutting: the content is split into pieces that never cross a turn; a turn is split into
 paragraphs (blank lines outside fenced code blocks), a paragraph longer than a chunk into
-lines, a line into words, and only a single word longer than a chunk is cut mid-word.
-Pieces are packed greedily up to `max_chars`; among the possible ends, a turn boundary
-wins over a paragraph, a paragraph over a line, a line over a word, as long as the chunk
-stays at least half full. The next chunk starts with the last pieces of the previous one
+lines, a line into sentences, a sentence into words, and only a single word longer than a
+chunk is cut mid-word. Pieces are packed greedily up to `max_chars`; a chunk ends where a
+turn ends whenever one does inside it, however short that leaves it (a turn that fits in a
+chunk is never cut in two, so a question's answer stays with its speaker's label); else,
+among the possible ends, a paragraph wins over a line, a line over a sentence, a sentence
+over a word, as long as the chunk stays at least half full. The next chunk starts with the last pieces of the previous one
 that fit in `overlap_chars` (whole paragraphs where they fit, else the last words).
 
 Every chunk is an exact slice of its Document's content: `text == content[char_start:char_end]`,
@@ -32,7 +34,7 @@ from chatetl.rag.documents import Document, Span
 from chatetl.settings import Settings
 
 # boundary strength before a piece
-TURN, PARAGRAPH, LINE, WORD, NONE = 4, 3, 2, 1, 0
+TURN, PARAGRAPH, LINE, SENTENCE, WORD, NONE = 5, 4, 3, 2, 1, 0
 
 
 class ChunkOptions(BaseModel):
@@ -102,6 +104,7 @@ class _Piece(NamedTuple):  # (a tuple: a message of millions of words is as many
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")  # matched at a line's start (pattern.match(content, start))
 _WORD = re.compile(r"\S+")
+_SENTENCE = re.compile(r"\S.*?(?:[.!?…。！？]+(?=\s)|$)")  # up to its end mark and the space after it, or the line's end
 _NONBLANK = re.compile(r"\S")  # (what str.strip() keeps: the same whitespace)
 _span = re.Match.span
 
@@ -162,15 +165,25 @@ def _split_long(content: str, start: int, end: int, limit: int, first_strength: 
         if le - ls <= limit:
             yield _Piece(ls, le, strength)
         else:
-            word_strength = strength
-            for ws, we in map(_span, _WORD.finditer(content, ls, le)):
-                while we - ws > limit:
-                    yield _Piece(ws, ws + limit, word_strength)
-                    ws += limit
-                    word_strength = NONE
-                yield _Piece(ws, we, word_strength)
-                word_strength = WORD
+            sentence_strength = strength
+            for ss, se in map(_span, _SENTENCE.finditer(content, ls, le)):
+                if se - ss <= limit:
+                    yield _Piece(ss, se, sentence_strength)
+                else:
+                    yield from _words(content, ss, se, limit, sentence_strength)
+                sentence_strength = SENTENCE
         strength = LINE
+
+
+def _words(content: str, start: int, end: int, limit: int, strength: int) -> Iterator[_Piece]:
+    """A sentence longer than `limit`: its words, and only a single word longer than that cut."""
+    for ws, we in map(_span, _WORD.finditer(content, start, end)):
+        while we - ws > limit:
+            yield _Piece(ws, ws + limit, strength)
+            ws += limit
+            strength = NONE
+        yield _Piece(ws, we, strength)
+        strength = WORD
 
 
 def _pieces(content: str, spans: Sequence[Span], limit: int) -> Iterator[_Piece]:
@@ -240,13 +253,18 @@ def iter_chunk_spans(content: str, spans: Sequence[Span], options: ChunkOptions)
 
 
 def _strongest_boundary(held: list[_Piece], last: int, floor: float, prev_end: int) -> int:
-    """The piece, from `last` back, after which the strongest boundary falls, among those that keep the
-    chunk `floor` long at least (`last` itself always may) and end past the previous chunk."""
+    """The piece, from `last` back, after which the chunk ends: the last turn's end in it, if any; else the
+    strongest boundary among those that keep the chunk `floor` long at least (`last` itself always may);
+    always past the previous chunk."""
     best_j, best_strength = last, -1
     for k in range(last, -1, -1):
-        if (held[k].end < floor and k != last) or held[k].end <= prev_end:
+        if held[k].end <= prev_end:
             break
         strength = held[k + 1].strength
+        if strength == TURN:  # a turn's end wins at any fill: the turn after it starts the next chunk whole
+            return k
+        if held[k].end < floor and k != last:
+            continue  # (a turn's end further back may still come)
         if strength > best_strength:
             best_strength, best_j = strength, k
     return best_j

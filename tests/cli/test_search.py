@@ -55,12 +55,16 @@ def run(bucket, *args: str, **env: str):
 
 
 def test_a_ranked_list_for_a_person_and_json_lines_for_a_program(bucket):
-    result = run(bucket, "Alfama tram")
+    result = run(bucket, "Alfama tram", "--verbose")
     assert result.exit_code == 0, result.output
     first = result.stdout.split("\n\n")[0].splitlines()
     assert first[0].startswith(" 1. Lisbon weekend  ·  chatgpt  ·  2025-09-01  (text #1, vector #1)")
     assert "**tram**" in first[1] and "**Alfama**" in first[1]
     assert first[2].startswith("    messages: m000") and first[3].startswith(f"    file: {bucket}/exports/html/")
+    # without --verbose: no ids; the score on the head line; the file a person opens
+    first = run(bucket, "Alfama tram").stdout.split("\n\n")[0].splitlines()
+    assert re.fullmatch(r" 1\. Lisbon weekend  ·  chatgpt  ·  2025-09-01  \(text #1, vector #1\)  score 1\.00", first[0]), first[0]
+    assert len(first) == 3 and first[2].startswith(f"    file: {bucket}/exports/html/") and os.path.isfile(first[2].split(": ", 1)[1])
 
     result = run(bucket, "Alfama tram", "--json", "-k", "1")
     assert result.exit_code == 0 and result.stderr == ""
@@ -82,6 +86,32 @@ def test_modes_and_filters(bucket):
         assert sorted(json.loads(x)["conversation"]["conversation_id"] for x in result.stdout.splitlines()) == expected, args
     result = run(bucket, "xylophonics", "--mode", "text")
     assert result.exit_code == 0 and result.stdout == "" and "no hits for 'xylophonics'" in result.stderr
+
+
+def test_a_hit_found_by_meaning_alone_is_not_marked_as_matching_words(bucket):
+    result = run(bucket, "leaven culture with a solvent odour", "--mode", "vector", "-k", "1")
+    assert result.exit_code == 0, result.output
+    head, snippet = result.stdout.splitlines()[:2]
+    assert "Sourdough" in head and "**" not in snippet and "sourdough" in snippet
+    hit = json.loads(run(bucket, "leaven culture with a solvent odour", "--mode", "vector", "-k", "1", "--json").stdout)
+    assert hit["matched"] == "sentence" and hit["matches"]
+    assert json.loads(run(bucket, "Alfama", "--json", "-k", "1").stdout)["matched"] == "words"
+
+
+def test_a_relevance_cut_off(bucket):
+    every = [json.loads(x) for x in run(bucket, "tram in the morning", "--json").stdout.splitlines()]
+    assert len(every) == 2 and every[0]["score"] > every[1]["score"]
+    kept = run(bucket, "tram in the morning", "--json", "--min-score", str((every[0]["score"] + every[1]["score"]) / 2))
+    assert [json.loads(x)["conversation"]["conversation_id"] for x in kept.stdout.splitlines()] == ["lisbon"]
+
+
+def test_a_graph_that_is_down_or_refuses_is_one_line_naming_the_setting(bucket):
+    result = run(bucket, "tram", NEO4J_URI="bolt://127.0.0.1:9")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == "error: no Neo4j answers at bolt://127.0.0.1:9: check NEO4J_URI and that Neo4j is running\n"
+    result = run(bucket, "tram", NEO4J_PASSWORD="not-the-password")
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("error: Neo4j at ") and result.stderr.endswith("check NEO4J_USER and NEO4J_PASSWORD\n")
 
 
 def test_usage_errors_say_what_is_wrong(bucket):

@@ -245,3 +245,24 @@ def test_jsonl_and_lucene_helpers():
     assert load_embedder("", settings=Settings.from_env({})).name == BUILTIN_MODEL  # on by default: the built-in model
     with pytest.raises(ValueError):
         load_embedder("no-colon")
+
+
+def test_a_turn_that_fits_is_never_cut_in_two_however_short_the_chunk_before_it():
+    short, long_ = "A short question about the boiler?", "\n\n".join(["The answer goes on for a while here."] * 10)  # 34 and 378 characters
+    doc = _doc([short, long_, short])
+    options = ChunkOptions(max_chars=400, overlap_chars=0)
+    chunks = chunk_document(doc, options)
+    _check_invariants(doc, chunks, options)
+    # a chunk a turn, each whole: the first the short turn alone (a paragraph's end further on would have filled it)
+    assert [(c.char_start, c.char_end) for c in chunks] == [(span.start, span.end) for span in doc.spans]
+    assert all(c.text.startswith(("User: ", "Assistant: ")) for c in chunks)  # each with its speaker
+
+
+def test_a_long_message_splits_on_sentences_before_words():
+    sentences = [f"Sentence {i} says something about item {i} and then stops." for i in range(60)]  # one line, ~3,500 characters
+    doc = _doc([" ".join(sentences)])
+    options = ChunkOptions(max_chars=300, overlap_chars=60)
+    chunks = chunk_document(doc, options)
+    _check_invariants(doc, chunks, options)
+    _never_mid_word(doc.content, chunks)
+    assert all(c.text.rstrip().endswith("stops.") for c in chunks[:-1])  # every cut at a sentence's end
