@@ -44,9 +44,10 @@ from markupsafe import Markup
 
 from chatetl.exports.html import TEMPLATES
 from chatetl.exports.meta import without_controls
-from chatetl.labels import platform_label
+from chatetl.labels import chat_title
 from chatetl.layout import EXPORTS_PREFIX, export_prefix
 from chatetl.model import Conversation, StateOrder, order_of, state_hash, state_version
+from chatetl.readers.platform_names import platform_label
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
 ARCHIVE = "archive"
@@ -55,8 +56,10 @@ DAYS_PREFIX = f"{EXPORTS_PREFIX}_archive/"
 CONTENT_TYPE = "text/html; charset=utf-8"
 REBUILD_ATTEMPTS = 3
 
-# Okabe-Ito: told apart with every common colour-vision deficiency; platforms past 8 reuse them
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C6D1F", "#555555")
+# Okabe-Ito first (told apart with every common colour-vision deficiency), then Paul Tol's muted
+# scheme: every platform of a page gets a colour of its own, up to PALETTE's length
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C6D1F", "#555555",
+           "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
 
 
 def archive_key() -> str:
@@ -111,7 +114,7 @@ def archive_entry(conv: Conversation, html: str | None) -> ArchiveEntry:
         months[month] = months.get(month, 0) + 1
     return ArchiveEntry(
         key=conv.key,
-        title=conv.title or f"{platform_label(conv.platform)} conversation",
+        title=chat_title(conv.title),
         platform=conv.platform,
         date=_utc(start).strftime("%Y-%m-%d") if start else None,
         messages=conv.message_count,
@@ -199,8 +202,17 @@ def _nice_ceiling(value: int) -> int:
         step *= 10
 
 
+def platform_colour(index: int) -> str:
+    """The colour of the page's index-th platform: PALETTE's, then hues a golden angle apart (never one seen before)."""
+    if index < len(PALETTE):
+        return PALETTE[index]
+    hue = (index - len(PALETTE)) * 137.508 % 360
+    lightness = (38, 52, 66)[(index - len(PALETTE)) % 3]
+    return f"hsl({hue:.1f}, 60%, {lightness}%)"
+
+
 def platform_colours(platforms: Iterable[str]) -> dict[str, str]:
-    return {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(platforms)}
+    return {p: platform_colour(i) for i, p in enumerate(platforms)}
 
 
 def activity_chart(entries: list[ArchiveEntry]) -> Chart | None:

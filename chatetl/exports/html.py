@@ -23,7 +23,8 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
-from chatetl.labels import platform_label, turn_label
+from chatetl.labels import chat_title, turn_label
+from chatetl.readers.platform_names import platform_label
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -65,7 +66,7 @@ def _meta(view: ExportView) -> list[dict[str, Any]]:
 
 
 def to_html(view: ExportView) -> str:
-    title = view.title or f"{platform_label(view.conv.platform)} conversation"
+    title = chat_title(view.title)
     messages = []
     for t in view.turns:
         sources = [{"title": s.get("title") or s.get("url"), "href": safe_href(s.get("url"))} for s in source_list(t.citations)]
@@ -74,7 +75,7 @@ def to_html(view: ExportView) -> str:
                 "role": t.role.value,
                 "kind": t.kind.value,
                 "heading": turn_label(t),
-                "body": render_body(view.markdown(t)),
+                "body": render_body(view.shown(t)),
                 "sources": sources,
             }
         )
