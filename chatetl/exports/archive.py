@@ -168,7 +168,7 @@ def search_index(words_per_row: list[str]) -> tuple[str, str]:
     for row, words in enumerate(words_per_row):
         for word in words.split():
             postings.setdefault(word, []).append(row)
-    vocabulary = sorted(postings)
+    vocabulary = sorted(postings, key=lambda w: w.encode("utf-16-be"))  # JavaScript's order of strings: UTF-16 code units
     encoded = []
     for word in vocabulary:
         rows, previous, gaps = postings[word], 0, []

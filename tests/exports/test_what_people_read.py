@@ -92,7 +92,7 @@ def test_a_chat_without_a_platform_reads_unknown_on_every_page():
     (page,) = [f.data.decode() for f in conversation_files(conv, ["html"])]
     assert "<dt>Platform</dt><dd>Unknown</dd>" in page
     archive = render_archive([archive_entry(conv, None)])
-    assert '<option value="unknown">Unknown</option>' in archive and ">Chat<" not in archive
+    assert '<option value="unknown" data-colour="#0072B2">Unknown</option>' in archive and ">Chat<" not in archive
     assert build_document(conv).props["title"].startswith("Unknown: ")
 
 
@@ -100,3 +100,12 @@ def test_every_platform_of_a_page_gets_a_colour_of_its_own():
     platforms = [f"platform-{i}" for i in range(40)]
     colours = platform_colours(platforms)
     assert len(set(colours.values())) == len(platforms)
+
+
+def test_the_search_index_is_in_the_order_the_pages_script_compares_strings():
+    from chatetl.exports.archive import search_index
+
+    vocabulary, postings = search_index(["zebra \U00020000x \uff21b", "zebra apple"])
+    words = vocabulary.split(" ")
+    assert words == sorted(words, key=lambda w: w.encode("utf-16-be"))  # (JavaScript's `<`: UTF-16 code units)
+    assert dict(zip(words, postings.split(" "), strict=True))["zebra"] == "0,1"  # rows 0 and 1, as gaps
