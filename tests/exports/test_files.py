@@ -134,6 +134,8 @@ def test_html_escapes_everything_from_the_chat():
     assert not any(k.startswith("on") for _, attrs in tags for k in attrs)
     assert all(t != "script" for t, _ in tags)
     hrefs = [a["href"] for t, a in tags if t == "a"]
+    assert hrefs[0] == "../archive/index.html"  # the page's own link back to the archive page, never from the chat
+    hrefs = hrefs[1:]
     assert hrefs == ["https://example.org/?a=1&b=<2>"]  # the only safe link (its & and < escaped in the page)
     assert 'href="https://example.org/?a=1&amp;b=&lt;2&gt;"' in page
 
