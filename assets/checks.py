@@ -5,6 +5,10 @@ types, unique message ids per conversation, a gapless active-branch `seq`. A fai
 the graph and exports of the run. On `graph`: the partition's conversations are in Neo4j
 with all their messages (or were replaced by a newer state, which newest-wins allows);
 a failure stops the documents.
+
+One check warns without blocking: `uploads_read_cleanly`, per partition (WARN severity), says
+which of the day's uploads could not be read, whole or in part, and what went to quarantine/,
+so a bad upload shows in the lineage while the readable rest flows on.
 """
 
 
@@ -13,6 +17,7 @@ from collections.abc import Iterator
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
+    AssetCheckSeverity,
     AssetCheckSpec,
     AssetKey,
     asset_check,
@@ -20,12 +25,14 @@ from dagster import (
 )
 
 from assets.ingest import normalized
-from assets.metadata import counts_table, md_list
+from assets.metadata import counts_table, key_list, md_list, md_table
 from assets.partitions import partition_days
 from assets.policies import NETWORK_RETRY
 from chatetl.check_report import CheckReport
 from chatetl.graph.checks import check_graph_partition
 from chatetl.ingest.checks import check_normalized_partition
+from chatetl.ingest.ledger import Ledger
+from chatetl.layout import QUARANTINE_PREFIX
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
@@ -86,3 +93,44 @@ def graph_matches_normalized(context: AssetCheckExecutionContext, object_store: 
     days = check_days(context, GRAPH)
     total = CheckReport.total(check_graph_partition(object_store.store, neo4j.driver, day, neo4j.database) for day in days)
     return _result(total, days)
+
+
+@asset_check(
+    asset=normalized,
+    blocking=False,
+    partitions_def=normalized.partitions_def,
+    retry_policy=NETWORK_RETRY,
+    description="Every upload of the day was read whole: none unreadable, no record refused, nothing in quarantine/ "
+    "(WARN: the readable rest still flows on; see the upload list and quarantine/date=D/).",
+)
+def uploads_read_cleanly(context: AssetCheckExecutionContext, object_store: ObjectStoreResource) -> AssetCheckResult:
+    store = object_store.store
+    days = check_days(context, normalized.key)
+    rows, unreadable, quarantined = [], [], []
+    for day in days:
+        for key, entry in sorted(Ledger.load(store, day).entries.items()):
+            if entry.errors or entry.quarantined:
+                rows.append((day, key, entry.conversations, entry.errors, entry.quarantined))
+            if entry.errors and not entry.conversations:
+                unreadable.append(key)
+        quarantined += [o.key for o in store.list(f"{QUARANTINE_PREFIX}date={day}/")]
+    partly = [r for r in rows if r[3] and r[2]]
+    passed = not rows and not quarantined
+    said = (
+        "every upload read whole"
+        if passed
+        else f"{len(unreadable)} unreadable upload(s), {len(partly)} read in part, {len(quarantined)} file(s) in quarantine"
+    )
+    return AssetCheckResult(
+        passed=passed,
+        severity=AssetCheckSeverity.WARN,
+        description=f"{said} on {', '.join(days) or 'no partition (nothing materialized yet)'}",
+        metadata={
+            "unreadable_uploads": len(unreadable),
+            "uploads_read_in_part": len(partly),
+            "quarantined_files": len(quarantined),
+            "uploads_with_problems": md_table(["day", "upload", "conversations read", "errors", "quarantined parts"], rows),
+            "quarantine": key_list(quarantined),
+        },
+    )
+

@@ -67,9 +67,9 @@ def exports_asset(config_class: type[ExportsConfig] = ExportsConfig) -> AssetsDe
     @daily_asset(group_name="exports", deps=["normalized"], kinds={"s3"})
     def exports(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource) -> MaterializeResult:  # type: ignore[valid-type]
         """Every conversation as chat-export/1 JSON, sharegpt/1 JSON, fenced Markdown, note Markdown (front matter),
-        YAML and HTML (exports/<format>/<platform>-<title>-<date>-<id>.<ext>, newest state wins), the partition's
+        YAML and HTML (`exports/<format>/<platform>-<title>-<date>-<id>.<ext>`, newest state wins), the partition's
         ShareGPT JSONL training file, a zip of the chosen formats and the archive page of the whole bucket
-        (exports/archive/index.html: every conversation, a filter, messages per month). The run config chooses the formats, the zip's
+        (`exports/archive/index.html`: every conversation, searchable, with charts). The run config chooses the formats, the zip's
         formats and which internals go out (defaults: CHATETL_EXPORT_FORMATS, CHATETL_EXPORT_ZIP_FORMATS,
         CHATETL_EXPORT_INCLUDE_* / CHATETL_INCLUDE_*)."""
         return write_exports(context, config, object_store)

@@ -12,7 +12,7 @@ from typing import Any
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue
 
 from assets.config import NormalizedConfig
-from assets.metadata import counts_table, key_list, md_list, md_table
+from assets.metadata import contract_metadata, counts_table, key_list, md_list, md_table
 from assets.partitions import partition_days
 from assets.policies import REPROCESS_TAG, daily_asset
 from chatetl.ingest.index import find_uploads, info_from_dict, info_to_dict
@@ -151,10 +151,11 @@ def normalized_metadata(store: ObjectStore, r: PartitionIngest, days: list[str],
     deps=[raw_uploads],
     kinds={"parquet", "s3"},
     code_version=parser_fingerprint(),  # the UI marks partitions read by an older parser as stale
+    metadata=contract_metadata(),  # the Parquet contract, column by column
 )
 def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_store: ObjectStoreResource) -> MaterializeResult:
     """Every upload of the day read into the normalized tables, conversations and messages, as
-    Parquet at normalized/<table>/date=D/<upload-id>.parquet (bad parts to quarantine/date=D/).
+    Parquet at `normalized/<table>/date=D/<upload-id>.parquet` (bad parts to `quarantine/date=D/`).
     Uploads already normalized from the same bytes by the same parser are skipped (the
     ledger, state/ledger/date=D.json); `reprocess` (or the run tag `chatetl/reprocess=true`) redoes them.
     The code version is the parser's fingerprint: after a reader change the UI shows every

@@ -1,10 +1,12 @@
-"""Markdown metadata for the UI: text from uploads (keys, titles, errors) made inert, lists and tables."""
+"""Metadata for the UI: text from uploads (keys, titles, errors) made inert in Markdown, lists and
+tables; the Parquet contract as Dagster table schemas."""
 
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dagster import MetadataValue
+import pyarrow as pa
+from dagster import MetadataValue, TableColumn, TableColumnConstraints, TableSchema
 
 
 def md_text(value: Any) -> str:
@@ -56,3 +58,20 @@ def md_table(headers: Iterable[str], rows: Iterable[Iterable[Any]]) -> MetadataV
 
 def counts_table(counts: Mapping[str, Any], what: str = "what") -> MetadataValue:
     return md_table([what, "count"], ((f"{k}", v) for k, v in sorted(counts.items())))
+
+
+def table_schema(schema: pa.Schema) -> TableSchema:
+    """A Parquet contract's columns as Dagster shows a table: name, type, whether it may be null."""
+    return TableSchema(columns=[TableColumn(f.name, str(f.type), constraints=TableColumnConstraints(nullable=f.nullable)) for f in schema])
+
+
+def contract_metadata() -> dict[str, Any]:
+    """The normalized tables' contract (chatetl.tables.schema), shown on the asset's definition."""
+    from chatetl.tables.schema import CONVERSATIONS_SCHEMA, MESSAGES_SCHEMA
+
+    return {
+        "conversations_columns": MetadataValue.table_schema(table_schema(CONVERSATIONS_SCHEMA)),
+        "messages_columns": MetadataValue.table_schema(table_schema(MESSAGES_SCHEMA)),
+    }
+
+

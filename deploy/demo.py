@@ -2,7 +2,10 @@
 """The demo: put the built-in sample exports into the local bucket and materialize every asset.
 
 Run by `make demo` after the local services are up. Runs are recorded in
-DAGSTER_HOME (.dagster_home/ by default), so `dagster dev` shows them afterwards.
+DAGSTER_HOME (.dagster_home/ by default), so `dagster dev` shows them afterwards. The demo scans
+raw/ as the upload sensor does before it runs the days, and leaves the sensor's cursor past its
+own uploads, so `make ui`'s first tick finds nothing new (no run that skips them all and shows
+zeros). It prints what it does at INFO, without the warnings a user has no use for.
 Its environment is deploy/local.env's, with CHATETL_STORE=s3 and that DAGSTER_HOME as
 defaults (the real environment wins): started without it, the script starts itself again
 with it (deploy/local_env.py).
@@ -12,9 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -31,10 +37,56 @@ from chatetl.settings import Settings
 from chatetl.storage import S3ObjectStore, put_bytes_if_changed
 
 DEMO_DEFAULTS = {"CHATETL_STORE": "s3", "DAGSTER_HOME": str(REPO / ".dagster_home")}
+# the runs' own log at INFO (Dagster's console default is DEBUG: every step event)
+RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+SENSOR = "upload_sensor"
+
+
+def quiet_warnings() -> None:
+    """Dagster's notices about its own beta and preview features mean nothing to a user of the demo."""
+    from dagster import BetaWarning, PreviewWarning
+
+    for category in (BetaWarning, PreviewWarning):
+        warnings.filterwarnings("ignore", category=category)
+
+
+def scan_as_the_sensor(instance: Any, defs: Any) -> str | None:
+    """The upload sensor's scan of raw/, tick after tick until it has seen every upload (it records the
+    uploads' index, so the runs read it, and their days' coverage); its cursor at the end."""
+    from dagster import SensorResult, build_sensor_context
+
+    from assets.sensors import upload_sensor
+
+    cursor = None
+    for _tick in range(100):  # (the sensor's caps bound each tick: a few ticks see the samples)
+        with build_sensor_context(instance=instance, cursor=cursor, resources=defs.resources, sensor_name=SENSOR) as context:
+            result = upload_sensor(context)
+        if not isinstance(result, SensorResult):
+            break
+        cursor = result.cursor
+        if not result.run_requests:  # a tick that found nothing new: every upload is seen
+            break
+    return cursor
+
+
+def set_sensor_cursor(cursor: str) -> None:
+    """The sensor's cursor stored in DAGSTER_HOME by Dagster's own command line: `dagster sensor cursor`
+    (which records a sensor it has no state of as stopped), then `dagster sensor start` (running, the
+    cursor kept)."""
+    where = ["-w", str(REPO / "workspace.yaml")]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    for args in (["cursor", SENSOR, "--set", cursor], ["start", SENSOR]):
+        done = subprocess.run([sys.executable, "-m", "dagster", "sensor", *args, *where], cwd=REPO, env=env,
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+            print(f"could not {args[0]} {SENSOR} (its first tick may rerun the samples): {last}", file=sys.stderr)
+            return
 
 
 def main() -> int:
     # imported here, in the demo's environment: the definitions read their settings when they load
+    quiet_warnings()
     from dagster import DagsterInstance
 
     from assets.definitions import defs
@@ -53,10 +105,11 @@ def main() -> int:
 
     days = sorted({partition_of(info) for info in store.list(RAW_PREFIX)})
     instance = DagsterInstance.get()
+    cursor = scan_as_the_sensor(instance, defs)
     job = defs.resolve_job_def("ingest_job")
     for day in days:
         print(f"materializing partition {day} ...")
-        result = job.execute_in_process(partition_key=day, instance=instance, raise_on_error=False)
+        result = job.execute_in_process(partition_key=day, instance=instance, raise_on_error=False, run_config=RUN_CONFIG)
         if not result.success:
             print(f"run {result.run_id} for {day} FAILED; see `dagster dev` or the log above", file=sys.stderr)
             return 1
@@ -65,6 +118,8 @@ def main() -> int:
             shown = {k: v.value for k, v in mat.metadata.items() if isinstance(v.value, (int, float)) or k in ("neo4j",)}
             print(f"  {mat.asset_key.to_user_string()}: {json.dumps(shown, default=str)}")
 
+    if cursor:
+        set_sensor_cursor(cursor)
     neo4j = neo4j_settings(settings)
     with open_driver(settings=settings) as driver:
         records, _, _ = driver.execute_query(

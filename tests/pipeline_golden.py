@@ -112,7 +112,7 @@ SHAPED_BYTES = 60_000  # each bench/chatgpt_shaped file
 # the day each step's uploads arrive (their mtime, noon UTC: partition_of)
 DAYS = {"samples": "2026-03-01", "platforms": "2026-03-02", "damaged": "2026-03-03", "changes": "2026-03-04"}
 DEEP = {"samples": False, "platforms": True, "damaged": False, "changes": True}  # the graph's deep mode per day
-CLI_FORMATS = ("chat-export-json", "sharegpt", "md", "md-frontmatter", "yaml", "html", "sharegpt-jsonl", "archive")
+CLI_FORMATS = ("chat-export-json", "sharegpt", "chat-export-md", "md", "yaml", "html", "sharegpt-jsonl", "archive")
 # what differs from run to run: left out of the reports (see the module docstring)
 RUN_DEPENDENT = {"seconds", "embedding_seconds", "largest_transaction_bytes", "bytes_written", "graph_updates"}
 STORE = "<store>"

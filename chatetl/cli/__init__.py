@@ -23,6 +23,17 @@ _COMMANDS = {
     "doctor": "chatetl.cli.doctor:doctor",
     "mcp": "chatetl.mcp.command:mcp",
 }
+# what `chatetl --help` says of each command: what it produces, in the order a newcomer uses them
+# (listed from here, so the help imports no command)
+_SUMMARIES = {
+    "export": "Files to open and keep: an archive page, Markdown, HTML, JSON ...",
+    "normalize": "Two Parquet tables, conversations and messages, for DuckDB or pandas.",
+    "load": "A Neo4j graph of the chats, with their text for search (needs Neo4j).",
+    "search": "Search the chats `load` put into Neo4j: a ranked list of conversations.",
+    "collect": "Copies of coding agents' sessions (Claude Code, Codex, Gemini CLI, opencode) before they are purged.",
+    "doctor": "Which coding agents' sessions are collected, and which would be lost.",
+    "mcp": "An MCP server so an AI assistant can search and read your chats (needs Neo4j).",
+}
 
 
 class _LazyGroup(click.Group):
@@ -34,6 +45,10 @@ class _LazyGroup(click.Group):
             module, attr = _COMMANDS[name].split(":")
             self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl(list(_SUMMARIES.items()))
 
     def invoke(self, ctx: click.Context) -> Any:
         """The command; an output it cannot write (a full disk, temp or `--out`; a folder it may not
@@ -72,10 +87,17 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
 def main() -> None:
-    """chatetl: AI-chat exports into normalized tables, a Neo4j graph, RAG text and files.
+    """chatetl: your AI-chat exports (ChatGPT, Claude, Gemini, DeepSeek, Grok ...) as files to
+    open, tables, a graph and search.
 
-    Each command prints a one-line JSON summary on stdout; errors, and a progress bar when stderr
-    is a terminal, go to stderr. `chatetl COMMAND --help` tells a command's options."""
+    \b
+    Start here:
+      chatetl export ~/Downloads/chatgpt-export.zip --out out
+      then open out/archive/index.html in a browser.
+
+    INPUT is a zip as the platform gave it, a folder, a file, or s3://bucket/prefix; the format is
+    found from the content. Each command prints a one-line JSON summary on stdout; errors, and a
+    progress bar when stderr is a terminal, go to stderr. `chatetl COMMAND --help` tells more."""
 
 
 __all__ = ["main"]

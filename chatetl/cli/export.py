@@ -1,14 +1,14 @@
 """`chatetl export`: inputs into exported files in a local folder, the same writers the exports asset uses.
 
-    chatetl export INPUT... --out DIR --format FORMAT [--format FORMAT ...] [--zip FORMATS]
+    chatetl export INPUT... --out DIR [--format FORMAT ...] [--zip FORMATS]
 
-FORMAT: chat-export-json, sharegpt, md, md-frontmatter, yaml, html, sharegpt-jsonl, archive, or
-all (repeat the option or separate with commas). Files go to DIR/<format>/<name>.<ext>, the
-training file to DIR/sharegpt-jsonl/sharegpt.jsonl, the archive page (every conversation of this
-run, linking to its html file, which `archive` brings along) to DIR/archive/index.html, the zip to
-DIR/chats.zip. A conversation met more than once (the same chat in two files, a resync) is
-written once, in its winning state (model.state_order, the state the graph and the bucket keep),
-whatever order the inputs are given in.
+FORMAT: archive (the default), md, html, chat-export-json, chat-export-md, sharegpt, yaml,
+sharegpt-jsonl, or all (repeat the option or separate with commas; `chatetl.exports.formats`).
+Files go to DIR/<format>/<name>.<ext>, the training file to DIR/sharegpt-jsonl/sharegpt.jsonl,
+the archive page (every conversation of this run, linking to its html file, which `archive`
+brings along) to DIR/archive/index.html, the zip to DIR/chats.zip. A conversation met more than
+once (the same chat in two files, a resync) is written once, in its winning state
+(model.state_order, the state the graph and the bucket keep), whatever order the inputs are given in.
 What goes out is the visible branch; --include-* (or CHATETL_EXPORT_INCLUDE_* /
 CHATETL_INCLUDE_* in the environment) let in reasoning, tool internals, hidden context, branches.
 """
@@ -27,12 +27,12 @@ import click
 
 from chatetl.cli.inputs import input_meter, read_inputs
 from chatetl.cli.options import (
-    EXIT_CODES,
     INPUT_ERRORS,
     OK,
     output_errors,
     quiet_and_progress,
     report_errors,
+    with_examples,
 )
 from chatetl.cli.terminal import one_line
 from chatetl.exports.archive import (
@@ -50,15 +50,34 @@ from chatetl.exports.files import (
     training_lines,
 )
 from chatetl.exports.formats import (
-    ALL_FORMATS,
     PER_CONVERSATION,
     TRAINING,
     parse_formats,
+    with_needed,
 )
 from chatetl.exports.meta import export_views
 from chatetl.model import Conversation, state_hash, with_state_hash
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
+
+# what `export` writes when no --format is given: the page a person opens first, with every chat's html page
+DEFAULT_FORMATS = (ARCHIVE,)
+
+# what --format accepts, in the order a person would pick them, each with what it is for
+_FORMAT_HELP = """\b
+FORMAT is one of (repeat --format, or separate with commas):
+  archive           one page, OUT/archive/index.html, to browse and search every
+                    chat (brings html along); the default
+  md                Markdown for note apps (Obsidian, Logseq, Joplin): front
+                    matter, a heading per turn
+  html              a standalone, printable page per chat
+  chat-export-json  the Chat Export extension's JSON (reads back into chatetl)
+  chat-export-md    the Chat Export extension's Markdown: fenced turns (reads back)
+  sharegpt          ShareGPT JSON per chat
+  yaml              YAML per chat
+  sharegpt-jsonl    one ShareGPT JSON Lines training file of every chat
+  all               every format above
+(md-frontmatter, the former name of md, still works.)"""
 
 
 def _inside(root: Path, relative: str) -> Path:
@@ -86,9 +105,13 @@ def _write_inside(root: Path, relative: str, data: bytes) -> Path:
     return target
 
 
+_FLAG_HELP = {"reasoning": "reasoning (thinking)", "tools": "tool calls and results", "hidden": "hidden context (system prompts, memory)",
+              "branches": "abandoned branches (edited or regenerated turns)"}
+
+
 def _flag(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The option `--include-NAME/--exclude-NAME` (the keyword argument `include_NAME`; None: not given)."""
-    return click.option(f"--include-{name}/--exclude-{name}", f"include_{name}", default=None, help=f"Let {name} in (default: the environment, else out).")
+    return click.option(f"--include-{name}/--exclude-{name}", f"include_{name}", default=None, help=f"Let the chats' {_FLAG_HELP[name]} in (default: CHATETL_EXPORT_INCLUDE_{name.upper()}, else out).")
 
 
 @dataclass
@@ -102,7 +125,7 @@ class _Request:
     @classmethod
     def from_options(cls, formats: tuple[str, ...], zip_formats: str | None, flags: dict[str, bool | None]) -> _Request:
         try:
-            chosen = parse_formats(list(formats))
+            chosen = parse_formats(list(formats), with_needed(DEFAULT_FORMATS))
             bundle = parse_formats(zip_formats, ()) if zip_formats else ()
             env = ContentOptions.from_env("EXPORT")
         except ValueError as exc:
@@ -187,11 +210,19 @@ def _write_collected(collector: ExportCollector, written: _Written) -> None:
             training_target.parent.rmdir()
 
 
-@click.command("export", epilog=EXIT_CODES)
+@click.command(
+    "export",
+    short_help="Files to open and keep: an archive page, Markdown, HTML, JSON ...",
+    epilog=_FORMAT_HELP + "\n\n" + with_examples(
+        "chatetl export ~/Downloads/chatgpt-export.zip --out out      # then open out/archive/index.html",
+        "chatetl export claude.zip gemini-takeout.zip --out notes --format md",
+        "chatetl export exports/ --out out --format md,html --zip all  # and out/chats.zip",
+    ),
+)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
-@click.option("--format", "formats", multiple=True, required=True, metavar="FORMAT", help=f"One of {', '.join(ALL_FORMATS)}, or all (repeatable, comma-separated)")
-@click.option("--zip", "zip_formats", default=None, metavar="FORMATS", help="Also write OUT/chats.zip holding these formats (comma-separated, or all)")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write to (made if missing).")
+@click.option("--format", "formats", multiple=True, metavar="FORMAT", help="What to write (below); default: archive.")
+@click.option("--zip", "zip_formats", default=None, metavar="FORMATS", help="Also write OUT/chats.zip holding these formats (comma-separated, or all).")
 @_flag("reasoning")
 @_flag("tools")
 @_flag("hidden")
@@ -201,7 +232,9 @@ def export(
     inputs: tuple[str, ...], out: Path, formats: tuple[str, ...], zip_formats: str | None, quiet: bool, progress: bool | None,
     **flags: bool | None,
 ) -> None:
-    """Read INPUTS (files, folders, zips, s3://bucket/prefix) and write every conversation in each FORMAT to OUT."""
+    """Read chat exports (INPUTS: zips, folders, files, s3://bucket/prefix) and write every
+    conversation to OUT as files to open: by default an archive page to browse and search them
+    all, OUT/archive/index.html, with a page per chat. Needs no Java, Neo4j or server."""
     request = _Request.from_options(formats, zip_formats, flags)
     options, rendered, want_training = request.options, request.rendered, request.wants(TRAINING)
     report = ReadReport()

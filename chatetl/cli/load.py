@@ -10,12 +10,12 @@ import click
 
 from chatetl.cli.inputs import input_meter, read_inputs
 from chatetl.cli.options import (
-    EXIT_CODES,
     INPUT_ERRORS,
     OK,
     USAGE_OR_GRAPH,
     quiet_and_progress,
     report_errors,
+    with_examples,
 )
 from chatetl.cli.terminal import one_line
 from chatetl.graph.connection import neo4j_settings, open_driver
@@ -31,15 +31,23 @@ from chatetl.settings import Settings
 from chatetl.tables.keepsakes import keepsake_rows
 
 
-@click.command(epilog=EXIT_CODES)
+@click.command(
+    short_help="A Neo4j graph of the chats, with their text for search.",
+    epilog=with_examples(
+        "make services    # a local Neo4j, or set NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD",
+        "chatetl load ~/Downloads/chatgpt-export.zip",
+        "chatetl search \"rail trip\"",
+    ),
+)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("--deep/--no-deep", default=None, help="DecisionTrace/TraceStep for tool use (default: CHATETL_GRAPH_DEEP, else off)")
-@click.option("--documents/--no-documents", default=True, show_default=True, help="Also load the Documents (RAG text)")
-@click.option("--batch-messages", type=click.IntRange(min=1), default=DEFAULT_BATCH_MESSAGES, show_default=True, help="Messages per transaction")
+@click.option("--deep/--no-deep", default=None, help="Also record each tool call as DecisionTrace and TraceStep nodes (default: CHATETL_GRAPH_DEEP, else off).")
+@click.option("--documents/--no-documents", default=True, show_default=True, help="Also load each chat's text as a Document with search chunks (what `chatetl search` finds).")
+@click.option("--batch-messages", type=click.IntRange(min=1), default=DEFAULT_BATCH_MESSAGES, show_default=True, help="Messages written per transaction (lower it for a small server).")
 @quiet_and_progress
 def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_messages: int, quiet: bool, progress: bool | None) -> None:
-    """Load INPUTS (files, folders, zips, s3://bucket/prefix) into Neo4j (NEO4J_URI, NEO4J_USER,
-    NEO4J_PASSWORD, NEO4J_DATABASE); print a one-line JSON summary."""
+    """Load chat exports (INPUTS: zips, folders, files, s3://bucket/prefix) into a Neo4j graph:
+    Conversation and Message nodes, and each chat's text as a Document in searchable chunks. The
+    server is NEO4J_URI (NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE); a rerun writes only what changed."""
     from neo4j.exceptions import DriverError, Neo4jError
 
     try:

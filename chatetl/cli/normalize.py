@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 import click
 
 from chatetl.cli.options import (
-    EXIT_CODES,
     INPUT_ERRORS,
     OK,
     quiet_and_progress,
     report_errors,
+    with_examples,
 )
 
 if TYPE_CHECKING:
@@ -60,18 +60,26 @@ def _write_keepsakes(report: ReadReport, out: Path) -> dict[str, int]:
     return counts
 
 
-@click.command(epilog=EXIT_CODES)
+@click.command(
+    short_help="Two Parquet tables, conversations and messages.",
+    epilog=with_examples(
+        "chatetl normalize ~/Downloads/chatgpt-export.zip --out tables",
+        "duckdb -c \"SELECT role, count(*) FROM 'tables/messages/*.parquet' GROUP BY role\"",
+    ),
+)
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write the tables to (made if missing).")
 @click.option(
     "--workers", type=click.IntRange(min=1), default=None,
-    help="Processes converting records: this one and N-1 workers (chatetl.normalize); 1: this one alone. Default: both cores for inputs of 32 MB and more (s3:// ones listed first; a zip there of 32 MB or more is copied to a temporary folder first), else one.",
+    help="How many processes read the inputs at once. Default: 2 for inputs of 32 MB or more, else 1; "
+         "more than the cores you have does not help.",
 )
 @quiet_and_progress
 def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bool, progress: bool | None) -> None:
-    """Read INPUTS (files, folders, zips, s3://bucket/prefix) into OUT/conversations and OUT/messages
-    (part-00000.parquet, part-00001.parquet ...), and what they keep beside the chats into OUT/projects,
-    OUT/project_docs, OUT/memories, OUT/canvases; print a one-line JSON summary."""
+    """Read chat exports (INPUTS: zips, folders, files, s3://bucket/prefix) into two Parquet tables:
+    OUT/conversations/ (one row per chat) and OUT/messages/ (one row per message), each a set of
+    part-NNNNN.parquet files to read as one table; what the exports keep beside
+    the chats goes to OUT/projects, OUT/project_docs, OUT/memories and OUT/canvases. Needs no Java, Neo4j or server."""
     from chatetl.normalize.processes import processes_for, start_server
 
     size = None if workers else _input_bytes(inputs)

@@ -25,6 +25,11 @@ Exit codes:
      load: the graph could not be written (Neo4j unreachable or refusing)"""
 
 
+def with_examples(*lines: str) -> str:
+    """A command's epilog: its examples (kept as written: click does not rewrap them), then the exit codes."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines) + "\n\n" + EXIT_CODES
+
+
 def quiet_and_progress(command: Callable[..., Any]) -> Callable[..., Any]:
     """`--quiet` and `--progress/--no-progress` on a command (keyword arguments `quiet`, `progress`)."""
     command = click.option(

@@ -1,14 +1,18 @@
-"""The archive: one static page listing every conversation, with a filter and an activity chart.
+"""The archive: one static page listing every conversation, searchable, with charts that follow the filter.
 
     exports/archive/index.html           the whole bucket's history, rebuilt after each export run
     exports/_archive/date=D.json         what day D's conversations give the page (its rows and counts)
 
 The page (`templates/archive.html.j2`) is a table of every conversation (title, platform, date,
-visible messages), newest first, each title linking to its file of the `html` export, and an
+visible messages, model), newest first, each title linking to its file of the `html` export, and an
 activity chart: visible messages per month per platform, stacked bars drawn here as inline SVG
-(rectangles computed in Python, written by the template; no charting library). The filter is
-a few lines of plain JavaScript inside the page (`templates/archive_filter.js.j2`): typing hides
-the rows whose title, platform and date do not hold every typed word; a menu picks a platform.
+(rectangles computed in Python, written by the template; no charting library). The page's script
+(`templates/archive_filter.js.j2`, plain JavaScript) filters: a row stays when every typed word is
+in its title, platform or date, or begins a word of its messages (a prebuilt inverted index of the
+messages' words, `search_index`, in an attribute of the page); a menu picks a platform. Columns
+sort; the month chart and the charts the script draws from the rows' attributes (activity by hour
+and weekday, platforms, conversation lengths, models over time) follow the filter; the table shows
+the first rows that match and the rest on request, so 10,000 conversations stay readable.
 
 Works opened from disk: nothing is fetched, links are relative (`../html/<name>.html`, the
 file names of `chatetl.filenames`, percent-encoded), so a synced or unzipped `exports/` folder
@@ -32,7 +36,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from base64 import b64encode
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -44,9 +50,10 @@ from markupsafe import Markup
 
 from chatetl.exports.html import TEMPLATES
 from chatetl.exports.meta import without_controls
-from chatetl.labels import platform_label
+from chatetl.labels import chat_title
 from chatetl.layout import EXPORTS_PREFIX, export_prefix
 from chatetl.model import Conversation, StateOrder, order_of, state_hash, state_version
+from chatetl.readers.platform_names import platform_label
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
 ARCHIVE = "archive"
@@ -54,9 +61,15 @@ ARCHIVE_PAGE = "index.html"
 DAYS_PREFIX = f"{EXPORTS_PREFIX}_archive/"
 CONTENT_TYPE = "text/html; charset=utf-8"
 REBUILD_ATTEMPTS = 3
+# the words of a chat's messages the page's search finds: 2 to 32 letters or digits, lowercase; a
+# chat's first MAX_WORDS distinct words (a bound on the page's size for the longest chats)
+_WORD = re.compile(r"[^\W_]{2,32}")
+MAX_WORDS = 4000
 
-# Okabe-Ito: told apart with every common colour-vision deficiency; platforms past 8 reuse them
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C6D1F", "#555555")
+# Okabe-Ito first (told apart with every common colour-vision deficiency), then Paul Tol's muted
+# scheme: every platform of a page gets a colour of its own, up to PALETTE's length
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C6D1F", "#555555",
+           "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
 
 
 def archive_key() -> str:
@@ -84,6 +97,10 @@ class ArchiveEntry:
     undated: int = 0  # visible messages without any time to place them on the chart
     source: str = ""  # the format the state arrived through (a row written before it was kept: "")
     state_hash: str = ""
+    model: str = ""  # the conversation's model ("": none said)
+    hours: list[int] = field(default_factory=list)  # visible messages per hour of the day (UTC), 24 counts; []: none dated
+    weekdays: list[int] = field(default_factory=list)  # ... per day of the week, Monday first, 7 counts
+    words: str = ""  # the distinct words of its title and visible messages, space-separated, in order of appearance
 
     @property
     def state(self) -> StateOrder:
@@ -101,17 +118,21 @@ def archive_entry(conv: Conversation, html: str | None) -> ArchiveEntry:
     fallback = conv.created_at or conv.updated_at
     start = fallback or min((m.created_at for m in turns if m.created_at is not None), default=None)
     months: dict[str, int] = {}
+    hours, weekdays = [0] * 24, [0] * 7
     undated = 0
     for m in turns:
         when = m.created_at or fallback
         if when is None:
             undated += 1
             continue
-        month = _utc(when).strftime("%Y-%m")
+        when = _utc(when)
+        month = when.strftime("%Y-%m")
         months[month] = months.get(month, 0) + 1
+        hours[when.hour] += 1
+        weekdays[when.weekday()] += 1
     return ArchiveEntry(
         key=conv.key,
-        title=conv.title or f"{platform_label(conv.platform)} conversation",
+        title=chat_title(conv.title),
         platform=conv.platform,
         date=_utc(start).strftime("%Y-%m-%d") if start else None,
         messages=conv.message_count,
@@ -121,7 +142,57 @@ def archive_entry(conv: Conversation, html: str | None) -> ArchiveEntry:
         undated=undated,
         source=conv.source.value,
         state_hash=state_hash(conv),
+        model=conv.model or "",
+        hours=hours if any(hours) else [],
+        weekdays=weekdays if any(weekdays) else [],
+        words=" ".join(chat_words([conv.title or "", *(m.text for m in turns)])),
     )
+
+
+def chat_words(texts: Iterable[str]) -> list[str]:
+    """The distinct words of `texts` (lowercase, in order of appearance), at most MAX_WORDS."""
+    seen: dict[str, None] = {}
+    for text in texts:
+        for word in _WORD.findall(text.lower()):
+            seen[word] = None
+            if len(seen) >= MAX_WORDS:
+                return list(seen)
+    return list(seen)
+
+
+def search_index(words_per_row: list[str]) -> tuple[str, str]:
+    """The page's inverted index of the rows' words: the vocabulary (sorted, space-separated) and, for
+    each word in the same order, the rows that hold it (ascending row numbers as base-36 gaps, comma-
+    separated). The script finds a typed word's prefix range in the vocabulary by binary search."""
+    postings: dict[str, list[int]] = {}
+    for row, words in enumerate(words_per_row):
+        for word in words.split():
+            postings.setdefault(word, []).append(row)
+    vocabulary = sorted(postings, key=lambda w: w.encode("utf-16-be"))  # JavaScript's order of strings: UTF-16 code units
+    encoded = []
+    for word in vocabulary:
+        rows, previous, gaps = postings[word], 0, []
+        for row in rows:
+            gaps.append(_base36(row - previous))
+            previous = row
+        encoded.append(",".join(gaps))
+    return " ".join(vocabulary), " ".join(encoded)
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if not n:
+            return out
+
+
+def _counts(values: dict[str, int] | list[int]) -> str:
+    """`{"2025-02": 3}` or `[0, 2, ...]` as the attribute the page's script reads: `2025-02:3`, `1:2` ..."""
+    items = values.items() if isinstance(values, dict) else enumerate(values)
+    return " ".join(f"{k}:{n}" for k, n in items if n)
 
 
 class NewestEntries:
@@ -144,6 +215,8 @@ class NewestEntries:
 
 
 # ---- the page ----
+
+LEFT, TOP, PLOT_HEIGHT, BOTTOM, RIGHT = 44.0, 8.0, 160.0, 34.0, 8.0
 
 
 @dataclass(frozen=True)
@@ -173,9 +246,9 @@ class Chart:
     plot_bottom: float
     plot_right: float
     months: int
+    plot_top: float = TOP
 
 
-LEFT, TOP, PLOT_HEIGHT, BOTTOM, RIGHT = 44.0, 8.0, 160.0, 34.0, 8.0
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -199,8 +272,26 @@ def _nice_ceiling(value: int) -> int:
         step *= 10
 
 
+def platform_colour(index: int) -> str:
+    """The colour of the page's index-th platform: PALETTE's, then hues a golden angle apart (never one seen before)."""
+    if index < len(PALETTE):
+        return PALETTE[index]
+    hue = (index - len(PALETTE)) * 137.508 % 360
+    lightness = (38, 52, 66)[(index - len(PALETTE)) % 3]
+    return f"hsl({hue:.1f}, 60%, {lightness}%)"
+
+
 def platform_colours(platforms: Iterable[str]) -> dict[str, str]:
-    return {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(platforms)}
+    return {p: platform_colour(i) for i, p in enumerate(platforms)}
+
+
+def chart_colours(entries: list[ArchiveEntry]) -> dict[str, str]:
+    """Each platform's colour on the page: by its messages, the busiest first (the month chart's order),
+    so a platform keeps its colour in every chart."""
+    totals: Counter[str] = Counter()
+    for e in entries:
+        totals[e.platform] += sum(e.months.values())
+    return platform_colours(sorted({e.platform for e in entries}, key=lambda p: (-totals[p], p)))
 
 
 def activity_chart(entries: list[ArchiveEntry]) -> Chart | None:
@@ -271,8 +362,10 @@ def render_archive(entries: Iterable[ArchiveEntry], linked: set[str] | None = No
     rows.sort(key=lambda e: e.date or "", reverse=True)  # newest first (stable: ties stay by title); undated last
     platforms = sorted({e.platform for e in rows}, key=lambda p: (platform_label(p).casefold(), p))
     chart = activity_chart(rows)
+    colours = chart_colours(rows)
     script, script_hash = filter_script()
     dates = [e.date for e in rows if e.date]
+    vocabulary, postings = search_index([e.words for e in rows])
     view = [
         {
             "title": e.title,
@@ -280,6 +373,10 @@ def render_archive(entries: Iterable[ArchiveEntry], linked: set[str] | None = No
             "platform_label": platform_label(e.platform),
             "date": e.date or "undated",
             "messages": e.messages,
+            "model": e.model,
+            "months": _counts(e.months),
+            "hours": _counts(e.hours),
+            "weekdays": _counts(e.weekdays),
             "href": link(e.html) if e.html and (linked is None or e.html in linked) else None,
         }
         for e in rows
@@ -287,7 +384,9 @@ def render_archive(entries: Iterable[ArchiveEntry], linked: set[str] | None = No
     page = _environment().get_template("archive.html.j2").render(
         page_title=title,
         rows=view,
-        platforms=[(p, platform_label(p)) for p in platforms],
+        platforms=[(p, platform_label(p), colours[p]) for p in platforms],
+        vocabulary=vocabulary,
+        postings=postings,
         chart=chart,
         messages=sum(e.messages for e in rows),
         undated=sum(e.undated for e in rows),

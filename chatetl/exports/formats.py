@@ -1,7 +1,8 @@
 """The export formats: what each is called, where its files go and how one is rendered.
 
 Per conversation (one file each, `exports/<format>/<name>.<ext>` in the bucket):
-`chat-export-json`, `sharegpt`, `md`, `md-frontmatter`, `yaml`, `html`. Per partition (or per
+`chat-export-json`, `sharegpt`, `chat-export-md` (the Chat Export extension's fenced layout),
+`md` (Markdown as note apps read it: front matter, then headings), `yaml`, `html`. Per partition (or per
 CLI run): `sharegpt-jsonl`, one training file across all conversations. For the whole bucket
 (or per CLI run): `archive`, one page listing every conversation and linking to its `html`
 file, so choosing `archive` chooses `html` too (`chatetl.exports.archive`).
@@ -43,23 +44,27 @@ PER_CONVERSATION: dict[str, FileFormat] = {
     for f in (
         FileFormat("chat-export-json", "json", "application/json", to_chat_export_json, chat_export_json_bytes),
         FileFormat("sharegpt", "json", "application/json", to_sharegpt1_json, sharegpt1_json_bytes),
-        FileFormat("md", "md", "text/markdown; charset=utf-8", to_markdown, markdown_bytes),
-        FileFormat("md-frontmatter", "md", "text/markdown; charset=utf-8", to_markdown_note),
+        FileFormat("chat-export-md", "md", "text/markdown; charset=utf-8", to_markdown, markdown_bytes),
+        FileFormat("md", "md", "text/markdown; charset=utf-8", to_markdown_note),
         FileFormat("yaml", "yaml", "application/yaml", to_yaml),
         FileFormat("html", "html", "text/html; charset=utf-8", to_html),
     )
 }
 TRAINING = "sharegpt-jsonl"
 ALL_FORMATS: tuple[str, ...] = (*PER_CONVERSATION, TRAINING, ARCHIVE)
-READABLE = ("chat-export-json", "sharegpt", "md", "yaml", TRAINING)  # what chatetl's readers read back
+READABLE = ("chat-export-json", "sharegpt", "chat-export-md", "yaml", TRAINING)  # what chatetl's readers read back
+# former names still understood: `md-frontmatter` was the note-app Markdown before `md` became it
+# (the fenced layout that `md` used to name is `chat-export-md`)
+ALIASES = {"md-frontmatter": "md"}
 
 
 def parse_formats(values: str | list[str] | tuple[str, ...] | None, default: tuple[str, ...] = ALL_FORMATS) -> tuple[str, ...]:
-    """`"md,html"`, `["md", "html"]` or `"all"` as an ordered tuple of known format names."""
+    """`"md,html"`, `["md", "html"]` or `"all"` as an ordered tuple of known format names (a former
+    name, `ALIASES`, as its format's name)."""
     if values is None:
         return default
     items = values.split(",") if isinstance(values, str) else [p for v in values for p in v.split(",")]
-    names = [v.strip() for v in items if v.strip()]
+    names = [ALIASES.get(v.strip(), v.strip()) for v in items if v.strip()]
     if not names:
         return default
     if "all" in names:

@@ -1,8 +1,9 @@
 """HTML: a standalone, print-friendly page; everything from a chat is escaped.
 
-`<article>` with a `<header>` (the title and a `<dl>` of meta), then one
-`<section data-role="...">` per turn: an `<h2>` role heading, the body rendered from
-Markdown, and an optional Sources `<ol>`.
+A link back to the archive page (`../archive/index.html`, where the `archive` export puts it
+beside `html/`), then `<article>` with a `<header>` (the title and a `<dl>` of meta), then one
+`<section data-role="...">` per turn: an `<h2>` role heading, the message's time (UTC), the body
+rendered from Markdown, and an optional Sources `<ol>`.
 
 Escaping: the page is a Jinja2 template with autoescape on, so titles, meta and source
 titles are escaped; bodies go through markdown-it-py with `html=False`, so raw HTML in a
@@ -14,6 +15,7 @@ and a Content-Security-Policy forbids scripts and remote loads even if something
 
 from __future__ import annotations
 
+from datetime import UTC
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,9 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
-from chatetl.labels import platform_label, turn_label
+from chatetl.labels import chat_title, turn_label
+from chatetl.readers.platform_names import platform_label
+from chatetl.readers.timeutil import iso
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -64,8 +68,19 @@ def _meta(view: ExportView) -> list[dict[str, Any]]:
     return [{"label": k, "value": v, "href": h} for k, v, h in items if v]
 
 
+def _times(view: ExportView) -> dict[str, tuple[str, str]]:
+    """Each message's time: (ISO 8601 for `<time datetime>`, what a person reads: `2026-03-14 09:26 UTC`)."""
+    out = {}
+    for m in view.conv.messages:
+        if m.created_at is not None:
+            when = m.created_at.astimezone(UTC)
+            out[m.message_id] = (iso(when) or "", when.strftime("%Y-%m-%d %H:%M UTC"))
+    return out
+
+
 def to_html(view: ExportView) -> str:
-    title = view.title or f"{platform_label(view.conv.platform)} conversation"
+    title = chat_title(view.title)
+    times = _times(view)
     messages = []
     for t in view.turns:
         sources = [{"title": s.get("title") or s.get("url"), "href": safe_href(s.get("url"))} for s in source_list(t.citations)]
@@ -74,8 +89,9 @@ def to_html(view: ExportView) -> str:
                 "role": t.role.value,
                 "kind": t.kind.value,
                 "heading": turn_label(t),
-                "body": render_body(view.markdown(t)),
+                "body": render_body(view.shown(t)),
                 "sources": sources,
+                "time": times.get(t.message_id),
             }
         )
     page = _environment().get_template("conversation.html.j2").render(title=title, meta=_meta(view), messages=messages)

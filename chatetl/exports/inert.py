@@ -1,14 +1,15 @@
 """Markdown that shows text as text: what a source showed as plain characters never becomes a link,
-an image or HTML in a file a person opens (the `md` and `md-frontmatter` exports, and the `html`
+an image or HTML in a file a person opens (the `md` and `chat-export-md` exports, and the `html`
 export, which renders bodies from Markdown).
 
-Three places need it. A one-line value (a title, a model, a source named without a link) is
+Four places need it. A one-line value (a title, a model, a source named without a link) is
 escaped where it would make one (`inert_if_linked`: `](`, `]:`, `<tag`, `<scheme:`), so an ordinary title
 keeps its bytes and reads back as it was; a heading that nothing reads back is escaped always
 (`inert_line`). A turn whose text the reader rendered from HTML (Gemini's answers: links there
 became `text (url)`, so every `[...](...)` in it was text on the page) has its brackets and angle
 brackets escaped outside code (`inert_markdown`), and is checked with markdown-it, links of any
-scheme counted: what still renders one is escaped everywhere.
+scheme counted: what still renders one is escaped everywhere. A tool's code or output is a fenced
+code block (`code_block`), so its line breaks and indentation show as they were.
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 def _escape(text: str) -> str:
     return _OPENERS.sub(lambda m: m.group() if len(m.group(1)) % 2 else m.group(1) * 2 + "\\" + m.group(2), text)
+
+
+def code_block(text: str, language: str = "") -> str:
+    """`text` as a fenced code block: a fence of more backticks than any run inside it, so no line
+    of the text can close it; `language` (a plain word, or nothing) its info string."""
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    info = language if re.fullmatch(r"[A-Za-z0-9_+.-]*", language) else ""
+    return f"{fence}{info}\n{text.rstrip(chr(10))}\n{fence}"
 
 
 def inert_line(value: str) -> str:

@@ -33,14 +33,14 @@ from chatetl.exports.inert import inert_if_linked, inert_line
 from chatetl.exports.markdown import link_text, link_url
 from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
 from chatetl.exports.yaml_export import _Dumper, _FastDumper, _needs_python_emitter
-from chatetl.labels import platform_label, turn_label
+from chatetl.labels import chat_title, turn_label
 from chatetl.readers.timeutil import iso
 
 
 def front_matter(view: ExportView) -> dict[str, Any]:
     c = view.conv
     items: dict[str, Any] = {
-        "title": view.title or f"{platform_label(c.platform)} conversation",
+        "title": chat_title(view.title),
         "platform": c.platform,
         "model": c.model,
         "created": iso(c.created_at),
@@ -58,10 +58,10 @@ def to_markdown_note(view: ExportView) -> str:
     front = front_matter(view)
     dumper = _Dumper if _needs_python_emitter(front) else _FastDumper  # (LibYAML's emitter: the same text, see yaml_export)
     meta = yaml.dump(front, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=None, width=1_000_000)
-    title = inert_line(" ".join(without_controls(view.title or front["title"]).split()))  # (a heading: nothing reads it back)
+    title = inert_line(" ".join(without_controls(front["title"]).split()))  # (a heading: nothing reads it back)
     out = ["---", meta.rstrip("\n"), "---", "", f"# {title}", ""]
     for t in view.turns:
-        out += [f"## {inert_if_linked(without_controls(turn_label(t)))}", "", without_controls(view.markdown(t)).rstrip("\n"), ""]
+        out += [f"## {inert_if_linked(without_controls(turn_label(t)))}", "", without_controls(view.shown(t)).rstrip("\n"), ""]
         links = source_list(t.citations)
         if links:
             out += ["Sources:", ""]

@@ -18,13 +18,17 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
-from chatetl.exports.inert import inert_markdown
-from chatetl.model import Citation, Conversation, Source
+from chatetl.exports.inert import code_block, inert_markdown
+from chatetl.labels import chat_title
+from chatetl.model import Citation, Conversation, MessageKind, Source
 from chatetl.readers.timeutil import iso
 from chatetl.selection import VISIBLE, ContentOptions, OutputTurn, branches
 
 # A message whose text the reader rendered from the HTML the source held (Gemini's answers).
 FROM_HTML = "html"
+_TOOL_KINDS = frozenset({MessageKind.TOOL_CALL, MessageKind.TOOL_RESULT})
+# the language of a tool's code, by the tool's name (ChatGPT's Code Interpreter is `python`)
+_CODE_LANGUAGES = {"python": "python", "code_interpreter": "python"}
 
 
 @dataclass(frozen=True)
@@ -43,17 +47,24 @@ class ExportView:
     def title(self) -> str | None:
         if not self.branch:
             return self.conv.title
-        return f"{self.conv.title or 'Untitled'} (branch {self.branch})"
+        return f"{chat_title(self.conv.title)} (branch {self.branch})"
 
     def meta(self) -> dict[str, Any]:
         """Meta keys in the order the extension's files give them; missing values are left out (never null)."""
         return dict(self._meta)  # (a copy: the caller may change it)
 
     def markdown(self, turn: OutputTurn) -> str:
-        """A turn's text as the Markdown of a file a person opens (md, md-frontmatter, html): as it
-        is, but for text rendered from HTML, where every `[`, `]` and `<` was a character on the
+        """A turn's text as the Markdown of a file (chat-export-md, which reads it back as it is): as
+        it is, but for text rendered from HTML, where every `[`, `]` and `<` was a character on the
         page and stays one (`inert.inert_markdown`)."""
         return inert_markdown(turn.text) if turn.message_id in self._from_html else turn.text
+
+    def shown(self, turn: OutputTurn) -> str:
+        """A turn's Markdown as a person reads it (md, html): `markdown`, but a tool's code and its
+        output (Code Interpreter's Python and what it printed) as code blocks, line breaks kept."""
+        if turn.kind in _TOOL_KINDS:
+            return code_block(turn.text, _CODE_LANGUAGES.get(turn.name or "", "") if turn.kind is MessageKind.TOOL_CALL else "")
+        return self.markdown(turn)
 
     @cached_property
     def _from_html(self) -> frozenset[str]:

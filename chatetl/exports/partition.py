@@ -63,7 +63,7 @@ from chatetl.storage import ObjectStore, put_if_changed
 from chatetl.tables import iter_partition
 from chatetl.tally import Tally
 
-DEFAULT_BUNDLE = ("chat-export-json", "md", "html")
+DEFAULT_BUNDLE = ("chat-export-json", "chat-export-md", "html")
 
 
 class ExportPlan(BaseModel):
@@ -84,7 +84,7 @@ class ExportPlan(BaseModel):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExportPlan:
-        """`CHATETL_EXPORT_FORMATS` (default all) and `CHATETL_EXPORT_ZIP_FORMATS` (default chat-export-json,md,html;
+        """`CHATETL_EXPORT_FORMATS` (default all) and `CHATETL_EXPORT_ZIP_FORMATS` (default chat-export-json,chat-export-md,html;
         `none` for no zip); an unknown format name is an error naming the variable."""
         try:
             formats = parse_formats(settings.export_formats)
@@ -213,7 +213,7 @@ def _export_conversation(store: ObjectStore, conv: Conversation, plan: ExportPla
     result.unchanged += published.unchanged
     result.deleted += published.deleted
     if result.preview_key is None:
-        result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(export_prefix("md"))), None)
+        result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(export_prefix("chat-export-md"))), None)
     collector.add(conv, files, lines)
     if rows is not None:
         rows.add(archive_entry(conv, next((f.path for f in files if f.format == "html"), None)))

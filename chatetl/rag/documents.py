@@ -22,8 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chatetl.labels import platform_label, turn_label
+from chatetl.labels import chat_title, turn_label
 from chatetl.model import Conversation, state_hash, state_version
+from chatetl.readers.platform_names import platform_label
 from chatetl.readers.timeutil import iso
 from chatetl.selection import VISIBLE, ContentOptions, branches
 
@@ -85,7 +86,7 @@ def _content(conv: Conversation, options: ContentOptions) -> tuple[str, list[Spa
 def build_document(conv: Conversation, options: ContentOptions = VISIBLE) -> Document:
     """The Document's properties (with the key tying it to its Conversation) and the turns' spans."""
     label = platform_label(conv.platform)
-    title = conv.title or f"conv-{conv.conversation_id}"
+    title = chat_title(conv.title)
     content, spans = _content(conv, options)
     props = {
         "key": conv.key,

@@ -1,7 +1,10 @@
-"""Which platform a chat happened on, and its own id, from what a file says (a name, a URL).
+"""Which platform a chat happened on, and its own id, from what a file says (a name, a URL); and
+the one name a person reads for each platform.
 
-Shared by every reader whose files name the platform in their own words: the chat-export
-files, ShareGPT datasets and REX records."""
+Shared by every reader whose files name the platform in their own words (the chat-export
+files, ShareGPT datasets and REX records), and by every output that shows a platform: the
+data keeps the key (`chatgpt`, `unknown`), pages, files, Documents and search show its
+`platform_label` (`ChatGPT`, `Unknown`), so a source reads the same everywhere."""
 
 from __future__ import annotations
 
@@ -37,6 +40,42 @@ PLATFORM_ALIASES = {
     "le-chat": "mistral",
     "lechat": "mistral",
 }
+
+
+PLATFORM_LABELS = {
+    "chatgpt": "ChatGPT",
+    "claude-ai": "Claude AI",
+    "claude-code": "Claude Code",
+    "codex-cli": "Codex CLI",
+    "gemini-cli": "Gemini CLI",
+    "opencode": "opencode",
+    "grok": "Grok",
+    "gemini": "Gemini",
+    "perplexity": "Perplexity",
+    "deepseek": "DeepSeek",
+    "copilot": "Copilot",
+    "mistral": "Mistral",
+    "meta-ai": "Meta AI",
+    "poe": "Poe",
+    "qwen": "Qwen",
+    "kimi": "Kimi",
+    "pi": "Pi",
+    "character-ai": "Character.AI",
+    "huggingchat": "HuggingChat",
+    "you": "You.com",
+    "rex": "REX",
+    "open-webui": "Open WebUI",
+    "ai-studio": "Google AI Studio",
+    "unknown": "Unknown",  # (a ShareGPT dataset, a file that does not say)
+}
+
+
+def platform_label(platform: str) -> str:
+    """"ChatGPT", "Claude AI", ... as a person reads it; a platform without a label in title case."""
+    if platform in PLATFORM_LABELS:
+        return PLATFORM_LABELS[platform]
+    words = [w for w in platform.replace("_", "-").split("-") if w]
+    return " ".join(w[:1].upper() + w[1:] for w in words) or PLATFORM_LABELS["unknown"]
 
 
 # host (or host suffix) -> platform, for files that carry a URL but no platform

@@ -146,7 +146,8 @@ def test_one_run_covers_a_range_of_days(definitions):
         assert f"| {day} | 1 | 1 | 0 | 1 |" in meta["per_day"].value
         assert [o.key for o in store.list(f"normalized/conversations/date={day}/")] == [table_key("conversations", day, upload_id(f"raw/{day}.json"))]
     assert [c[:2] for c in checks([result])] == [
-        ("columns_match_contract", True), ("unique_message_ids", True), ("gapless_active_branch_seq", True)
+        ("columns_match_contract", True), ("unique_message_ids", True), ("gapless_active_branch_seq", True),
+        ("uploads_read_cleanly", True),
     ]
 
 

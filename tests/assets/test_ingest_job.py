@@ -101,7 +101,7 @@ def test_upload_flows_end_to_end_and_reruns_change_nothing(definitions, clean_gr
     attached, _, _ = clean_graph.execute_query("MATCH (c:Conversation)-[:HAS_DOCUMENT]->(d:Document) RETURN count(d) AS n")
     assert attached[0]["n"] == 3
 
-    md = [o.key for o in store.list("exports/md/")]
+    md = [o.key for o in store.list("exports/chat-export-md/")]  # (the fenced layout, which `md` named before)
     assert len(md) == 3
     trip_md = store.get_bytes(next(k for k in md if "Planning-a-rail-trip" in k)).decode()
     assert "```md\nuser:\n```\n\nWhich is faster" in trip_md and "Regenerated" not in trip_md

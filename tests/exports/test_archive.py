@@ -376,3 +376,99 @@ def test_a_title_with_controls_shows_without_them_in_headless_chromium(tmp_path,
     assert any(c.startswith("Bell NUL ]0;pwnedesc [31mred2J del end") for c in cells), cells
     assert not RAW_CONTROLS.search(browser.page_source)
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def _said(conv: Conversation, text: str) -> Conversation:
+    """`conv` with `text` as its first message's text (a word no title holds)."""
+    conv.messages[0].text = text
+    return conv
+
+
+@needs_browser
+def test_the_page_searches_message_text_sorts_and_its_charts_follow_the_filter(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    store = LocalObjectStore(tmp_path / "bucket")
+    convs = history(evil=False)
+    convs[5] = _said(convs[5], "How do I parse a CSV file in Python?")
+    convs[9] = _said(convs[9], "python's asyncio, explained")
+    convs[11].model = "gpt-4o"
+    write_partition_exports(store, "2026-03-01", [("u1", iter([(c, None) for c in convs]))], PLAN)
+    page_path = tmp_path / "bucket" / archive_key()
+    browser.get(page_path.as_uri())
+
+    def visible_titles() -> list[str]:
+        return [r.find_element(By.CSS_SELECTOR, "td.title").text
+                for r in browser.find_elements(By.CSS_SELECTOR, "#conversations tbody tr") if r.is_displayed()]
+
+    def chart(name: str) -> dict[str, int]:
+        cells = browser.find_elements(By.CSS_SELECTOR, f"#chart-{name} > span")
+        return {cells[i].text: int(cells[i + 1].text) for i in range(0, len(cells), 2)}
+
+    def drawn_months() -> int:
+        return sum(int(r.get_attribute("data-shown")) for r in browser.find_elements(By.CSS_SELECTOR, "svg#activity rect"))
+
+    assert drawn_months() == sum(len(c.messages) for c in convs)
+    assert chart("platforms") == {"ChatGPT": 8, "Claude AI": 8, "Grok": 8}
+    assert sum(chart("lengths").values()) == len(convs)
+    assert chart("models") == {"gpt-4o": 1}
+    hours = browser.find_elements(By.CSS_SELECTOR, "#chart-hours .col")
+    assert len(hours) == 24 and len(browser.find_elements(By.CSS_SELECTOR, "#chart-weekdays .col")) == 7
+
+    # a word of the messages finds its chats (a prefix too), though no title holds it
+    box = browser.find_element(By.ID, "filter")
+    box.send_keys("pyth")
+    assert sorted(visible_titles()) == sorted([convs[5].title, convs[9].title])
+    assert browser.find_element(By.ID, "shown").text == f"2 of {len(convs)}"
+    # ... and the charts follow: only those two chats' messages and platforms
+    assert drawn_months() == len(convs[5].messages) + len(convs[9].messages)
+    assert chart("platforms") == {"ChatGPT": 1, "Grok": 1}
+    box.send_keys(" csv")
+    assert visible_titles() == [convs[5].title]
+    box.clear()
+    box.send_keys(" ")
+
+    # sorting: by messages (most first), by title (A to Z), then back to the newest first
+    header = browser.find_element(By.CSS_SELECTOR, 'th[data-sort="messages"] button')
+    header.click()
+    counts = [int(r.find_elements(By.TAG_NAME, "td")[3].text) for r in browser.find_elements(By.CSS_SELECTOR, "#conversations tbody tr")]
+    assert counts == sorted(counts, reverse=True)
+    browser.find_element(By.CSS_SELECTOR, 'th[data-sort="title"] button').click()
+    assert visible_titles() == sorted(c.title for c in convs)
+    assert browser.find_element(By.CSS_SELECTOR, 'th[data-sort="title"]').get_attribute("aria-sort") == "ascending"
+
+    # a conversation's page: a way back and each message's time
+    browser.find_element(By.LINK_TEXT, convs[5].title).click()
+    times = [t.get_attribute("datetime") for t in browser.find_elements(By.CSS_SELECTOR, "section time")]
+    assert times == [m.created_at.strftime("%Y-%m-%dT%H:%M:%SZ") for m in convs[5].messages]
+    browser.find_element(By.LINK_TEXT, "\u2190 All conversations").click()
+    assert browser.current_url == page_path.as_uri()
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+@needs_browser
+def test_ten_thousand_conversations_stay_readable(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    from chatetl.exports.archive import archive_entry, render_archive
+
+    convs = history(10_000, evil=False)
+    convs[7777] = _said(convs[7777], "Rescuing a sourdough starter")
+    page = tmp_path / "index.html"
+    page.write_text(render_archive([archive_entry(c, f"html/{c.conversation_id}.html") for c in convs]))
+    browser.get(page.as_uri())
+    shown_titles = "return Array.from(document.querySelectorAll('#conversations tbody tr')).filter(r => !r.hidden).map(r => r.cells[0].textContent)"
+    more = browser.find_element(By.ID, "more")
+    assert len(browser.execute_script(shown_titles)) == 500 and more.is_displayed()
+    assert browser.find_element(By.ID, "shown").text == "all 10000"
+    box = browser.find_element(By.ID, "filter")
+    box.send_keys("rivers 1042")  # a title's words, among 10,000 chats
+    assert browser.execute_script(shown_titles) == ["Topic 1042 rivers"]
+    box.clear()
+    box.send_keys("sourd")  # the start of a word of one chat's messages
+    assert browser.execute_script(shown_titles) == [convs[7777].title]
+    box.clear()
+    box.send_keys(" ")
+    more.click()
+    assert len(browser.execute_script(shown_titles)) == 10_000 and not more.is_displayed()
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

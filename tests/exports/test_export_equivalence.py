@@ -25,7 +25,7 @@ def _first_difference(want: str, got: str) -> str:
 def test_the_corpus_is_varied():
     assert len(CORPUS) >= 70 and len(EXPECTED) >= 60
     formats = {key.split("/")[1] for files in EXPECTED.values() for key in files}
-    assert formats == {"chat-export-json", "sharegpt", "md", "md-frontmatter", "yaml", "html", "sharegpt-jsonl"}
+    assert formats == {"chat-export-json", "sharegpt", "chat-export-md", "md", "yaml", "html", "sharegpt-jsonl"}
 
 
 @pytest.mark.parametrize("index", range(len(CORPUS)), ids=lambda i: f"{i}-{CORPUS[i].conversation_id[:24]}")
@@ -100,7 +100,7 @@ def test_active_messages_are_the_models_own():
 
 
 def test_note_front_matter_fast_emitter_writes_what_the_python_emitter_writes():
-    """md-frontmatter dumps its front matter with LibYAML's emitter unless a value holds a character beyond U+FFFF."""
+    """md (the note-app Markdown) dumps its front matter with LibYAML's emitter unless a value holds a character beyond U+FFFF."""
     import yaml
 
     from chatetl.exports.yaml_export import _Dumper, _FastDumper, _needs_python_emitter
@@ -125,6 +125,6 @@ def test_a_lone_surrogate_goes_through_the_python_emitter():
     from chatetl.exports.files import conversation_files
 
     conv = chat([("user", "lone \ud800 surrogate"), ("assistant", "no character beyond U+FFFF")], title="t \udc00")
-    files = {f.format: f.data.decode() for f in conversation_files(conv, ["yaml", "md-frontmatter"])}
+    files = {f.format: f.data.decode() for f in conversation_files(conv, ["yaml", "md"])}
     assert 'text: "lone \\uD800 surrogate\\n"' in files["yaml"] and 'title: "t \\uDC00"' in files["yaml"]
-    assert files["md-frontmatter"].startswith('---\ntitle: "t \\uDC00"\n')
+    assert files["md"].startswith('---\ntitle: "t \\uDC00"\n')

@@ -134,6 +134,8 @@ def test_html_escapes_everything_from_the_chat():
     assert not any(k.startswith("on") for _, attrs in tags for k in attrs)
     assert all(t != "script" for t, _ in tags)
     hrefs = [a["href"] for t, a in tags if t == "a"]
+    assert hrefs[0] == "../archive/index.html"  # the page's own link back to the archive page, never from the chat
+    hrefs = hrefs[1:]
     assert hrefs == ["https://example.org/?a=1&b=<2>"]  # the only safe link (its & and < escaped in the page)
     assert 'href="https://example.org/?a=1&amp;b=&lt;2&gt;"' in page
 
@@ -161,7 +163,7 @@ def test_html_is_a_standalone_printable_page_with_one_section_per_turn():
 
 def test_note_markdown_has_front_matter_then_the_visible_turns():
     conv = chat([("user", "hi: there"), ("assistant", "hello\n\n---\n\nmore")], title="yes: a title # with: colons", url="https://chatgpt.com/c/x", extras=True, branch=True)
-    (f,) = conversation_files(conv, ["md-frontmatter"])
+    (f,) = conversation_files(conv, ["md"])
     text = f.data.decode()
     assert text.startswith("---\n")
     head, body = text[4:].split("\n---\n", 1)
@@ -261,11 +263,11 @@ def test_partition_exports_write_every_format_and_a_rerun_writes_nothing(tmp_pat
     assert second.written == [] and {o.key: o.etag for o in store.list("exports/")} == etags
     # the zip holds the chosen formats, and it reads back
     with zipfile.ZipFile(io.BytesIO(store.get_bytes(bundle_key("2026-01-01")))) as zf:
-        assert sorted({n.split("/")[0] for n in zf.namelist()}) == ["chat-export-json", "html", "md"]
+        assert sorted({n.split("/")[0] for n in zf.namelist()}) == ["chat-export-json", "chat-export-md", "html"]
         assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
         zf.extractall(tmp_path / "unzipped")
     report = ReadReport()
-    back = list(read_path(tmp_path / "unzipped" / "md", report))
+    back = list(read_path(tmp_path / "unzipped" / "chat-export-md", report))
     assert not report.errors and sorted(c.key for c in back) == sorted(c.key for c in convs)
 
 

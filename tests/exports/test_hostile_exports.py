@@ -53,7 +53,7 @@ def _hrefs(markdown: str) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("fmt", ["md", "md-frontmatter"])
+@pytest.mark.parametrize("fmt", ["chat-export-md", "md"])
 def test_markdown_sources_never_link_to_a_script_or_data(fmt):
     cites = [Citation(title=f"evil {i}", url=url) for i, url in enumerate(HOSTILE_URLS)] + [Citation(title="fine", url="https://example.org/a")]
     text = _file(chat([("user", "q"), ("assistant", "a")], citations=cites), fmt).data.decode()
@@ -63,7 +63,7 @@ def test_markdown_sources_never_link_to_a_script_or_data(fmt):
         assert f"evil {i}" in text  # the source is still named, as text
 
 
-@pytest.mark.parametrize("fmt", ["md", "md-frontmatter"])
+@pytest.mark.parametrize("fmt", ["chat-export-md", "md"])
 def test_a_link_title_cannot_close_its_link_early(fmt):
     title = "click](javascript:alert(1)) [me\\"
     cites = [Citation(title=title, url="https://example.org/real")]
@@ -73,7 +73,7 @@ def test_a_link_title_cannot_close_its_link_early(fmt):
 
 def test_link_titles_with_brackets_read_back_from_markdown(tmp_path):
     cites = [Citation(title="a [b] c \\ d", url="https://example.org/x_(y)"), Citation(title="plain", url="https://example.org/(")]
-    f = _file(chat([("user", "q"), ("assistant", "a")], citations=cites), "md")
+    f = _file(chat([("user", "q"), ("assistant", "a")], citations=cites), "chat-export-md")
     path = tmp_path / f.path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(f.data)
@@ -94,7 +94,7 @@ def test_no_raw_control_character_reaches_an_export(fmt):
     assert "bell" in data and "red" in data  # the text around them stays
 
 
-@pytest.mark.parametrize("fmt", ["md", "yaml", "chat-export-json", "sharegpt"])
+@pytest.mark.parametrize("fmt", ["chat-export-md", "yaml", "chat-export-json", "sharegpt"])
 def test_exports_of_text_with_controls_read_back(tmp_path, fmt):
     conv = chat([("user", "hi\x00 there"), ("assistant", "ok\x1b done")], title="A \x00 title")
     f = _file(conv, fmt)
@@ -136,7 +136,7 @@ def _active(markdown: str) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("fmt", ["md", "md-frontmatter"])
+@pytest.mark.parametrize("fmt", ["chat-export-md", "md"])
 def test_titles_and_models_never_link_load_or_inject_html(fmt):
     conv = chat([("user", "q"), ("assistant", "a")], title=EVIL_LINK_TITLE, model=EVIL_MODEL,
                 citations=[Citation(title="<img src=https://evil.example/c.png> [x](javascript:alert(3))", url="javascript:alert(4)"),
@@ -158,7 +158,7 @@ def _markdown_part(text: str) -> str:
 
 
 def test_a_title_without_link_syntax_keeps_its_bytes_and_reads_back(tmp_path):
-    f = _file(chat([("user", "q"), ("assistant", "a")], title="Notes [draft] & a < b"), "md")
+    f = _file(chat([("user", "q"), ("assistant", "a")], title="Notes [draft] & a < b"), "chat-export-md")
     assert "title: Notes [draft] & a < b\n" in f.data.decode()
     path = tmp_path / f.path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -191,10 +191,10 @@ def _gemini_chat(tmp_path):
     return conv
 
 
-@pytest.mark.parametrize("fmt", ["md", "md-frontmatter"])
+@pytest.mark.parametrize("fmt", ["chat-export-md", "md"])
 def test_gemini_answers_show_their_literal_link_syntax_as_text(tmp_path, fmt):
     text = _file(_gemini_chat(tmp_path), fmt).data.decode()
-    assert _active(text.partition("\n---\n")[2] if fmt == "md-frontmatter" else text) == []
+    assert _active(text.partition("\n---\n")[2] if fmt == "md" else text) == []
     for shown in ("your bank", "chart.png", "the docs (https://docs.example/csv)", "x = [1, 2][0]  # [a](b)", '`d["k"]`'):
         assert shown in text, shown  # the text, the image's place, the real link's address and the code all still there
 

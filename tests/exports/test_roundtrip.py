@@ -18,7 +18,7 @@ from chatetl.exports.meta import export_views
 from chatetl.model import Citation, Source
 from chatetl.readers import ReadReport, read_path
 
-READABLE = ("chat-export-json", "sharegpt", "md", "yaml")
+READABLE = ("chat-export-json", "sharegpt", "chat-export-md", "yaml")
 
 
 def _turns(texts: list[str]) -> list[tuple[str, str]]:
@@ -42,7 +42,7 @@ def _read_one(path: Path):
 
 
 def _expected(conv, fmt: str) -> list[tuple[str, str]]:
-    if fmt == "md":
+    if fmt == "chat-export-md":
         return [(r, markdown_equivalent(t)) for r, t in visible(conv)]
     return visible(conv)
 
@@ -89,7 +89,7 @@ def test_markdown_bodies_with_fences_stay_verbatim(tmp_path):
     assert result.adjusted == [] and result.exact
     for body in bodies:
         assert body in result.text
-    assert visible(_read_one(_write(tmp_path, conv, "md"))) == visible(conv)
+    assert visible(_read_one(_write(tmp_path, conv, "chat-export-md"))) == visible(conv)
 
 
 @pytest.mark.parametrize("body", MD_AMBIGUOUS)
@@ -97,7 +97,7 @@ def test_markdown_bodies_the_layout_cannot_hold_are_adjusted_and_render_the_same
     conv = chat([("user", "question"), ("assistant", body), ("user", "next turn survives"), ("assistant", "ok")])
     result = render_markdown(export_views(conv)[0])
     assert result.adjusted == [1] and result.exact
-    back = visible(_read_one(_write(tmp_path, conv, "md")))
+    back = visible(_read_one(_write(tmp_path, conv, "chat-export-md")))
     # every turn still comes back, in order, with its role; only the adjusted body differs from the original...
     assert [r for r, _ in back] == ["user", "assistant", "user", "assistant"]
     assert back[0] == ("user", "question") and back[2:] == [("user", "next turn survives"), ("assistant", "ok")]
@@ -114,7 +114,7 @@ def test_markdown_bodies_the_layout_cannot_hold_are_adjusted_and_render_the_same
 def test_chat_export_role_tags_survive_markdown_and_json(tmp_path):
     conv = chat([("user", "hi"), ("assistant", "hello")], platform="grok", source=Source.CHAT_EXPORT)
     conv.messages[1].author_name = "grok"
-    for fmt in ("md", "chat-export-json"):
+    for fmt in ("chat-export-md", "chat-export-json"):
         back = _read_one(_write(tmp_path, conv, fmt))
         assert visible(back) == visible(conv)
         assert back.visible_turns[1].author_name == "grok"
@@ -123,7 +123,7 @@ def test_chat_export_role_tags_survive_markdown_and_json(tmp_path):
 def test_sources_survive_every_readable_format(tmp_path):
     cites = [Citation(title="Wikipedia: Paris", url="https://en.wikipedia.org/wiki/Paris_(city)"), Citation(title="No link")]
     conv = chat([("user", "capital?"), ("assistant", "Paris.")], citations=cites)
-    for fmt in ("md", "chat-export-json", "yaml"):
+    for fmt in ("chat-export-md", "chat-export-json", "yaml"):
         back = _read_one(_write(tmp_path, conv, fmt))
         got = [(c.title, c.url) for c in back.visible_turns[1].citations]
         assert got == [("Wikipedia: Paris", "https://en.wikipedia.org/wiki/Paris_(city)"), ("No link", None)], fmt

@@ -15,11 +15,11 @@ def test_internals_survive_the_round_trip(tmp_path):
     out = tmp_path / "out"
     result = subprocess.run(
         [sys.executable, "-m", "chatetl.cli", "export", str(tmp_path / "export.zip"), "--out", str(out),
-         "--format", "chat-export-json,yaml,md", "--include-reasoning", "--include-tools"],
+         "--format", "chat-export-json,yaml,chat-export-md", "--include-reasoning", "--include-tools"],
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr
-    for fmt in ("chat-export-json", "yaml", "md"):
+    for fmt in ("chat-export-json", "yaml", "chat-export-md"):
         report = ReadReport()
         convs = {c.title: c for c in read_path(out / fmt, report)}
         assert report.errors == [] and report.drift == {}, (fmt, report.summary())

@@ -18,8 +18,9 @@ from chatetl.graph.documents import load_documents
 from chatetl.graph.load import load_conversations
 from chatetl.graph.properties import CONTENT_LIMIT, MOVED_OFF_MESSAGE
 from chatetl.graph.schema import CONSTRAINTS, INDEXES, ensure_schema
-from chatetl.labels import platform_label
+from chatetl.labels import chat_title
 from chatetl.rag.documents import document_for
+from chatetl.readers.platform_names import platform_label
 from chatetl.readers.timeutil import iso
 
 pytestmark = pytest.mark.integration
@@ -115,7 +116,7 @@ def test_seed_query_search_documents(loaded, conv):
         RETURN d.title, d.source, d.created_at ORDER BY d.created_at DESC
         """, search_term=conv["search"])
     [model] = [c for c in read_back[conv["arrived_via"]] if c.conversation_id == conv_id_of(driver, conv)]
-    assert rows == [{"d.title": f"{platform_label(conv['platform'])}: {conv['name']}", "d.source": conv["platform"],
+    assert rows == [{"d.title": f"{platform_label(conv['platform'])}: {chat_title(model.title)}", "d.source": conv["platform"],
                      "d.created_at": iso(model.created_at)}]
 
 

@@ -12,13 +12,12 @@ from export_inputs import chat, sample_conversations
 from pydantic import ValidationError
 
 from chatetl.graph.chunk_search import lucene_escape
-from chatetl.labels import platform_label
 from chatetl.model import Source
 from chatetl.rag.chunking import ChunkOptions, chunk_document, chunk_spans, chunks_jsonl
 from chatetl.rag.documents import Span, build_document, document_for
 from chatetl.rag.embeddings import BUILTIN_MODEL, load_embedder
 from chatetl.rag.partition import DocumentsResult, write_upload_documents
-from chatetl.readers.platform_names import PLATFORM_ALIASES
+from chatetl.readers.platform_names import PLATFORM_ALIASES, platform_label
 from chatetl.selection import ContentOptions
 from chatetl.settings import Settings
 from chatetl.storage import LocalObjectStore
@@ -38,14 +37,14 @@ def test_document_has_the_seed_properties():
         "Assistant: The train: more legroom, a dining car and you can walk around."
     )
     claude = document_for(chat([("user", "hi")], platform="claude-ai", source=Source.CLAUDE_AI, title=None, conversation_id="u-1"))
-    assert claude["title"] == "Claude AI: conv-u-1" and claude["template_name"] == "Claude AI Conversation" and claude["source"] == "claude-ai"
+    assert claude["title"] == "Claude AI: Untitled" and claude["template_name"] == "Claude AI Conversation" and claude["source"] == "claude-ai"
 
 
 def test_every_platform_has_a_label():
     for platform in {*PLATFORM_ALIASES.values(), "chatgpt", "claude-ai", "claude-code", "rex", "unknown"}:
         label = platform_label(platform)
         assert label and label != platform and "-" not in label, platform
-    assert platform_label("le-chat-pro") == "Le Chat Pro" and platform_label("") == "Chat"
+    assert platform_label("le-chat-pro") == "Le Chat Pro" and platform_label("") == "Unknown"
 
 
 def test_content_is_never_truncated():

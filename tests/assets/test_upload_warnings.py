@@ -1,0 +1,39 @@
+"""A bad upload shows in the lineage: `uploads_read_cleanly` warns (WARN, not blocking) on the day's
+partition for an unreadable upload and what went to quarantine/, while the good upload still loads."""
+
+from __future__ import annotations
+
+from dagster import AssetCheckSeverity, DagsterInstance
+
+from chatetl.ingest.index import partition_of
+from chatetl.samples import chatgpt_export
+
+
+def _evaluation(result, name: str):
+    (found,) = [e for e in result.get_asset_check_evaluations() if e.check_name == name]
+    return found
+
+
+def test_an_unreadable_upload_warns_on_its_partition_and_the_run_goes_on(definitions, clean_graph):
+    store = definitions.resources["object_store"].store
+    store.put_bytes("raw/good.zip", chatgpt_export())
+    info = store.put_bytes("raw/garbage.bin", bytes(range(256)) * 10)
+    day = partition_of(info)
+    result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral())
+    assert result.success
+    warned = _evaluation(result, "uploads_read_cleanly")
+    assert not warned.passed and warned.severity is AssetCheckSeverity.WARN
+    assert warned.partition == day
+    assert warned.metadata["unreadable_uploads"].value == 1 and warned.metadata["quarantined_files"].value >= 2
+    assert "raw/garbage.bin" in warned.metadata["uploads_with_problems"].value
+    assert day in warned.description and "1 unreadable upload(s)" in warned.description
+    mats = {e.materialization.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert {"normalized", "graph", "documents", "exports"} <= mats  # a warning blocks nothing
+
+
+def test_clean_uploads_pass(definitions, clean_graph):
+    store = definitions.resources["object_store"].store
+    info = store.put_bytes("raw/good.zip", chatgpt_export())
+    result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=partition_of(info), instance=DagsterInstance.ephemeral())
+    warned = _evaluation(result, "uploads_read_cleanly")
+    assert warned.passed and warned.metadata["quarantined_files"].value == 0
