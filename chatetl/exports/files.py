@@ -97,8 +97,10 @@ class ExportCollector:
     def add(self, conv: Conversation, files: list[ExportFile], lines: list[bytes]) -> bool:
         """Keep this state's bundle files and training lines unless a winning (or the same) state is kept; True if
         kept."""
-        key = conv.key
-        state = state_order(conv)
+        return self.add_state(conv.key, state_order(conv), files, lines)
+
+    def add_state(self, key: str, state: StateOrder, files: list[ExportFile], lines: list[bytes]) -> bool:
+        """`add` of a conversation known by its key and state (a stored piece, chatetl.exports.pieces)."""
         old = self.entries.get(key)
         if old is not None and old.state >= state:
             self.replaced += 1
