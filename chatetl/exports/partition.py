@@ -13,7 +13,9 @@ state another partition published is left out, never shown older. `write_day_exp
 the day's retractions (chatetl.retractions): the files of a conversation no upload holds go, and
 the partitions still holding one are exported again, their state published as the winner. The archive page covers the whole bucket: each partition writes its rows, and the
 page is rebuilt from every partition's (`archive.write_archive`). A rerun writes no byte that is
-already there.
+already there. A run renders only the uploads that changed: the others' conversations come from the
+pieces their last rendering stored (chatetl.exports.pieces), so a small upload on a big day costs
+its own rendering and the day's bundles put together again, with the bytes of rendering everything.
 """
 
 from __future__ import annotations

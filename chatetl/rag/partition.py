@@ -15,7 +15,8 @@ not rewritten: a rerun changes nothing.
 Embeddings are on by default (chatetl.rag.embeddings.load_embedder: the built-in model). A
 chunk's vector is computed once: a batch first takes the vectors the upload's previous
 Parquet holds for its texts (read in step, chatetl.rag.vectors.PreviousVectors), then those
-the graph holds (the same text in another upload or day), and embeds only the rest.
+the graph holds (the same text in another upload or day), and embeds only the rest. A day's run
+leaves out the uploads whose stamp says their files would come out the same (chatetl.rag.stamps).
 """
 
 from __future__ import annotations
