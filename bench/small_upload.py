@@ -127,6 +127,7 @@ def empty_buckets(roots: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", type=Path, help="a checkout of the code to compare with")
+    parser.add_argument("--this", type=Path, help="a checkout of the code measured (default: this one; a worktree keeps it fixed while you edit)")
     parser.add_argument("--mb", type=float, default=60.0, help="the day's first load, in MB of ChatGPT JSON")
     parser.add_argument("--parts", type=int, default=6, help="uploads the first load comes in")
     parser.add_argument("--small-mb", type=float, default=1.0)
@@ -138,7 +139,7 @@ def main() -> None:
         spec = json.loads(args.step)
         print(json.dumps(step(spec["root"], [tuple(u) for u in spec["uploads"]])))
         return
-    sides: dict[str, Path | None] = {"baseline": args.baseline, "this": None} if args.baseline else {"this": None}
+    sides: dict[str, Path | None] = {"baseline": args.baseline, "this": args.this} if args.baseline else {"this": args.this}
     wipe_graph()
     with tempfile.TemporaryDirectory(prefix="chatetl-small-upload-") as tmp:
         roots = {name: f"s3://chatetl-bench-{name}" if args.s3 else str(Path(tmp, name)) for name in sides}

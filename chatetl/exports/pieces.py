@@ -10,7 +10,6 @@ upload's normalized files (their ETags), the plan, the content options and the e
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import zipfile
@@ -22,6 +21,7 @@ from typing import Any
 
 from chatetl.exports.archive import ArchiveEntry
 from chatetl.exports.files import ExportFile
+from chatetl.fingerprint import code_fingerprint
 from chatetl.model import StateOrder
 
 # the code a conversation's export bytes depend on (chatetl/<name>: a package or a module)
@@ -30,15 +30,8 @@ RENDER_CODE = ("exports", "selection.py", "labels.py", "filenames.py", "model.py
 
 @lru_cache(maxsize=1)
 def render_fingerprint() -> str:
-    """A digest of the export code and its templates: any change to it makes every piece stale."""
-    root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for name in RENDER_CODE:
-        path = root / name
-        for file in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix != ".pyc") if path.is_dir() else [path]:
-            h.update(file.relative_to(root).as_posix().encode() + b"\0")
-            h.update(file.read_bytes())
-    return h.hexdigest()[:16]
+    """The export code and its templates: any change to them makes every piece stale."""
+    return code_fingerprint(RENDER_CODE)
 
 
 @dataclass

@@ -12,13 +12,12 @@ Document still holds the text and the chunks its stamp names (`documents_holding
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from chatetl.fingerprint import code_fingerprint
 from chatetl.layout import rag_stamp_key, rag_stamps_prefix
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
@@ -28,15 +27,8 @@ RAG_CODE = ("rag", "selection.py", "labels.py", "model.py")
 
 @lru_cache(maxsize=1)
 def rag_fingerprint() -> str:
-    """A digest of the code that writes Documents, chunks and vectors: any change to it makes every stamp stale."""
-    root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for name in RAG_CODE:
-        path = root / name
-        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            h.update(file.relative_to(root).as_posix().encode() + b"\0")
-            h.update(file.read_bytes())
-    return h.hexdigest()[:16]
+    """The code that writes Documents, chunks and vectors: any change to it makes every stamp stale."""
+    return code_fingerprint(RAG_CODE)
 
 
 @dataclass
@@ -65,18 +57,21 @@ class GraphStamp:
     first_document: dict[str, Any] | None = None
 
 
+_Stamp = TypeVar("_Stamp", FilesStamp, GraphStamp)
+
+
 def graph_stamp_key(day: str, uid: str) -> str:
     return rag_stamp_key(day, uid).removesuffix(".json") + ".graph.json"
 
 
-def _read(store: ObjectStore, key: str) -> dict[str, Any] | None:
+def _read(store: ObjectStore, key: str, kind: type[_Stamp]) -> _Stamp | None:
+    """The stamp at `key` (None: none, or damaged: the upload is done again)."""
     if store.head(key) is None:
         return None
     try:
-        doc = json.loads(store.get_bytes(key))
-    except (ValueError, UnicodeDecodeError):
-        return None  # damaged: the upload is done again
-    return doc if isinstance(doc, dict) else None
+        return kind(**json.loads(store.get_bytes(key)))
+    except (ValueError, UnicodeDecodeError, TypeError):
+        return None
 
 
 def _write(store: ObjectStore, key: str, stamp: FilesStamp | GraphStamp) -> None:
@@ -85,11 +80,7 @@ def _write(store: ObjectStore, key: str, stamp: FilesStamp | GraphStamp) -> None
 
 
 def read_files_stamp(store: ObjectStore, day: str, uid: str) -> FilesStamp | None:
-    doc = _read(store, rag_stamp_key(day, uid))
-    try:
-        return FilesStamp(**doc) if doc is not None else None
-    except TypeError:
-        return None
+    return _read(store, rag_stamp_key(day, uid), FilesStamp)
 
 
 def write_files_stamp(store: ObjectStore, day: str, uid: str, stamp: FilesStamp) -> None:
@@ -97,11 +88,7 @@ def write_files_stamp(store: ObjectStore, day: str, uid: str, stamp: FilesStamp)
 
 
 def read_graph_stamp(store: ObjectStore, day: str, uid: str) -> GraphStamp | None:
-    doc = _read(store, graph_stamp_key(day, uid))
-    try:
-        return GraphStamp(**doc) if doc is not None else None
-    except TypeError:
-        return None
+    return _read(store, graph_stamp_key(day, uid), GraphStamp)
 
 
 def write_graph_stamp(store: ObjectStore, day: str, uid: str, stamp: GraphStamp) -> None:
