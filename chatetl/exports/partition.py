@@ -37,6 +37,7 @@ from chatetl.exports.archive import (
     write_day_rows,
 )
 from chatetl.exports.bucket import PublishResult, manifest_state, publish_conversation, retract_conversation
+from chatetl.exports.deflated import deflate
 from chatetl.exports.files import (
     ExportCollector,
     conversation_files,
@@ -238,7 +239,7 @@ class _Walk:
         if self.rows is not None and (files or lines):
             row = archive_entry(conv, next((f.path for f in files if f.format == "html"), None))
         piece = ConversationPiece(conv.key, state_order(conv), not files and not lines, [(f.format, f.path) for f in written_files],
-                                  [f for f in files if f.format in plan.bundle_formats], lines, row)
+                                  [(f.path, deflate(f.data)) for f in files if f.format in plan.bundle_formats], lines, row)
         if piece.empty:
             self.count(piece, PublishResult())
             return piece

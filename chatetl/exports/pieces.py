@@ -1,7 +1,7 @@
 """What one upload gave its day's bundles, kept so that a later run of the day rebuilds them without rendering.
 
     cache/exports/date=D/<upload-id>.json   its stamp, and per conversation (the upload's order): state, files, row
-    cache/exports/date=D/<upload-id>.zip    those conversations' files of the zip's formats and training lines
+    cache/exports/date=D/<upload-id>.zip    those conversations' files of the zip's formats (deflated) and training lines
 
 A piece is written whenever its upload is rendered. Its stamp names what the rendering depended on: the
 upload's normalized files (their ETags), the plan, the content options and the export code itself
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from chatetl.exports.archive import ArchiveEntry
-from chatetl.exports.files import ExportFile
+from chatetl.exports.deflated import Deflated
 from chatetl.fingerprint import code_fingerprint
 from chatetl.model import StateOrder
 
@@ -42,13 +42,13 @@ class ConversationPiece:
     state: StateOrder
     empty: bool  # no turn to show: no files, no lines
     written: list[tuple[str, str]]  # (format, path relative to exports/) of the files it publishes
-    bundle: list[ExportFile]  # its files of the zip's formats
+    bundle: list[tuple[str, Deflated]]  # its files of the zip's formats: (path relative to the zip, content deflated)
     lines: list[bytes]  # its training lines
     row: ArchiveEntry | None  # its archive row (when the plan has the archive)
 
     def meta(self, members: list[str]) -> dict[str, Any]:
         return {"key": self.key, "state": list(self.state), "empty": self.empty, "written": [list(w) for w in self.written],
-                "bundle": [[f.path, f.format, f.content_type, m] for f, m in zip(self.bundle, members, strict=True)],
+                "bundle": [[path, m, f.crc, f.size] for (path, f), m in zip(self.bundle, members, strict=True)],
                 "lines": bool(self.lines), "row": asdict(self.row) if self.row is not None else None}
 
 
@@ -72,7 +72,7 @@ class PieceHead:
         """The conversations with their bytes, read from the piece's zip."""
         with zipfile.ZipFile(zip_path) as zf:
             for i, c in enumerate(self.conversations):
-                bundle = [ExportFile(path, zf.read(member), content_type, fmt) for path, fmt, content_type, member in c["bundle"]]
+                bundle = [(path, Deflated(zf.read(member), crc, size)) for path, member, crc, size in c["bundle"]]
                 lines = io.BytesIO(zf.read(f"{i}/lines")).readlines() if c["lines"] else []  # (as the training file reads them)
                 yield ConversationPiece(c["key"], _state(c["state"]), c["empty"], [(w[0], w[1]) for w in c["written"]], bundle, lines,
                                         ArchiveEntry(**c["row"]) if c["row"] is not None else None)
@@ -99,7 +99,7 @@ class PieceWriter:
     def add(self, piece: ConversationPiece) -> None:
         i = len(self.conversations)
         members = []
-        for j, f in enumerate(piece.bundle):
+        for j, (_, f) in enumerate(piece.bundle):
             members.append(f"{i}/{j}")
             self._write(members[-1], f.data)
         if piece.lines:
