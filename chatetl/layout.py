@@ -15,6 +15,12 @@
     state/uploads/date=D/batch-<id>.json                 the upload index (the sensor's finds)
     state/uploads/coverage.json                          up to when the index is complete
     state/uploads/by-key/<upload-id>.json                which day holds an upload key's outputs
+    cache/exports/date=D/<upload-id>.zip                 what an upload gave its day's zip, training file, rows
+    cache/exports/date=D.json                            the export manifests' states a run of day D saw
+    cache/rag/date=D/<upload-id>.json                    what an upload's rag/ files were written from
+
+cache/ holds what lets a run redo only what changed: deleting it costs time (the next run of each day
+renders and chunks everything again), never data.
 
 Every output key is derived from the upload's key, so a rerun overwrites instead of
 adding (and `chatetl.storage.put_if_changed` skips writes whose bytes are unchanged).
@@ -44,6 +50,7 @@ LEDGER_PREFIX = f"{STATE_PREFIX}ledger/"
 INDEX_PREFIX = f"{STATE_PREFIX}uploads/"
 COVERAGE_KEY = f"{INDEX_PREFIX}coverage.json"
 LOCATION_PREFIX = f"{INDEX_PREFIX}by-key/"
+CACHE_PREFIX = "cache/"
 
 
 def is_upload(key: str) -> bool:
@@ -136,3 +143,26 @@ def location_key(uid: str) -> str:
 
 def index_prefix(day: str) -> str:
     return f"{INDEX_PREFIX}date={day}/"
+
+
+def export_pieces_prefix(day: str) -> str:
+    """What each upload of day D gave the day's bundles (chatetl.exports.pieces)."""
+    return f"{CACHE_PREFIX}exports/date={day}/"
+
+
+def export_piece_key(day: str, uid: str) -> str:
+    return f"{export_pieces_prefix(day)}{uid}.zip"
+
+
+def export_states_key(day: str) -> str:
+    """The export manifests' states (and ETags) the last exports run of day D left."""
+    return f"{CACHE_PREFIX}exports/date={day}.json"
+
+
+def rag_stamps_prefix(day: str) -> str:
+    return f"{CACHE_PREFIX}rag/date={day}/"
+
+
+def rag_stamp_key(day: str, uid: str) -> str:
+    """What the upload's rag/ files were written from, and what its Documents hold (chatetl.rag.stamps)."""
+    return f"{rag_stamps_prefix(day)}{uid}.json"

@@ -18,6 +18,7 @@ or another upload's state is to be published in its place: chatetl.retractions).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,25 +36,39 @@ class PublishResult:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped_older: bool = False
+    manifest: tuple[str, StateOrder] | None = None  # the manifest after the call: its ETag and state
 
 
 def read_manifest(store: ObjectStore, conversation_key: str) -> dict[str, Any] | None:
+    return _read_manifest(store, conversation_key)[0]
+
+
+def _read_manifest(store: ObjectStore, conversation_key: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The manifest (None: none, or damaged) and its ETag."""
     key = export_manifest_key(conversation_key)
-    if store.head(key) is None:
-        return None
+    info = store.head(key)
+    if info is None:
+        return None, None
     try:
         data = json.loads(store.get_bytes(key))
     except (ValueError, UnicodeDecodeError):
-        return None  # a damaged manifest is rewritten
-    return data if isinstance(data, dict) and data.get("key") == conversation_key else None
+        return None, info.etag  # a damaged manifest is rewritten
+    return (data if isinstance(data, dict) and data.get("key") == conversation_key else None), info.etag
+
+
+def manifest_state(store: ObjectStore, conversation_key: str) -> StateOrder | None:
+    """The state the conversation's manifest holds (None: no manifest, or a damaged one)."""
+    manifest = read_manifest(store, conversation_key)
+    return _stored_order(manifest) if manifest is not None else None
 
 
 def publish_conversation(store: ObjectStore, conv: Conversation, files: list[ExportFile], formats: Iterable[str]) -> PublishResult:
     result = PublishResult()
     version, digest = state_version(conv), state_hash(conv)
-    old = read_manifest(store, conv.key)
+    old, etag = _read_manifest(store, conv.key)
     if old is not None and _stored_order(old) > state_order(conv, digest):
         result.skipped_older = True
+        result.manifest = (etag or "", _stored_order(old))
         return result
     formats = list(formats)
     new: dict[str, list[str]] = {f: [] for f in formats}
@@ -73,6 +88,7 @@ def publish_conversation(store: ObjectStore, conv: Conversation, files: list[Exp
                 "files": dict(sorted(merged.items()))}
     data = (json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8", "replace")
     put_bytes_if_changed(store, export_manifest_key(conv.key), data, "application/json")
+    result.manifest = (hashlib.md5(data, usedforsecurity=False).hexdigest(), state_order(conv, digest))
     return result
 
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chatetl.exports.deflated import BLOCK, Deflated, append_deflated, deflate
 from chatetl.exports.formats import PER_CONVERSATION
 from chatetl.exports.meta import ExportView, export_views
 from chatetl.exports.sharegpt import training_line
@@ -79,14 +80,15 @@ def _slot(key: str) -> str:
 class _Entry:
     state: StateOrder
     order: int
-    files: list[tuple[str, str]]  # (relative path, file holding the bytes)
+    files: list[tuple[str, str, int, int]]  # (relative path, file holding its deflated bytes, CRC, size)
     lines: str | None  # file holding the training lines
 
 
 @dataclass
 class ExportCollector:
-    """Collects rendered conversations on disk (never all in memory); per key the winning state of
-    model.state_order is kept (the same state twice: the first seen), whatever order they come in.
+    """Collects rendered conversations on disk (never all in memory), their bundle files deflated once (the zip
+    copies them: chatetl.exports.deflated); per key the winning state of model.state_order is kept (the same
+    state twice: the first seen), whatever order they come in.
     """
 
     workdir: Path
@@ -97,22 +99,34 @@ class ExportCollector:
     def add(self, conv: Conversation, files: list[ExportFile], lines: list[bytes]) -> bool:
         """Keep this state's bundle files and training lines unless a winning (or the same) state is kept; True if
         kept."""
-        key = conv.key
         state = state_order(conv)
+        if not self._wins(conv.key, state):
+            return False
+        return self.add_state(conv.key, state, [(f.path, deflate(f.data)) for f in files if f.format in self.bundle_formats], lines)
+
+    def _wins(self, key: str, state: StateOrder) -> bool:
         old = self.entries.get(key)
         if old is not None and old.state >= state:
             self.replaced += 1
             return False
+        return True
+
+    def add_state(self, key: str, state: StateOrder, members: list[tuple[str, Deflated]], lines: list[bytes]) -> bool:
+        """`add` of a conversation known by its key and state, its bundle files (path, deflated content) given (a
+        stored piece, chatetl.exports.pieces)."""
+        if not self._wins(key, state):
+            return False
+        old = self.entries.get(key)
         slot = self.workdir / _slot(key)
         if slot.exists():
             shutil.rmtree(slot)
             self.replaced += 1
         slot.mkdir(parents=True)
-        kept: list[tuple[str, str]] = []
-        for i, f in enumerate(x for x in files if x.format in self.bundle_formats):
+        kept: list[tuple[str, str, int, int]] = []
+        for i, (path, member) in enumerate(members):
             target = slot / f"{i:04d}"
-            target.write_bytes(f.data)
-            kept.append((f.path, str(target)))
+            target.write_bytes(member.data)
+            kept.append((path, str(target), member.crc, member.size))
         lines_path = None
         if lines:
             lines_path = str(slot / "lines.jsonl")
@@ -144,15 +158,20 @@ class ExportCollector:
 
     def write_zip(self, path: str | Path, extra: Iterable[tuple[str, str | Path]] = ()) -> int:
         """A zip of the bundle formats' files (and `extra` (name, file) members); byte-identical for the same inputs."""
-        members = sorted([(arc, str(src)) for e in self.entries.values() for arc, src in e.files] + [(a, str(s)) for a, s in extra])
+        deflated = {(arc, src): (crc, size) for e in self.entries.values() for arc, src, crc, size in e.files}
+        members = sorted([*deflated, *((a, str(s)) for a, s in extra)])
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
             for arcname, src in members:
                 info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 1, 0, 0, 0))
                 info.compress_type = zipfile.ZIP_DEFLATED
                 info.external_attr = 0o644 << 16
                 info.create_system = 3  # unix: the same bytes whatever OS built the zip
+                if (arcname, src) in deflated:
+                    crc, size = deflated[(arcname, src)]
+                    append_deflated(zf, info, Deflated(Path(src).read_bytes(), crc, size))
+                    continue
                 with open(src, "rb") as f, zf.open(info, "w") as dst:
-                    shutil.copyfileobj(f, dst, 1024 * 1024)
+                    shutil.copyfileobj(f, dst, BLOCK)
         return len(members)
 
 

@@ -13,11 +13,14 @@ state another partition published is left out, never shown older. `write_day_exp
 the day's retractions (chatetl.retractions): the files of a conversation no upload holds go, and
 the partitions still holding one are exported again, their state published as the winner. The archive page covers the whole bucket: each partition writes its rows, and the
 page is rebuilt from every partition's (`archive.write_archive`). A rerun writes no byte that is
-already there.
+already there. A run renders only the uploads that changed: the others' conversations come from the
+pieces their last rendering stored (chatetl.exports.pieces), so a small upload on a big day costs
+its own rendering and the day's bundles put together again, with the bytes of rendering everything.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +36,8 @@ from chatetl.exports.archive import (
     write_archive,
     write_day_rows,
 )
-from chatetl.exports.bucket import publish_conversation, retract_conversation
+from chatetl.exports.bucket import PublishResult, manifest_state, publish_conversation, retract_conversation
+from chatetl.exports.deflated import deflate
 from chatetl.exports.files import (
     ExportCollector,
     conversation_files,
@@ -48,8 +52,21 @@ from chatetl.exports.formats import (
     with_needed,
 )
 from chatetl.exports.meta import export_views
-from chatetl.layout import bundle_key, export_prefix, training_key
-from chatetl.model import Conversation
+from chatetl.exports.pieces import ConversationPiece, PieceHead, PieceWriter, read_head, render_fingerprint
+from chatetl.layout import (
+    EXPORT_MANIFEST_PREFIX,
+    EXPORTS_PREFIX,
+    TABLES,
+    bundle_key,
+    export_manifest_key,
+    export_piece_key,
+    export_pieces_prefix,
+    export_prefix,
+    export_states_key,
+    table_prefix,
+    training_key,
+)
+from chatetl.model import Conversation, StateOrder, state_order
 from chatetl.retractions import (
     holder_days,
     holders,
@@ -59,8 +76,9 @@ from chatetl.retractions import (
 )
 from chatetl.selection import VISIBLE, ContentOptions
 from chatetl.settings import SettingError, Settings
-from chatetl.storage import ObjectStore, put_if_changed
-from chatetl.tables import iter_partition
+from chatetl.storage import ObjectStore, put_bytes_if_changed, put_if_changed
+from chatetl.tables.decode import iter_conversations
+from chatetl.tables.partitions import partition_table_pairs
 from chatetl.tally import Tally
 
 DEFAULT_BUNDLE = ("chat-export-json", "chat-export-md", "html")
@@ -149,21 +167,24 @@ def write_partition_exports(
     content: ContentOptions = VISIBLE,
     archive_page: bool = True,
 ) -> ExportsResult:
-    """Every conversation of the partition (`uploads`: its normalized uploads, read from the
-    bucket when not given) in every chosen format, the training file and the zip; with `archive`,
-    the partition's rows and (unless `archive_page` is False: a run over several days rebuilds it
-    once, `write_archive`) the bucket's archive page."""
+    """Every conversation of the partition in every chosen format, the training file and the zip; with `archive`,
+    the partition's rows and (unless `archive_page` is False: a run over several days rebuilds it once,
+    `write_archive`) the bucket's archive page. `uploads`: the partition's normalized uploads, all rendered;
+    when not given, the bucket's, and only the uploads whose stored piece cannot stand for them are rendered
+    (`_stored_uploads`): the others' conversations come from their pieces, with the same bytes."""
     plan = plan or ExportPlan()
-    if uploads is None:
-        uploads = iter_partition(store, day)
     result = ExportsResult(files={f: 0 for f in plan.formats})
     want_training = TRAINING in plan.formats or TRAINING in plan.bundle_formats
     want_archive = ARCHIVE in plan.formats or ARCHIVE in plan.bundle_formats
     rows = NewestEntries()
     with temporary_collector(plan.bundle_formats) as collector:
-        for _uid, convs in uploads:
-            for conv, _ in convs:
-                _export_conversation(store, conv, plan, content, result, collector, rows if want_archive else None, want_training)
+        walk = _Walk(store, plan, content, result, collector, rows if want_archive else None, want_training)
+        if uploads is None:
+            _stored_uploads(store, day, walk)
+        else:
+            for _uid, convs in uploads:
+                for conv, _ in convs:
+                    walk.rendered(conv)
         if ARCHIVE in plan.formats:
             _publish_archive(store, day, rows, archive_page, result)
         with tempfile.TemporaryDirectory(prefix="chatetl-partition-") as tmp:
@@ -191,32 +212,156 @@ def write_partition_exports(
     return result
 
 
-def _export_conversation(store: ObjectStore, conv: Conversation, plan: ExportPlan, content: ContentOptions, result: ExportsResult,
-                         collector: ExportCollector, rows: NewestEntries | None, want_training: bool) -> None:
-    """One conversation's files published, and (unless another partition holds a newer state of it) given
-    to the zip's collector, the training lines and the archive's `rows`."""
-    result.conversations += 1
-    views = export_views(conv, content)  # one selection of turns for every format and the training lines
-    files = conversation_files(conv, plan.rendered_formats, content, views)
-    lines = training_lines(conv, content, views) if want_training else []
-    if not files and not lines:
-        result.empty += 1
-        return
-    written_files = [f for f in files if f.format in plan.formats]
-    published = publish_conversation(store, conv, written_files, plan.file_formats)
-    result.skipped_older += published.skipped_older
-    if published.skipped_older:
-        return  # another partition holds a newer state: not in this one's zip, training file, rows
-    for f in written_files:
-        result.files[f.format] += 1
-    result.written += published.written
-    result.unchanged += published.unchanged
-    result.deleted += published.deleted
-    if result.preview_key is None:
-        result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(export_prefix("chat-export-md"))), None)
-    collector.add(conv, files, lines)
-    if rows is not None:
-        rows.add(archive_entry(conv, next((f.path for f in files if f.format == "html"), None)))
+@dataclass
+class _Walk:
+    """The partition's conversations in order, each rendered and published, or taken from its upload's piece; either
+    way counted, and (unless another partition holds a newer state of it) given to the zip's collector, the training
+    lines and the archive's `rows`. `current`: each conversation's manifest state as this run leaves it, for the
+    conversations taken from pieces (their publishing is what the manifests already say)."""
+
+    store: ObjectStore
+    plan: ExportPlan
+    content: ContentOptions
+    result: ExportsResult
+    collector: ExportCollector
+    rows: NewestEntries | None
+    want_training: bool
+    current: dict[str, tuple[str, StateOrder]] = field(default_factory=dict)
+
+    def rendered(self, conv: Conversation) -> ConversationPiece:
+        """The conversation rendered, published and counted; its piece."""
+        plan = self.plan
+        views = export_views(conv, self.content)  # one selection of turns for every format and the training lines
+        files = conversation_files(conv, plan.rendered_formats, self.content, views)
+        lines = training_lines(conv, self.content, views) if self.want_training else []
+        written_files = [f for f in files if f.format in plan.formats]
+        row = None
+        if self.rows is not None and (files or lines):
+            row = archive_entry(conv, next((f.path for f in files if f.format == "html"), None))
+        piece = ConversationPiece(conv.key, state_order(conv), not files and not lines, [(f.format, f.path) for f in written_files],
+                                  [(f.path, deflate(f.data)) for f in files if f.format in plan.bundle_formats], lines, row)
+        if piece.empty:
+            self.count(piece, PublishResult())
+            return piece
+        published = publish_conversation(self.store, conv, written_files, plan.file_formats)
+        if published.manifest is not None:
+            self.current[conv.key] = published.manifest
+        self.count(piece, published)
+        return piece
+
+    def stored(self, piece: ConversationPiece) -> None:
+        """A conversation of an unchanged upload: published as it was (its files are there), or left out for the
+        newer state the manifests hold."""
+        held = self.current.get(piece.key)
+        skipped = not piece.empty and held is not None and held[1] > piece.state
+        self.count(piece, PublishResult(unchanged=[EXPORTS_PREFIX + path for _, path in piece.written], skipped_older=skipped))
+
+    def count(self, piece: ConversationPiece, published: PublishResult) -> None:
+        result = self.result
+        result.conversations += 1
+        if piece.empty:
+            result.empty += 1
+            return
+        result.skipped_older += published.skipped_older
+        if published.skipped_older:
+            return  # another partition holds a newer state: not in this one's zip, training file, rows
+        for fmt, _ in piece.written:
+            result.files[fmt] += 1
+        result.written += published.written
+        result.unchanged += published.unchanged
+        result.deleted += published.deleted
+        if result.preview_key is None:
+            result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(export_prefix("chat-export-md"))), None)
+        self.collector.add_state(piece.key, piece.state, piece.bundle, piece.lines)
+        if self.rows is not None and piece.row is not None:
+            self.rows.add(piece.row)
+
+
+def _stored_uploads(store: ObjectStore, day: str, walk: _Walk) -> None:
+    """The partition's uploads from the bucket: each rendered (and its piece stored) unless its stored piece has the
+    stamp rendering would give it and every conversation of it is published as the piece says (its manifest holds its
+    state or a newer one). A retraction takes a manifest away: the uploads still holding that conversation are
+    rendered again. The manifests' states come from the day's states file where their ETags are unchanged."""
+    plan = walk.plan
+    base = {"plan": plan.model_dump(mode="json"), "content": walk.content.model_dump(mode="json"), "code": render_fingerprint()}
+    tables = {o.key: o.etag for t in TABLES for o in store.list(table_prefix(t, day))}
+    pieces_prefix = export_pieces_prefix(day)
+    stored = {o.key: o.etag for o in store.list(pieces_prefix)}
+    uploads = []
+    for conv_key, msg_key in partition_table_pairs(store, day):
+        uid = conv_key.rsplit("/", 1)[-1].removesuffix(".parquet")
+        stamp = {**base, "tables": [tables.get(conv_key), tables.get(msg_key)]}
+        head = None
+        if export_piece_key(day, uid) in stored and _head_key(day, uid) in stored:
+            head = read_head(store.get_bytes(_head_key(day, uid)))
+        uploads.append((uid, conv_key, msg_key, stamp, head if head is not None and head.stamp == stamp else None))
+    listing = {o.key: o.etag for o in store.list(EXPORT_MANIFEST_PREFIX)}
+    known = _read_states(store, day)
+    usable = {uid for uid, *_, head in uploads if head is not None and _published(store, head, walk.current, listing, known)}
+    with tempfile.TemporaryDirectory(prefix="chatetl-pieces-") as tmp:
+        for uid, conv_key, msg_key, stamp, head in uploads:
+            if head is not None and uid in usable:
+                zip_path = store.download(export_piece_key(day, uid), Path(tmp, "piece.zip"))
+                for piece in head.pieces(zip_path):
+                    walk.stored(piece)
+                zip_path.unlink()
+                continue
+            writer = PieceWriter(Path(tmp, "piece.zip"), stamp)
+            c_path, m_path = store.download(conv_key, Path(tmp, "c.parquet")), store.download(msg_key, Path(tmp, "m.parquet"))
+            for conv, _ in iter_conversations(c_path, m_path):
+                writer.add(walk.rendered(conv))
+            head_bytes = writer.close()
+            put_if_changed(store, export_piece_key(day, uid), Path(tmp, "piece.zip"), "application/zip")
+            put_bytes_if_changed(store, _head_key(day, uid), head_bytes, "application/json")
+    day_keys = {_head_key(day, u) for u, *_ in uploads} | {export_piece_key(day, u) for u, *_ in uploads}
+    for key in sorted(set(stored) - day_keys):
+        store.delete(key)  # the piece of an upload the day no longer holds
+    _write_states(store, day, walk.current)
+
+
+def _head_key(day: str, uid: str) -> str:
+    return export_piece_key(day, uid).removesuffix(".zip") + ".json"
+
+
+def _published(store: ObjectStore, head: PieceHead, current: dict[str, tuple[str, StateOrder]], listing: dict[str, str],
+               known: dict[str, tuple[str, StateOrder]]) -> bool:
+    """Whether every conversation of the piece is published as it says (its manifest holds its state or a newer
+    one); the manifests' states found are kept in `current`."""
+    for key, state, empty in head.states():
+        held = current.get(key) or _held_state(store, key, listing, known)
+        if held is not None:
+            current[key] = held
+        if not empty and (held is None or held[1] < state):
+            return False
+    return True
+
+
+def _held_state(store: ObjectStore, key: str, listing: dict[str, str], known: dict[str, tuple[str, StateOrder]]) -> tuple[str, StateOrder] | None:
+    """The conversation's manifest (ETag, state): from the day's states file while its ETag is the same, else read."""
+    etag = listing.get(export_manifest_key(key))
+    if etag is None:
+        return None
+    hit = known.get(key)
+    if hit is not None and hit[0] == etag:
+        return hit
+    state = manifest_state(store, key)
+    return (etag, state) if state is not None else None
+
+
+def _read_states(store: ObjectStore, day: str) -> dict[str, tuple[str, StateOrder]]:
+    key = export_states_key(day)
+    if store.head(key) is None:
+        return {}
+    try:
+        doc = json.loads(store.get_bytes(key))
+        return {k: (str(v[0]), (float(v[1][0]), int(v[1][1]), str(v[1][2]))) for k, v in doc.items()}
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, IndexError, AttributeError):
+        return {}  # damaged: every manifest is read
+
+
+def _write_states(store: ObjectStore, day: str, states: dict[str, tuple[str, StateOrder]]) -> None:
+    doc = {k: [etag, list(state)] for k, (etag, state) in sorted(states.items())}
+    put_bytes_if_changed(store, export_states_key(day), (json.dumps(doc, sort_keys=True) + "\n").encode("ascii"), "application/json")
 
 
 def _publish_archive(store: ObjectStore, day: str, rows: NewestEntries, archive_page: bool, result: ExportsResult) -> None:

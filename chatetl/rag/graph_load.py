@@ -26,9 +26,10 @@ from chatetl.graph.chunks import (
     load_chunks,
 )
 from chatetl.graph.documents import load_documents
-from chatetl.layout import RAG_DOCUMENTS_PREFIX, document_keys
+from chatetl.layout import RAG_CHUNKS_PREFIX, RAG_DOCUMENTS_PREFIX, RAG_EMBEDDINGS_PREFIX, document_keys
 from chatetl.rag.chunking import Chunk
 from chatetl.rag.partition import BATCH, CHUNK_WINDOW, PREVIEW_CHARS, DocumentsResult
+from chatetl.rag.stamps import GraphStamp, read_graph_stamp, write_graph_stamp
 from chatetl.rag.vectors import StoredVectors
 from chatetl.storage import ObjectStore
 
@@ -43,17 +44,48 @@ def stored_uploads(store: ObjectStore, day: str) -> list[str]:
 
 
 def load_partition_documents(store: ObjectStore, driver: Driver, day: str, database: str | None = None) -> DocumentsResult:
-    """Every upload of the day's rag/ files into the graph."""
+    """Every upload of the day's rag/ files into the graph; an upload whose files the graph took as they are, and
+    whose Documents still hold the text and chunks they gave (chatetl.rag.stamps), is only counted."""
     result = DocumentsResult()
+    files = {o.key: o.etag for prefix in (RAG_DOCUMENTS_PREFIX, RAG_CHUNKS_PREFIX, RAG_EMBEDDINGS_PREFIX) for o in store.list(f"{prefix}date={day}/")}
     for uid in stored_uploads(store, day):
-        load_upload_documents(store, driver, day, uid, result, database=database)
+        loaded = {k: files[k] for k in document_keys(day, uid) if k in files}
+        old = read_graph_stamp(store, day, uid)
+        if old is not None and old.files == loaded and _held(driver, old, database):
+            _take(old, result)
+            continue
+        stamp = load_upload_documents(store, driver, day, uid, result, database=database)
+        if stamp is not None:
+            stamp.files = loaded
+            write_graph_stamp(store, day, uid, stamp)
     return result
 
 
+def _held(driver: Driver, stamp: GraphStamp, database: str | None) -> bool:
+    """Whether every Document of the stamp holds the text and the chunks it names in the graph."""
+    if not stamp.digests:
+        return True
+    digests = {key: chunks for key, (_, chunks) in stamp.digests.items()}
+    contents = {key: content for key, (content, _) in stamp.digests.items()}
+    return documents_holding_chunks(driver, digests, contents, database)[1] == set(digests)
+
+
+def _take(stamp: GraphStamp, result: DocumentsResult) -> None:
+    """An upload the graph holds as it is, counted as loading it again would count it (its chunks unchanged)."""
+    result.documents += len(stamp.digests)
+    result.chunks += stamp.chunks
+    result.empty_documents += stamp.empty_documents
+    result.chunks_in_graph.unchanged += len(stamp.digests)
+    if result.first_document is None:
+        result.first_document = stamp.first_document
+
+
 def load_upload_documents(store: ObjectStore, driver: Driver, day: str, uid: str, result: DocumentsResult,
-                          database: str | None = None) -> None:
-    """One upload's rag/ files into the graph (counted in `result`: Documents and chunks read, and written)."""
+                          database: str | None = None) -> GraphStamp | None:
+    """One upload's rag/ files into the graph (counted in `result`: Documents and chunks read, and written); its
+    stamp, when every Document went in whole (none refused, none written a window at a time)."""
     doc_key, chunk_key, vectors_key = document_keys(day, uid)
+    failed = result.documents_failed + result.chunks_in_graph.failed
     with tempfile.TemporaryDirectory(prefix="chatetl-rag-load-") as tmp:
         doc_path = store.download(doc_key, Path(tmp, "documents.jsonl"))
         chunk_path = store.download(chunk_key, Path(tmp, "chunks.jsonl"))
@@ -67,6 +99,9 @@ def load_upload_documents(store: ObjectStore, driver: Driver, day: str, uid: str
                     writer.batch(batch)
                     batch = []
             writer.batch(batch)
+    if writer.alone_seen or result.documents_failed + result.chunks_in_graph.failed != failed:
+        return None
+    return writer.stamp
 
 
 _Group = dict[str, tuple[str, list[Chunk], list[Any]]]  # Document key -> (its content_sha256, its chunks, their vector rows)
@@ -82,6 +117,8 @@ class _GraphWriter:
         self.model = self.vectors.model if self.vectors is not None else None
         self.schema_ready = False
         self.refused: set[str] = set()
+        self.stamp = GraphStamp({})  # the Documents' digests as written
+        self.alone_seen = False
 
     def take(self, key: str, count: int, source: IO[bytes] | None = None, vectors: StoredVectors | None = None) -> tuple[list[Chunk], list[Any]]:
         """The next `count` chunks of Document `key` and their vector rows (none without a vectors file)."""
@@ -105,12 +142,17 @@ class _GraphWriter:
         if not docs:
             return
         result = self.result
+        stamp = self.stamp
         for doc in docs:
             result.documents += 1
             result.chunks += doc["chunk_count"]
             result.empty_documents += not doc["chunk_count"]
+            stamp.chunks += doc["chunk_count"]
+            stamp.empty_documents += not doc["chunk_count"]
             if result.first_document is None:
                 result.first_document = {**doc, "content": doc["content"][:PREVIEW_CHARS]}
+            if stamp.first_document is None:
+                stamp.first_document = {**doc, "content": doc["content"][:PREVIEW_CHARS]}
         failures: list[tuple[str, BaseException]] = []
         result.documents_in_graph += load_documents(self.driver, docs, database=self.database, failures=failures)
         self.refused = {key for key, _ in failures}
@@ -141,9 +183,10 @@ class _GraphWriter:
             return
         contents = {key: content for key, (content, _, _) in group.items()}
         unchanged: set[str] = set()
+        digests = {key: chunks_digest(chunks, self.model) for key, chunks in graph.items()}
+        self.stamp.digests.update({key: [contents[key], digest] for key, digest in digests.items()})
         if self.model is not None:
             self.ensure_schema(group)
-            digests = {key: chunks_digest(chunks, self.model) for key, chunks in graph.items()}
             unchanged = documents_holding_chunks(self.driver, digests, contents, self.database)[1]
         for key, (_, chunks, rows) in group.items():
             if key in graph and key not in unchanged:
@@ -163,6 +206,7 @@ class _GraphWriter:
     def alone(self, doc: dict[str, Any]) -> None:
         """A Document of more than CHUNK_WINDOW chunks: a window at a time (`DocumentChunks`), read again from the
         files when its chunks turn out to differ only at the end."""
+        self.alone_seen = True
         key, count = doc["key"], doc["chunk_count"]
         start, first_row = self.chunks.tell(), self.vectors.position if self.vectors is not None else 0
         graph = None if key in self.refused else DocumentChunks(self.driver, key, doc["content_sha256"], count, database=self.database)

@@ -15,7 +15,8 @@ not rewritten: a rerun changes nothing.
 Embeddings are on by default (chatetl.rag.embeddings.load_embedder: the built-in model). A
 chunk's vector is computed once: a batch first takes the vectors the upload's previous
 Parquet holds for its texts (read in step, chatetl.rag.vectors.PreviousVectors), then those
-the graph holds (the same text in another upload or day), and embeds only the rest.
+the graph holds (the same text in another upload or day), and embeds only the rest. A day's run
+leaves out the uploads whose stamp says their files would come out the same (chatetl.rag.stamps).
 """
 
 from __future__ import annotations
@@ -38,7 +39,14 @@ from chatetl.graph.chunks import (
 )
 from chatetl.graph.documents import load_documents, superseded_documents
 from chatetl.graph.summary import FAILURES_LISTED
-from chatetl.layout import document_keys
+from chatetl.layout import (
+    RAG_CHUNKS_PREFIX,
+    RAG_DOCUMENTS_PREFIX,
+    RAG_EMBEDDINGS_PREFIX,
+    TABLES,
+    document_keys,
+    table_prefix,
+)
 from chatetl.model import Conversation, state_batches
 from chatetl.rag.chunking import (
     Chunk,
@@ -49,10 +57,12 @@ from chatetl.rag.chunking import (
 )
 from chatetl.rag.documents import Document, build_document, documents_jsonl
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, embed_chunks
+from chatetl.rag.stamps import FilesStamp, drop_stale_stamps, rag_fingerprint, read_files_stamp, write_files_stamp
 from chatetl.rag.vectors import PreviousVectors, RunVectors, VectorsWriter
 from chatetl.selection import VISIBLE, ContentOptions
-from chatetl.storage import ObjectStore, put_if_changed
-from chatetl.tables import iter_partition
+from chatetl.storage import ObjectStore, file_md5, put_if_changed
+from chatetl.tables.decode import iter_conversations
+from chatetl.tables.partitions import iter_partition, partition_table_pairs
 from chatetl.tally import Tally, capped, summed_by
 
 if TYPE_CHECKING:
@@ -63,6 +73,8 @@ BATCH = 250
 # chunks together, a Document of more alone, a window of this many at a time (one huge message makes tens of
 # thousands of chunks: held and written at once, their vectors would take gigabytes and one transaction)
 CHUNK_WINDOW = 1000
+STATE_PROPS = ("key", "state_version", "arrived_via", "state_hash")  # what says which state a Document is of
+STATES_BATCH = 5000  # Documents' states checked against the graph in one query
 PREVIEW_CHARS = 4000  # of the first Document's content kept for the asset's preview (not the whole text)
 
 
@@ -110,6 +122,7 @@ def process_documents(
     overlap: bool = True,
     write_graph: bool = True,
     seen: RunVectors | None = None,
+    record: FilesStamp | None = None,
 ) -> DocumentsResult:
     """Documents and chunks of these conversations, batch by batch: JSONL lines to the open files given,
     vectors (with an embedder) to `vectors_out`, and (with a driver) Document and Chunk nodes.
@@ -130,11 +143,12 @@ def process_documents(
     `write_graph=False`: the driver is only read (which states the graph holds, the vectors it has); the
     rag/ files are written and chatetl.rag.graph_load writes the graph from them later, so the model's CPU
     time is spent outside the Neo4j pool. `seen`: the vectors this run computed so far (a text embedded
-    earlier in the run, not in the graph yet, is not embedded again)."""
+    earlier in the run, not in the graph yet, is not embedded again). `record`: each Document's state, and those
+    left out, noted in it (chatetl.rag.stamps)."""
     writer = _DocumentsWriter(
         driver, result, database=database, chunking=chunking or ChunkOptions(), embedder=embedder,
         doc_out=doc_out, chunk_out=chunk_out, vectors_out=vectors_out, previous=previous, overlap=overlap,
-        write_graph=write_graph, seen=seen,
+        write_graph=write_graph, seen=seen, record=record,
     )
     try:
         for batch in state_batches(conversations, BATCH):
@@ -155,8 +169,9 @@ class _DocumentsWriter:
     def __init__(self, driver: Driver | None, result: DocumentsResult, *, database: str | None, chunking: ChunkOptions,
                  embedder: Embedder | VectorsOf | None, doc_out: BinaryIO | None, chunk_out: BinaryIO | None,
                  vectors_out: VectorsWriter | None, previous: PreviousVectors | None, overlap: bool,
-                 write_graph: bool = True, seen: RunVectors | None = None) -> None:
+                 write_graph: bool = True, seen: RunVectors | None = None, record: FilesStamp | None = None) -> None:
         self.driver, self.result, self.database, self.chunking = driver, result, database, chunking
+        self.record = record
         self.writes_graph = driver is not None and write_graph
         self.seen = seen
         self.model = as_embedder(embedder) if embedder is not None else None
@@ -179,6 +194,9 @@ class _DocumentsWriter:
     def batch(self, docs: list[Document]) -> None:
         if self.driver is not None:  # a state the graph holds a newer one of stays out of rag/ (model.state_order)
             stale = superseded_documents(self.driver, [d.props for d in docs], database=self.database)
+            if self.record is not None:
+                self.record.states += [[d.props[k] for k in STATE_PROPS] for d in docs]
+                self.record.superseded += [d.key for d in docs if d.key in stale]
             docs = [d for d in docs if d.key not in stale]
         offsets = [chunk_spans(doc.content, doc.spans, self.chunking) for doc in docs]  # (offsets only: a few per 2,000 characters)
         self._documented(docs, offsets)
@@ -205,7 +223,9 @@ class _DocumentsWriter:
             result.documents += 1
             result.empty_documents += not spans
             if result.first_document is None:
-                result.first_document = {**doc.props, "content": doc.content[:PREVIEW_CHARS]}
+                result.first_document = _preview(doc.props)
+            if self.record is not None and self.record.first_document is None:
+                self.record.first_document = _preview(doc.props)
 
     def _load_documents(self, docs: list[Document]) -> None:
         self.refused = set()
@@ -309,14 +329,16 @@ def write_upload_documents(
     upload_id: str,
     conversations: Iterable[Conversation],
     result: DocumentsResult,
+    stamp: FilesStamp | None = None,
     **options: Any,
 ) -> None:
     """One upload's rag/documents/, rag/chunks/ and (with an embedder) rag/embeddings/ files (unchanged
     bytes are not rewritten), and the graph. Without an embedder, or without chunks, the upload
-    has no embeddings file (one from an earlier run is removed).
+    has no embeddings file (one from an earlier run is removed). `stamp`: filled in with what was written.
 
     `options` are `process_documents`'s: database, content, chunking, embedder, write_graph, seen."""
     doc_key, chunk_key, vectors_key = document_keys(day, upload_id)
+    before = (result.documents, result.chunks, result.empty_documents)
     embedder = options.get("embedder")
     if embedder is not None:
         options["embedder"] = embedder = as_embedder(embedder)
@@ -327,13 +349,25 @@ def write_upload_documents(
             previous = PreviousVectors(store.download(vectors_key, Path(tmp, "previous.parquet")), embedder.name)
         with open(doc_path, "wb") as doc_out, open(chunk_path, "wb") as chunk_out, VectorsWriter(vectors_path) as vectors_out:
             process_documents(driver, conversations, result, doc_out=doc_out, chunk_out=chunk_out,
-                              vectors_out=vectors_out if embedder is not None else None, previous=previous, **options)
-        for key, path in ((doc_key, doc_path), (chunk_key, chunk_path)):
+                              vectors_out=vectors_out if embedder is not None else None, previous=previous, record=stamp, **options)
+        outputs = [(doc_key, doc_path), (chunk_key, chunk_path)]
+        for key, path in outputs:
             (result.written if put_if_changed(store, key, path, "application/x-ndjson") else result.unchanged).append(key)
         if vectors_out.rows:
+            outputs.append((vectors_key, vectors_path))
             (result.written if put_if_changed(store, vectors_key, vectors_path, "application/vnd.apache.parquet") else result.unchanged).append(vectors_key)
         elif store.head(vectors_key) is not None:
             store.delete(vectors_key)
+        if stamp is not None:
+            stamp.outputs = {key: file_md5(path) for key, path in outputs}
+            stamp.documents, stamp.chunks, stamp.empty_documents = (
+                now - was for now, was in zip((result.documents, result.chunks, result.empty_documents), before, strict=True))
+            stamp.vectors = vectors_out.rows if embedder is not None else 0
+
+
+def _preview(props: dict[str, Any]) -> dict[str, Any]:
+    """A Document's properties as a result keeps its first one: the content cut to PREVIEW_CHARS."""
+    return {**props, "content": props["content"][:PREVIEW_CHARS]}
 
 
 def write_partition_documents(
@@ -349,15 +383,62 @@ def write_partition_documents(
     write_graph: bool = True,
     seen: RunVectors | None = None,
 ) -> DocumentsResult:
-    """Documents and chunks of every upload of the partition (`uploads`: its normalized uploads,
-    read from the bucket when not given): rag/documents/, rag/chunks/, rag/embeddings/ and (with
-    a driver and `write_graph`) Neo4j."""
+    """Documents and chunks of every upload of the partition (`uploads`: its normalized uploads, all written;
+    when not given, the bucket's, each skipped while its stamp says writing it again would change nothing,
+    `_unchanged`): rag/documents/, rag/chunks/, rag/embeddings/ and (with a driver and `write_graph`) Neo4j."""
     result = DocumentsResult()
-    if uploads is None:
-        uploads = iter_partition(store, day)
-    for uid, convs in uploads:
-        write_upload_documents(
-            store, driver, day, uid, (c for c, _ in convs), result,
-            database=database, content=content, chunking=chunking, embedder=embedder, write_graph=write_graph, seen=seen,
-        )
+    options: dict[str, Any] = {"database": database, "content": content, "chunking": chunking, "embedder": embedder,
+                               "write_graph": write_graph, "seen": seen}
+    if uploads is not None or (driver is not None and write_graph):  # (a graph written here is not stamped)
+        for uid, convs in iter_partition(store, day) if uploads is None else uploads:
+            write_upload_documents(store, driver, day, uid, (c for c, _ in convs), result, **options)
+        return result
+    model = as_embedder(embedder) if embedder is not None else None
+    options["embedder"] = model
+    base = {"content": content.model_dump(mode="json"), "chunking": (chunking or ChunkOptions()).model_dump(mode="json"),
+            "embedder": model.name if model is not None else None, "graph": driver is not None,
+            "code": rag_fingerprint()}
+    tables = {o.key: o.etag for t in TABLES for o in store.list(table_prefix(t, day))}
+    files = {o.key: o.etag for prefix in (RAG_DOCUMENTS_PREFIX, RAG_CHUNKS_PREFIX, RAG_EMBEDDINGS_PREFIX) for o in store.list(f"{prefix}date={day}/")}
+    uids = []
+    for conv_key, msg_key in partition_table_pairs(store, day):
+        uid = conv_key.rsplit("/", 1)[-1].removesuffix(".parquet")
+        uids.append(uid)
+        stamp = FilesStamp({**base, "tables": [tables.get(conv_key), tables.get(msg_key)]}, {})
+        old = read_files_stamp(store, day, uid)
+        if old is not None and _unchanged(old, stamp, files, document_keys(day, uid), driver, database):
+            _take(old, result, document_keys(day, uid))
+            continue
+        with tempfile.TemporaryDirectory(prefix="chatetl-rag-tables-") as tmp:
+            convs = iter_conversations(store.download(conv_key, Path(tmp, "c.parquet")), store.download(msg_key, Path(tmp, "m.parquet")))
+            write_upload_documents(store, driver, day, uid, (c for c, _ in convs), result, stamp=stamp, **options)
+        write_files_stamp(store, day, uid, stamp)
+    drop_stale_stamps(store, day, uids)
     return result
+
+
+def _unchanged(old: FilesStamp, new: FilesStamp, files: dict[str, str], keys: tuple[str, ...], driver: Driver | None,
+               database: str | None) -> bool:
+    """Whether writing the upload's rag/ files again would give the ones its stamp says are there: the same inputs,
+    the same files, and (the graph read) the same Documents left out for another state the graph holds."""
+    if old.inputs != new.inputs or {k: files.get(k) for k in keys} != {k: old.outputs.get(k) for k in keys}:
+        return False
+    if not old.states or driver is None:
+        return True
+    stale: set[str] = set()
+    for i in range(0, len(old.states), STATES_BATCH):
+        rows = [dict(zip(STATE_PROPS, s, strict=True)) for s in old.states[i:i + STATES_BATCH]]
+        stale |= superseded_documents(driver, rows, database=database)
+    return sorted(stale) == sorted(old.superseded)
+
+
+def _take(old: FilesStamp, result: DocumentsResult, keys: tuple[str, ...]) -> None:
+    """An unchanged upload counted as writing its files again would count it (each vector taken from its file)."""
+    result.documents += old.documents
+    result.chunks += old.chunks
+    result.empty_documents += old.empty_documents
+    result.embeddings_reused += old.vectors
+    result.embedding_model = result.embedding_model or old.inputs.get("embedder")
+    result.unchanged += [k for k in keys if k in old.outputs]
+    if result.first_document is None:
+        result.first_document = old.first_document
