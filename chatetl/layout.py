@@ -7,6 +7,7 @@
     rag/documents/date=D/<upload-id>.jsonl               one Document per conversation
     rag/chunks/date=D/<upload-id>.jsonl                  its chunks for retrieval
     rag/embeddings/date=D/<upload-id>.parquet            the chunks' vectors (fixed-size float32 lists)
+    attachments/sha256/<h[:2]>/<h>                       an attachment's bytes, once, by their sha256 h
     exports/<format>/<platform>-<title>-<date>-<id>.<ext>   one file per conversation and format
     exports/_conversations/<digest>.json                 which files a conversation's newest state has
     exports/sharegpt-jsonl/sharegpt-D.jsonl, exports/zip/chats-D.zip   per partition
@@ -34,6 +35,7 @@ QUARANTINE_PREFIX = "quarantine/"
 RAG_DOCUMENTS_PREFIX = "rag/documents/"
 RAG_CHUNKS_PREFIX = "rag/chunks/"
 RAG_EMBEDDINGS_PREFIX = "rag/embeddings/"
+ATTACHMENTS_PREFIX = "attachments/sha256/"
 EXPORTS_PREFIX = "exports/"
 EXPORT_MANIFEST_PREFIX = f"{EXPORTS_PREFIX}_conversations/"
 STATE_PREFIX = "state/"
@@ -85,6 +87,13 @@ def document_keys(day: str, uid: str) -> tuple[str, str, str]:
 def embeddings_key(day: str, uid: str) -> str:
     """The upload's chunk vectors (Parquet), beside its chunks."""
     return f"{RAG_EMBEDDINGS_PREFIX}date={day}/{uid}.parquet"
+
+
+def attachment_key(content_hash: str) -> str:
+    """An attachment's bytes, by their sha256 (hex): the same file from any upload is one object."""
+    if len(content_hash) != 64 or any(c not in "0123456789abcdef" for c in content_hash):
+        raise ValueError(f"not a sha256: {content_hash!r}")
+    return f"{ATTACHMENTS_PREFIX}{content_hash[:2]}/{content_hash}"
 
 
 def export_prefix(fmt: str) -> str:
