@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-HEAD_BYTES = 64  # what `mime_of` needs of a file
-
 _SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),

@@ -8,20 +8,22 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from chatetl.attachments.sniff import HEAD_BYTES, mime_of
+from chatetl.attachments.sniff import is_text, mime_of
+from chatetl.attachments.text import file_text
 from chatetl.layout import attachment_key
 from chatetl.readers.inputs.members import Member
 from chatetl.storage import ObjectStore
 
 _BLOCK = 1024 * 1024  # what is read of a member at a time: memory never grows with its size
+_HEAD = 4096  # what is kept of its start: its signature, and enough to tell text from binary
 
 
 @dataclass(frozen=True)
 class StoredFile:
     content_hash: str
     size: int
-    mime_type: str | None  # sniffed from the bytes
-    head: bytes  # its first bytes (what tells text from binary)
+    mime_type: str | None  # sniffed from the bytes (text/plain: UTF-8 text)
+    text: str | None  # its words, where it is a text file or a PDF (chatetl.attachments.text)
     new: bool  # written now (False: the bucket held it already)
 
 
@@ -35,14 +37,15 @@ def store_member(store: ObjectStore, member: Member, workdir: str | Path | None 
             while block := src.read(_BLOCK):
                 digest.update(block)
                 tmp.write(block)
-                if len(head) < HEAD_BYTES * 64:
-                    head += block[: HEAD_BYTES * 64 - len(head)]
+                if len(head) < _HEAD:
+                    head += block[: _HEAD - len(head)]
                 size += len(block)
         tmp.flush()
         content_hash = digest.hexdigest()
-        mime = mime_of(head)
+        mime = mime_of(head) or ("text/plain" if is_text(head) else None)
         key = attachment_key(content_hash)
         new = store.head(key) is None
         if new:
             store.put_file(key, tmp.name, mime or "application/octet-stream")
-    return StoredFile(content_hash, size, mime, head, new)
+        text = file_text(Path(tmp.name), mime, head, size)
+    return StoredFile(content_hash, size, mime, text, new)

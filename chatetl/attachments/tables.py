@@ -87,7 +87,7 @@ def _stored(store: ObjectStore, members: Members, name: str, report: ReadReport,
 
 def _set(att: Attachment, kept: StoredFile, original: str | None) -> None:
     att.__dict__.update(content_hash=kept.content_hash, size=kept.size, mime_type=kept.mime_type or att.mime_type,
-                        name=att.name or original)
+                        name=att.name or original, text=att.text or kept.text)
     if att.kind == "file" and kept.mime_type and kept.mime_type.startswith("image/"):
         att.__dict__["kind"] = "image"
 

@@ -7,7 +7,8 @@ Markdown, and an optional Sources `<ol>`.
 Escaping: the page is a Jinja2 template with autoescape on, so titles, meta and source
 titles are escaped; bodies go through markdown-it-py with `html=False`, so raw HTML in a
 message (`<script>`, `<img onerror=...>`) is shown as text, and markdown-it's link check
-drops `javascript:`, `vbscript:`, `file:` and `data:` links. Links in the meta and sources are
+drops `javascript:`, `vbscript:`, `file:` and `data:` links. Attachments are shown by relative links
+to the export's own `files/` folder (chatetl.exports.attachments), images as `<img>`. Links in the meta and sources are
 kept only for http(s) and mailto (`meta.safe_link`); raw control characters (NUL, ESC ...) are taken out. Images are not fetched: Markdown images render as links,
 and a Content-Security-Policy forbids scripts and remote loads even if something slipped through.
 """
@@ -22,8 +23,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from chatetl.exports.attachments import href, is_image, missing_note, shown_name
 from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
 from chatetl.labels import platform_label, turn_label
+from chatetl.model import Attachment
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -64,6 +67,12 @@ def _meta(view: ExportView) -> list[dict[str, Any]]:
     return [{"label": k, "value": v, "href": h} for k, v, h in items if v]
 
 
+def _attachment(att: Attachment) -> dict[str, Any]:
+    """An attachment as the page shows it: an image, a link to the file, or what stands in for a missing one."""
+    return {"name": shown_name(att), "href": href(att), "image": is_image(att), "missing": missing_note(att),
+            "text": without_controls(att.text) if att.text and att.content_hash is None else None}
+
+
 def to_html(view: ExportView) -> str:
     title = view.title or f"{platform_label(view.conv.platform)} conversation"
     messages = []
@@ -76,6 +85,7 @@ def to_html(view: ExportView) -> str:
                 "heading": turn_label(t),
                 "body": render_body(view.markdown(t)),
                 "sources": sources,
+                "attachments": [_attachment(a) for a in view.attachments(t)],
             }
         )
     page = _environment().get_template("conversation.html.j2").render(title=title, meta=_meta(view), messages=messages)

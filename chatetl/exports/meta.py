@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chatetl.exports.inert import inert_markdown
-from chatetl.model import Citation, Conversation, Source
+from chatetl.model import Attachment, Citation, Conversation, MessageKind, Source
 from chatetl.readers.timeutil import iso
 from chatetl.selection import VISIBLE, ContentOptions, OutputTurn, branches
 
@@ -54,6 +54,14 @@ class ExportView:
         is, but for text rendered from HTML, where every `[`, `]` and `<` was a character on the
         page and stays one (`inert.inert_markdown`)."""
         return inert_markdown(turn.text) if turn.message_id in self._from_html else turn.text
+
+    def attachments(self, turn: OutputTurn) -> list[Attachment]:
+        """A visible turn's attachments (the files shared with it, the images an answer drew)."""
+        return self._attachments.get(turn.message_id, []) if turn.kind is MessageKind.TURN else []
+
+    @cached_property
+    def _attachments(self) -> dict[str, list[Attachment]]:
+        return {m.message_id: m.attachments for m in self.conv.messages if m.attachments}
 
     @cached_property
     def _from_html(self) -> frozenset[str]:

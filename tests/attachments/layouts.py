@@ -67,3 +67,59 @@ def claude_zip() -> bytes:
     conv = {"uuid": "c-1", "name": "Widget spec", "created_at": "2026-03-01T10:00:00Z", "updated_at": "2026-03-01T10:01:00Z",
             "chat_messages": [message, answer]}
     return zip_files({"conversations.json": json.dumps([conv])})
+
+
+DAY = "2026-03-01"
+
+
+def ingested(store: Any, key: str, data: bytes) -> Any:
+    """`data` uploaded at `key` and through the ingest stage (one process)."""
+    from chatetl.ingest.upload import normalize_upload
+
+    store.put_bytes(key, data)
+    return normalize_upload(store, store.head(key), DAY, workers=1)
+
+
+def conversations(store: Any, result: Any) -> list[Any]:
+    """The conversations an ingested upload's tables hold."""
+    from chatetl.layout import table_key
+    from chatetl.tables import iter_conversations
+
+    conv_file = store.local_path(table_key("conversations", DAY, result.upload_id))
+    msg_file = store.local_path(table_key("messages", DAY, result.upload_id))
+    return [conv for conv, _ in iter_conversations(conv_file, msg_file)]
+
+
+def pdf(words: str = "Quarterly zeppelin landings rose.") -> bytes:
+    """A one-page PDF whose page shows `words` (Helvetica), with a correct cross-reference table."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({words}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for i, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return out
+
+
+def text_file_zip() -> bytes:
+    """A Le Chat export whose chat shares a text file and a PDF, both in its `chat-<id>-files/` folder."""
+    chat = "3f2e0000-0000-4000-8000-00000000009a"
+    message = {"id": "u-1", "version": 0, "chatId": chat, "role": "user", "content": "Read these", "contentChunks": None,
+               "createdAt": "2026-03-01T10:00:00.000Z", "files": [{"type": "text", "name": "notes.txt"}, {"type": "document", "name": "report.pdf"}]}
+    answer = {**message, "id": "a-1", "role": "assistant", "content": "Done.", "createdAt": "2026-03-01T10:00:05.000Z", "files": []}
+    return zip_files({
+        f"chat-{chat}.json": json.dumps([message, answer]),
+        f"chat-{chat}-files/notes.txt": "Packing: bring the marmalade umbrella.\n",
+        f"chat-{chat}-files/report.pdf": pdf(),
+    })

@@ -4,33 +4,20 @@ from __future__ import annotations
 
 import hashlib
 
-from attachments.layouts import GENERATED, LEGACY, MISSING, UPLOADED, chatgpt_zip, claude_zip, png
+from attachments.layouts import GENERATED, LEGACY, MISSING, UPLOADED, chatgpt_zip, claude_zip, conversations, ingested, png
 
-from chatetl.ingest.upload import normalize_upload
 from chatetl.layout import ATTACHMENTS_PREFIX, attachment_key
 from chatetl.samples import grok
 from chatetl.storage import LocalObjectStore
-from chatetl.tables import iter_conversations
-
-DAY = "2026-03-01"
-
-
-def _ingest(store, key, data):
-    store.put_bytes(key, data)
-    info = store.head(key)
-    return normalize_upload(store, info, DAY, workers=1)
 
 
 def _attachments(store, result):
-    from chatetl.layout import table_key
-    conv_file = store.local_path(table_key("conversations", DAY, result.upload_id))
-    msg_file = store.local_path(table_key("messages", DAY, result.upload_id))
-    return {m.message_id: m.attachments for conv, _ in iter_conversations(conv_file, msg_file) for m in conv.messages if m.attachments}
+    return {m.message_id: m.attachments for conv in conversations(store, result) for m in conv.messages if m.attachments}
 
 
 def test_chatgpt_attachments_one_row_each_bytes_stored_once(tmp_path):
     store = LocalObjectStore(tmp_path)
-    result = _ingest(store, "raw/chatgpt.zip", chatgpt_zip())
+    result = ingested(store, "raw/chatgpt.zip", chatgpt_zip())
     messages = _attachments(store, result)
     rows = [a for atts in messages.values() for a in atts]
     by_id = {a.id: a for a in rows}
@@ -47,14 +34,14 @@ def test_chatgpt_attachments_one_row_each_bytes_stored_once(tmp_path):
     assert store.get_bytes(attachment_key(by_id[UPLOADED].content_hash)) == png(1)
     assert (result.attachments.attachments, result.attachments.in_export, result.attachments.new_files) == (5, 4, 3)  # (the drawn image also on the reply)
 
-    again = _ingest(store, "raw/chatgpt-again.zip", chatgpt_zip())  # the same export uploaded again: nothing new
+    again = ingested(store, "raw/chatgpt-again.zip", chatgpt_zip())  # the same export uploaded again: nothing new
     assert again.attachments.new_files == 0 and again.attachments.in_export == 4
     assert sorted(i.key for i in store.list(ATTACHMENTS_PREFIX)) == stored
 
 
 def test_claude_attachment_and_file_are_one_row_not_in_export(tmp_path):
     store = LocalObjectStore(tmp_path)
-    result = _ingest(store, "raw/claude.zip", claude_zip())
+    result = ingested(store, "raw/claude.zip", claude_zip())
     (att,) = _attachments(store, result)["m-1"]
     assert (att.name, att.mime_type, att.text, att.content_hash) == ("spec.txt", "txt", "The widget must fold twice.", None)
 
@@ -62,7 +49,7 @@ def test_claude_attachment_and_file_are_one_row_not_in_export(tmp_path):
 def test_grok_asset_content_resolved(tmp_path):
     store = LocalObjectStore(tmp_path)
     key, data = grok.sample()
-    result = _ingest(store, key, data)
+    result = ingested(store, key, data)
     rows = [a for atts in _attachments(store, result).values() for a in atts]
     assert [a.content_hash for a in rows] == [hashlib.sha256(grok.PHOTO).hexdigest()]
     assert rows[0].mime_type == "image/jpeg" or rows[0].mime_type is not None
