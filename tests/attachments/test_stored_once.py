@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
-from attachments.layouts import GENERATED, LEGACY, MISSING, UPLOADED, chatgpt_zip, claude_zip, conversations, ingested, png
+from attachments.layouts import (
+    GENERATED,
+    LEGACY,
+    MISSING,
+    UPLOADED,
+    chatgpt_conversation,
+    chatgpt_zip,
+    claude_zip,
+    conversations,
+    image_part,
+    ingested,
+    png,
+)
 
 from chatetl.layout import ATTACHMENTS_PREFIX, attachment_key
-from chatetl.samples import grok
+from chatetl.samples import gemini, grok
+from chatetl.samples.common import zip_files
 from chatetl.storage import LocalObjectStore
 
 
@@ -53,3 +67,31 @@ def test_grok_asset_content_resolved(tmp_path):
     rows = [a for atts in _attachments(store, result).values() for a in atts]
     assert [a.content_hash for a in rows] == [hashlib.sha256(grok.PHOTO).hexdigest()]
     assert rows[0].mime_type == "image/jpeg" or rows[0].mime_type is not None
+
+
+def test_gemini_file_beside_the_activity_file_resolved(tmp_path):
+    store = LocalObjectStore(tmp_path)
+    key, data = gemini.sample()
+    result = ingested(store, key, data)
+    rows = [a for atts in _attachments(store, result).values() for a in atts]
+    stored = [a for a in rows if a.content_hash]
+    assert [a.content_hash for a in stored] == [hashlib.sha256(gemini.PNG).hexdigest()]
+    assert stored[0].mime_type == "image/png" and stored[0].kind == "image"
+
+
+def test_hostile_names_never_choose_a_path(tmp_path):
+    """A pointer with `..` or `/` never matches, a member with an unsafe name is only known by its safe one,
+    and nothing is written outside the attachment prefix."""
+    conv = chatgpt_conversation("hostile")
+    user = next(n for n in conv["mapping"].values() if n["message"] and n["message"]["author"]["role"] == "user")
+    user["message"]["content"]["parts"][:3] = [image_part("sediment://../../etc/passwd"), image_part("file-service://x/../file-EVIL"),
+                                               image_part(f"sediment://{UPLOADED}")]
+    data = zip_files({"conversations.json": json.dumps([conv]), f"../../{UPLOADED}.dat": png(1), "etc/passwd": b"root"})
+    store = LocalObjectStore(tmp_path / "bucket")
+    result = ingested(store, "raw/hostile.zip", data)
+    rows = {a.pointer: a for atts in _attachments(store, result).values() for a in atts}
+    assert rows["sediment://../../etc/passwd"].content_hash is None and rows["file-service://x/../file-EVIL"].content_hash is None
+    assert rows[f"sediment://{UPLOADED}"].content_hash == hashlib.sha256(png(1)).hexdigest()  # (the member `../../<id>.dat` as `<id>.dat`)
+    keys = [i.key for i in store.list("") if not i.key.startswith(("raw/", "normalized/", "quarantine/"))]
+    assert keys == [attachment_key(hashlib.sha256(png(1)).hexdigest())]
+    assert not (tmp_path / "etc").exists()
