@@ -8,10 +8,11 @@ their state).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from chatetl.attachments.find import Finder
+from chatetl.attachments.refs import hold
 from chatetl.attachments.store import StoredFile, store_member
 from chatetl.layout import TABLES
 from chatetl.model import Attachment, Conversation
@@ -29,11 +30,19 @@ class AttachmentCounts:
     in_export: int = 0  # whose bytes the upload held
     files: int = 0  # distinct files among them
     new_files: int = 0  # files the bucket did not hold before
+    hashes: list[str] = field(default_factory=list)  # the files', sorted
 
 
-def resolve_attachments(store: ObjectStore, upload: Entry, paths: dict[str, Path], report: ReadReport,
+def resolve_attachments(store: ObjectStore, upload: Entry, uid: str, paths: dict[str, Path], report: ReadReport,
                         workdir: Path) -> AttachmentCounts:
-    """Set the attachments of the tables at `paths` to the bytes `upload` holds for them (stored in `store`)."""
+    """Set the attachments of the tables at `paths` to the bytes `upload` (id `uid`) holds for them, stored in
+    `store`; the upload's references to stored files follow (chatetl.attachments.refs)."""
+    counts = _resolved(store, upload, paths, report, workdir)
+    hold(store, uid, counts.hashes)
+    return counts
+
+
+def _resolved(store: ObjectStore, upload: Entry, paths: dict[str, Path], report: ReadReport, workdir: Path) -> AttachmentCounts:
     counts = AttachmentCounts()
     counts.attachments = sum(len(row["attachments"] or ()) for row in read_rows(paths["messages"], ["attachments"]))
     if not counts.attachments:
@@ -63,7 +72,8 @@ def resolve_attachments(store: ObjectStore, upload: Entry, paths: dict[str, Path
                     conv.messages = conv.messages  # (assigned: its state hash is computed anew)
                 writer.add(conv, upload_key=upload_key)
         files = [s for s in stored.values() if s is not None]
-        counts.files = len({s.content_hash for s in files})
+        counts.hashes = sorted({s.content_hash for s in files})
+        counts.files = len(counts.hashes)
         counts.new_files = len({s.content_hash for s in files if s.new})
     if counts.in_export:
         for t in TABLES:

@@ -70,7 +70,7 @@ def normalize_upload(
         with TableWriter(paths["conversations"], paths["messages"]) as writer:
             normalize_into(writer, [upload_entry(store, info)], report, workers, upload_key=info.key, workdir=tmp)
         result.conversations, result.messages = writer.conversations, writer.messages
-        result.attachments = resolve_attachments(store, upload_entry(store, info), paths, report, Path(tmp))
+        result.attachments = resolve_attachments(store, upload_entry(store, info), uid, paths, report, Path(tmp))
         if previous:
             result.kept_newer = keep_previous_newer(store, day, uid, paths, previous, Path(tmp))
         result.duplicates = keep_newest_states(paths, Path(tmp))

@@ -6,6 +6,7 @@ import hashlib
 import json
 
 from attachments.layouts import (
+    DAY,
     GENERATED,
     LEGACY,
     MISSING,
@@ -92,6 +93,31 @@ def test_hostile_names_never_choose_a_path(tmp_path):
     rows = {a.pointer: a for atts in _attachments(store, result).values() for a in atts}
     assert rows["sediment://../../etc/passwd"].content_hash is None and rows["file-service://x/../file-EVIL"].content_hash is None
     assert rows[f"sediment://{UPLOADED}"].content_hash == hashlib.sha256(png(1)).hexdigest()  # (the member `../../<id>.dat` as `<id>.dat`)
-    keys = [i.key for i in store.list("") if not i.key.startswith(("raw/", "normalized/", "quarantine/"))]
+    keys = [i.key for i in store.list("") if not i.key.startswith(("raw/", "normalized/", "quarantine/", "state/"))]
     assert keys == [attachment_key(hashlib.sha256(png(1)).hexdigest())]
     assert not (tmp_path / "etc").exists()
+
+
+def test_a_file_leaves_with_the_last_upload_that_refers_to_it(tmp_path):
+    """Two uploads of one export share its files; deleting one keeps them, deleting both takes them (and their
+    exported copies) away; a new version no longer holding a file lets it go."""
+    from chatetl.exports.attachments import publish_files
+    from chatetl.ingest.partition import retract
+    from chatetl.layout import EXPORT_FILES_PREFIX, upload_id
+
+    store = LocalObjectStore(tmp_path)
+    first = ingested(store, "raw/a.zip", chatgpt_zip())
+    ingested(store, "raw/b.zip", chatgpt_zip())
+    for conv in conversations(store, first):
+        publish_files(store, conv)
+    files = sorted(i.key for i in store.list(ATTACHMENTS_PREFIX))
+    assert len(files) == 3 and len(list(store.list(EXPORT_FILES_PREFIX))) == 3
+    assert retract(store, DAY, upload_id("raw/a.zip"), "raw/a.zip", "deleted") and sorted(i.key for i in store.list(ATTACHMENTS_PREFIX)) == files
+    gone = retract(store, DAY, upload_id("raw/b.zip"), "raw/b.zip", "deleted")
+    assert not list(store.list(ATTACHMENTS_PREFIX)) and not list(store.list(EXPORT_FILES_PREFIX))
+    assert set(files) <= set(gone)
+
+    ingested(store, "raw/c.zip", chatgpt_zip())
+    fewer = zip_files({"conversations.json": json.dumps([chatgpt_conversation()]), f"{UPLOADED}.dat": png(1)})
+    ingested(store, "raw/c.zip", fewer)  # its new version holds one file of the three
+    assert [i.key for i in store.list(ATTACHMENTS_PREFIX)] == [attachment_key(hashlib.sha256(png(1)).hexdigest())]
