@@ -15,7 +15,6 @@
     state/uploads/date=D/batch-<id>.json                 the upload index (the sensor's finds)
     state/uploads/coverage.json                          up to when the index is complete
     state/uploads/by-key/<upload-id>.json                which day holds an upload key's outputs
-    state/attachments/refs/<h>/<upload-id>               an upload refers to the attachment h (empty)
     state/attachments/by-upload/<upload-id>.json         the attachments an upload refers to
 
 Every output key is derived from the upload's key, so a rerun overwrites instead of
@@ -45,7 +44,6 @@ LEDGER_PREFIX = f"{STATE_PREFIX}ledger/"
 INDEX_PREFIX = f"{STATE_PREFIX}uploads/"
 COVERAGE_KEY = f"{INDEX_PREFIX}coverage.json"
 LOCATION_PREFIX = f"{INDEX_PREFIX}by-key/"
-ATTACHMENT_REFS_PREFIX = f"{STATE_PREFIX}attachments/refs/"
 ATTACHMENTS_BY_UPLOAD_PREFIX = f"{STATE_PREFIX}attachments/by-upload/"
 EXPORT_FILES_PREFIX = f"{EXPORTS_PREFIX}files/"
 
@@ -99,16 +97,6 @@ def attachment_key(content_hash: str) -> str:
     if len(content_hash) != 64 or any(c not in "0123456789abcdef" for c in content_hash):
         raise ValueError(f"not a sha256: {content_hash!r}")
     return f"{ATTACHMENTS_PREFIX}{content_hash[:2]}/{content_hash}"
-
-
-def attachment_ref_key(content_hash: str, uid: str) -> str:
-    """The mark that upload `uid` refers to the attachment (its file leaves with the last mark)."""
-    return f"{attachment_refs_prefix(content_hash)}{uid}"
-
-
-def attachment_refs_prefix(content_hash: str) -> str:
-    attachment_key(content_hash)  # (checked: a sha256)
-    return f"{ATTACHMENT_REFS_PREFIX}{content_hash}/"
 
 
 def attachments_of_upload_key(uid: str) -> str:

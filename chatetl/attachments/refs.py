@@ -1,9 +1,9 @@
 """Which uploads refer to each stored attachment, so a file leaves the bucket with the last one.
 
-Each upload that holds a file leaves an empty mark `state/attachments/refs/<h>/<upload-id>` and the
-list of its files (`state/attachments/by-upload/<upload-id>.json`). When an upload's new version no
-longer holds a file, or the upload is deleted or moved, its marks go; a file no mark refers to any
-more leaves with its exported copies (`exports/files/<h>…`).
+Each upload that holds files keeps their list (`state/attachments/by-upload/<upload-id>.json`, one
+object however many files). When an upload's new version no longer holds a file, or the upload is
+deleted or moved, the files it let go that no other upload's list names leave, with their exported
+copies (`exports/files/<h>…`): the other lists are read only then, when something may leave.
 """
 
 from __future__ import annotations
@@ -11,30 +11,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from chatetl.layout import attachment_key, attachment_ref_key, attachment_refs_prefix, attachments_of_upload_key, export_file_prefix
+from chatetl.layout import ATTACHMENTS_BY_UPLOAD_PREFIX, attachment_key, attachments_of_upload_key, export_file_prefix
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
 
 def hold(store: ObjectStore, uid: str, hashes: Iterable[str]) -> list[str]:
-    """Upload `uid` now refers to exactly `hashes`: marks added, its earlier marks it no longer needs taken
-    away; the keys of the files that left with them."""
+    """Upload `uid` now refers to exactly `hashes`; the keys of the files that left because it no longer does."""
     now = sorted(set(hashes))
-    before = _held(store, uid)
-    for h in now:
-        if h not in before:
-            put_bytes_if_changed(store, attachment_ref_key(h, uid), b"")
-    gone = []
-    for h in sorted(before - set(now)):
-        key = attachment_ref_key(h, uid)
-        if store.head(key) is not None:
-            store.delete(key)
-        gone += _unreferenced(store, h)
     record = attachments_of_upload_key(uid)
+    before = _listed(store, record)
     if now:
         put_bytes_if_changed(store, record, json.dumps(now).encode(), "application/json")
-    elif before and store.head(record) is not None:
+    elif before is not None:
         store.delete(record)
-    return gone
+    let_go = (before or set()) - set(now)
+    return _unreferenced(store, let_go) if let_go else []
 
 
 def release(store: ObjectStore, uid: str) -> list[str]:
@@ -42,24 +33,33 @@ def release(store: ObjectStore, uid: str) -> list[str]:
     return hold(store, uid, ())
 
 
-def _held(store: ObjectStore, uid: str) -> set[str]:
-    record = attachments_of_upload_key(uid)
-    if store.head(record) is None:
-        return set()
+def _listed(store: ObjectStore, key: str) -> set[str] | None:
+    """The files an upload's list names (None: it has none)."""
+    if store.head(key) is None:
+        return None
     try:
-        data = json.loads(store.get_bytes(record))
+        data = json.loads(store.get_bytes(key))
     except (ValueError, UnicodeDecodeError):
-        return set()  # (a damaged record: the marks stay, the file too)
+        return set()  # (a damaged list: rewritten by the upload's next run)
     return {h for h in data if isinstance(h, str)} if isinstance(data, list) else set()
 
 
-def _unreferenced(store: ObjectStore, h: str) -> list[str]:
-    """The file `h` and its exported copies deleted when no mark refers to it; the keys deleted."""
-    if next(iter(store.list(attachment_refs_prefix(h), limit=1)), None) is not None:
-        return []
-    keys = [o.key for o in store.list(export_file_prefix(h))]
-    if store.head(attachment_key(h)) is not None:
-        keys.append(attachment_key(h))
+def _unreferenced(store: ObjectStore, candidates: set[str]) -> list[str]:
+    """The files among `candidates` no upload's list names, deleted with their exported copies; the keys deleted."""
+    left = set(candidates)
+    for info in store.list(ATTACHMENTS_BY_UPLOAD_PREFIX):
+        left -= _listed(store, info.key) or set()
+        if not left:
+            return []
+    keys = []
+    for h in sorted(left):
+        try:
+            key = attachment_key(h)
+        except ValueError:
+            continue  # (a list's entry that is no sha256: never a key)
+        keys += [o.key for o in store.list(export_file_prefix(h))]
+        if store.head(key) is not None:
+            keys.append(key)
     for key in keys:
         store.delete(key)
     return keys

@@ -15,7 +15,7 @@ from chatetl.attachments.find import Finder
 from chatetl.attachments.refs import hold
 from chatetl.attachments.store import StoredFile, store_member
 from chatetl.layout import TABLES
-from chatetl.model import Attachment, Conversation
+from chatetl.model import Attachment
 from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.archive import DAMAGED_MEMBER
 from chatetl.readers.inputs.members import Members, upload_members
@@ -101,14 +101,3 @@ def _set(att: Attachment, kept: StoredFile, original: str | None) -> None:
     if att.kind == "file" and kept.mime_type and kept.mime_type.startswith("image/"):
         att.__dict__["kind"] = "image"
 
-
-def conversation_files(conv: Conversation) -> list[Attachment]:
-    """The attachments of `conv` whose bytes are stored, once each (by content hash), in message order."""
-    seen: set[str] = set()
-    out = []
-    for message in conv.messages:
-        for att in message.attachments:
-            if att.content_hash and att.content_hash not in seen:
-                seen.add(att.content_hash)
-                out.append(att)
-    return out

@@ -1,4 +1,5 @@
-"""The attachments a person sees in an exported file: images shown, files linked, a missing file named.
+"""The attachments a person sees in an exported file (the note Markdown, HTML): images shown, files linked,
+a missing file named. (The Chat Export Markdown and JSON layouts read back into the same turns: they add none.)
 
 An attachment whose bytes were stored is linked as `../files/<sha256><ext>`: from any format's folder
 (`exports/<format>/`) to `exports/files/`, so the links hold wherever the export folder is moved or
@@ -15,11 +16,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from chatetl.exports.meta import without_controls
-from chatetl.layout import EXPORTS_PREFIX, attachment_key
+from chatetl.layout import EXPORT_FILES_PREFIX, EXPORTS_PREFIX, attachment_key
 from chatetl.model import Attachment, Conversation
 from chatetl.storage import ObjectStore
 
-FILES_FOLDER = "files"
+FILES_FOLDER = EXPORT_FILES_PREFIX.removeprefix(EXPORTS_PREFIX).rstrip("/")  # (exports/files/, beside each format's folder)
 _LINK_SPECIAL = re.compile(r"[\\\[\]<>`*_]")
 _EXTENSIONS = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp", "application/pdf": ".pdf",
                "audio/wav": ".wav", "audio/mpeg": ".mp3", "video/mp4": ".mp4", "text/plain": ".txt"}
@@ -89,7 +90,7 @@ def publish_files(store: ObjectStore, conv: Conversation) -> list[str]:
             if name is None or name in seen:
                 continue
             seen.add(name)
-            key, source = f"{EXPORTS_PREFIX}{FILES_FOLDER}/{name}", attachment_key(att.content_hash or "")
+            key, source = f"{EXPORT_FILES_PREFIX}{name}", attachment_key(att.content_hash or "")
             if store.head(key) is not None or store.head(source) is None:
                 continue
             with tempfile.TemporaryDirectory() as tmp:

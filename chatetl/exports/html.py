@@ -8,8 +8,7 @@ Escaping: the page is a Jinja2 template with autoescape on, so titles, meta and 
 titles are escaped; bodies go through markdown-it-py with `html=False`, so raw HTML in a
 message (`<script>`, `<img onerror=...>`) is shown as text, and markdown-it's link check
 drops `javascript:`, `vbscript:`, `file:` and `data:` links. Attachments are shown by relative links
-to the export's own `files/` folder (chatetl.exports.attachments), images as `<img>`. Links in the meta and sources are
-kept only for http(s) and mailto (`meta.safe_link`); raw control characters (NUL, ESC ...) are taken out. Images are not fetched: Markdown images render as links,
+to the export's own `files/` folder (chatetl.exports.attachments), images as `<img>`. Links in the meta and sources are kept only for http(s) and mailto (`meta.safe_link`); raw control characters (NUL, ESC ...) are taken out. Images are not fetched: Markdown images render as links,
 and a Content-Security-Policy forbids scripts and remote loads even if something slipped through.
 """
 
@@ -88,5 +87,8 @@ def to_html(view: ExportView) -> str:
                 "attachments": [_attachment(a) for a in view.attachments(t)],
             }
         )
-    page = _environment().get_template("conversation.html.j2").render(title=title, meta=_meta(view), messages=messages)
+    shown = [a for m in messages for a in m["attachments"]]  # (a page without any is as it was: no style, no CSP for them)
+    files = any(a["href"] for a in shown)  # (then the page may load its own files: CSP)
+    page = _environment().get_template("conversation.html.j2").render(
+        title=title, meta=_meta(view), messages=messages, shown=bool(shown), files=files)
     return without_controls(page)  # (everything in it is escaped text: taking controls out cannot make markup)

@@ -34,7 +34,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from chatetl.exports.attachments import with_attachments
 from chatetl.exports.inert import inert_if_linked
 from chatetl.exports.meta import ExportView, encode, has_controls_utf8, safe_link, source_list, without_controls
 from chatetl.model import MessageKind, Role
@@ -213,7 +212,7 @@ def reads_back_plainly(body: str) -> bool:
 
 
 def render_markdown(view: ExportView) -> MarkdownResult:
-    bodies = [without_controls(markdown_equivalent(with_attachments(view.markdown(t), view.attachments(t)))) for t in view.turns]
+    bodies = [without_controls(markdown_equivalent(view.markdown(t))) for t in view.turns]
     text = _render(view, bodies)
     if all(reads_back_plainly(b) for b in bodies):
         return MarkdownResult(text)  # (most chats; tests/exports/test_roundtrip.py checks it on random bodies)
@@ -247,7 +246,7 @@ def markdown_bytes(view: ExportView) -> bytes:
     is anywhere is decided once, on the encoded file (`has_controls_utf8`), rather than on every body:
     the marker and meta lines are made the same way on both paths, so a file without one has bodies
     without one. Any other chat goes the whole way (`render_markdown`)."""
-    bodies = [markdown_equivalent(with_attachments(view.markdown(t), view.attachments(t))) for t in view.turns]
+    bodies = [markdown_equivalent(view.markdown(t)) for t in view.turns]
     data = encode(_render(view, bodies))
     if not has_controls_utf8(data) and all(reads_back_plainly(b) for b in bodies):
         return data
