@@ -75,7 +75,10 @@ def _attachment(att: Attachment) -> dict[str, Any]:
 def to_html(view: ExportView) -> str:
     title = view.title or f"{platform_label(view.conv.platform)} conversation"
     messages = []
+    shown: list[dict[str, Any]] = []
     for t in view.turns:
+        attachments = [_attachment(a) for a in view.attachments(t)]
+        shown += attachments
         sources = [{"title": s.get("title") or s.get("url"), "href": safe_href(s.get("url"))} for s in source_list(t.citations)]
         messages.append(
             {
@@ -84,11 +87,11 @@ def to_html(view: ExportView) -> str:
                 "heading": turn_label(t),
                 "body": render_body(view.markdown(t)),
                 "sources": sources,
-                "attachments": [_attachment(a) for a in view.attachments(t)],
+                "attachments": attachments,
             }
         )
-    shown = [a for m in messages for a in m["attachments"]]  # (a page without any is as it was: no style, no CSP for them)
-    files = any(a["href"] for a in shown)  # (then the page may load its own files: CSP)
+    files = any(a["href"] for a in shown)  # (then the page may load its own files: CSP; a page without
+    # attachments is as it was: no style, no CSP for them)
     page = _environment().get_template("conversation.html.j2").render(
         title=title, meta=_meta(view), messages=messages, shown=bool(shown), files=files)
     return without_controls(page)  # (everything in it is escaped text: taking controls out cannot make markup)
