@@ -2,7 +2,8 @@
 
 The text is what a person saw: visible turns only, each `Label: text` (`User: ...`,
 `Assistant: ...`: the role labels of chatetl.labels), turns separated by a blank line, never
-truncated; an attachment's text follows its turn as `Label attachment <name>: text`. Reasoning, tool internals, hidden context and abandoned branches stay out
+truncated; an attachment's text follows its turn as `Label attachment <name>: text`.
+Reasoning, tool internals, hidden context and abandoned branches stay out
 unless `ContentOptions` lets them in; an abandoned branch then follows the active one
 under an `[Other branch N]` line, with only the turns it does not share.
 
