@@ -8,6 +8,7 @@
     rag/documents/date=D/<upload-id>.jsonl               one Document per conversation
     rag/chunks/date=D/<upload-id>.jsonl                  its chunks for retrieval
     rag/embeddings/date=D/<upload-id>.parquet            the chunks' vectors (fixed-size float32 lists)
+    attachments/sha256/<h[:2]>/<h>                       an attachment's bytes, once, by their sha256 h
     exports/<format>/<platform>-<title>-<date>-<id>.<ext>   one file per conversation and format
     exports/_conversations/<digest>.json                 which files a conversation's newest state has
     exports/sharegpt-jsonl/sharegpt-D.jsonl, exports/zip/chats-D.zip   per partition
@@ -21,6 +22,7 @@
 
 cache/ holds what lets a run redo only what changed: deleting it costs time (the next run of each day
 renders and chunks everything again), never data.
+    state/attachments/by-upload/<upload-id>.json         the attachments an upload refers to
 
 Every output key is derived from the upload's key, so a rerun overwrites instead of
 adding (and `chatetl.storage.put_if_changed` skips writes whose bytes are unchanged).
@@ -43,6 +45,7 @@ QUARANTINE_PREFIX = "quarantine/"
 RAG_DOCUMENTS_PREFIX = "rag/documents/"
 RAG_CHUNKS_PREFIX = "rag/chunks/"
 RAG_EMBEDDINGS_PREFIX = "rag/embeddings/"
+ATTACHMENTS_PREFIX = "attachments/sha256/"
 EXPORTS_PREFIX = "exports/"
 EXPORT_MANIFEST_PREFIX = f"{EXPORTS_PREFIX}_conversations/"
 STATE_PREFIX = "state/"
@@ -51,6 +54,8 @@ INDEX_PREFIX = f"{STATE_PREFIX}uploads/"
 COVERAGE_KEY = f"{INDEX_PREFIX}coverage.json"
 LOCATION_PREFIX = f"{INDEX_PREFIX}by-key/"
 CACHE_PREFIX = "cache/"
+ATTACHMENTS_BY_UPLOAD_PREFIX = f"{STATE_PREFIX}attachments/by-upload/"
+EXPORT_FILES_PREFIX = f"{EXPORTS_PREFIX}files/"
 
 
 def is_upload(key: str) -> bool:
@@ -113,6 +118,23 @@ def document_keys(day: str, uid: str) -> tuple[str, str, str]:
 def embeddings_key(day: str, uid: str) -> str:
     """The upload's chunk vectors (Parquet), beside its chunks."""
     return f"{RAG_EMBEDDINGS_PREFIX}date={day}/{uid}.parquet"
+
+
+def attachment_key(content_hash: str) -> str:
+    """An attachment's bytes, by their sha256 (hex): the same file from any upload is one object."""
+    if len(content_hash) != 64 or any(c not in "0123456789abcdef" for c in content_hash):
+        raise ValueError(f"not a sha256: {content_hash!r}")
+    return f"{ATTACHMENTS_PREFIX}{content_hash[:2]}/{content_hash}"
+
+
+def attachments_of_upload_key(uid: str) -> str:
+    return f"{ATTACHMENTS_BY_UPLOAD_PREFIX}{uid}.json"
+
+
+def export_file_prefix(content_hash: str) -> str:
+    """The exported copies of an attachment (`exports/files/<sha256><ext>`)."""
+    attachment_key(content_hash)
+    return f"{EXPORT_FILES_PREFIX}{content_hash}"
 
 
 def export_prefix(fmt: str) -> str:

@@ -180,14 +180,29 @@ class Attachment(_Model):
     size: int | None = None
     pointer: str | None = None  # asset pointer (file-service://, sediment://, URL)
     text: str | None = None  # extracted text, where the source has it
+    # sha256 of the bytes where the upload held them (stored once under chatetl.layout.attachment_key; mime_type
+    # and size are then the bytes' own); None: the export did not contain the file
+    content_hash: str | None = None
 
     @classmethod
     def fast(cls, /, **values: Any) -> Self:
-        d = {"kind": "file", "id": None, "name": None, "mime_type": None, "size": None, "pointer": None, "text": None}
+        d = {"kind": "file", "id": None, "name": None, "mime_type": None, "size": None, "pointer": None, "text": None,
+             "content_hash": None}
         d.update(values)
-        if len(d) != 7:
+        if len(d) != 8:
             _refuse(cls, values)
         return cls._made(d, values)
+
+    @classmethod
+    def of_fields(cls, d: dict[str, Any], given: Iterable[str], /) -> Self:
+        if len(d) == 7:  # (tables written before the bytes were kept: no content_hash)
+            d["content_hash"] = None
+        return super().of_fields(d, given)
+
+    @property
+    def in_export(self) -> bool:
+        """Whether the upload held the file's bytes (stored once, by content_hash)."""
+        return self.content_hash is not None
 
 
 class Message(_Model):

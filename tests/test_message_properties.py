@@ -24,7 +24,14 @@ def _values_as_defined(conv, m) -> tuple:
     name = f"msg-{conv.conversation_id[:12]}-{m.message_id[len(prefix):]}" if m.message_id.startswith(prefix) else f"msg-{m.message_id[:12]}"
     return (f"{conv.key}:{m.message_id}", m.message_id, name, m.role.value, m.kind.value, text[:CONTENT_LIMIT],
             len(text) > CONTENT_LIMIT, len(text), iso(m.created_at), conv.conversation_id, conv.platform,
-            bool(m.tool_calls), bool(m.tool_results), m.model, m.seq, m.on_active_branch)
+            bool(m.tool_calls), bool(m.tool_results), m.model, m.seq, m.on_active_branch, *_attachments_as_defined(m))
+
+
+def _attachments_as_defined(m) -> tuple:
+    if not m.attachments:
+        return None, None, None
+    stored = [a.content_hash for a in m.attachments if a.content_hash is not None]
+    return [a.name or a.kind for a in m.attachments], stored or None, len(m.attachments) - len(stored)
 
 
 def test_message_columns_are_the_properties_as_defined(tmp_path):

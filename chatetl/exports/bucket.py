@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatetl.exports.attachments import publish_files
 from chatetl.exports.files import ExportFile
 from chatetl.layout import EXPORTS_PREFIX, export_manifest_key, export_prefix
 from chatetl.model import Conversation, StateOrder, order_of, state_hash, state_order, state_version
@@ -76,6 +77,7 @@ def publish_conversation(store: ObjectStore, conv: Conversation, files: list[Exp
         key = EXPORTS_PREFIX + f.path
         new.setdefault(f.format, []).append(key)
         (result.written if put_bytes_if_changed(store, key, f.data, f.content_type) else result.unchanged).append(key)
+    result.written += publish_files(store, conv)  # (the attachments its files link, once each)
     old_files: dict[str, list[str]] = (old or {}).get("files") or {}
     for fmt in formats:
         for key in old_files.get(fmt, []):

@@ -8,8 +8,8 @@ rendered from Markdown, and an optional Sources `<ol>`.
 Escaping: the page is a Jinja2 template with autoescape on, so titles, meta and source
 titles are escaped; bodies go through markdown-it-py with `html=False`, so raw HTML in a
 message (`<script>`, `<img onerror=...>`) is shown as text, and markdown-it's link check
-drops `javascript:`, `vbscript:`, `file:` and `data:` links. Links in the meta and sources are
-kept only for http(s) and mailto (`meta.safe_link`); raw control characters (NUL, ESC ...) are taken out. Images are not fetched: Markdown images render as links,
+drops `javascript:`, `vbscript:`, `file:` and `data:` links. Attachments are shown by relative links
+to the export's own `files/` folder (chatetl.exports.attachments), images as `<img>`. Links in the meta and sources are kept only for http(s) and mailto (`meta.safe_link`); raw control characters (NUL, ESC ...) are taken out. Images are not fetched: Markdown images render as links,
 and a Content-Security-Policy forbids scripts and remote loads even if something slipped through.
 """
 
@@ -24,10 +24,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from chatetl.exports.attachments import href, is_image, missing_note, shown_name
 from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
 from chatetl.labels import chat_title, turn_label
 from chatetl.readers.platform_names import platform_label
 from chatetl.readers.timeutil import iso
+from chatetl.model import Attachment
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -78,11 +80,20 @@ def _times(view: ExportView) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _attachment(att: Attachment) -> dict[str, Any]:
+    """An attachment as the page shows it: an image, a link to the file, or what stands in for a missing one."""
+    return {"name": shown_name(att), "href": href(att), "image": is_image(att), "missing": missing_note(att),
+            "text": without_controls(att.text) if att.text and att.content_hash is None else None}
+
+
 def to_html(view: ExportView) -> str:
     title = chat_title(view.title)
     times = _times(view)
     messages = []
+    shown: list[dict[str, Any]] = []
     for t in view.turns:
+        attachments = [_attachment(a) for a in view.attachments(t)]
+        shown += attachments
         sources = [{"title": s.get("title") or s.get("url"), "href": safe_href(s.get("url"))} for s in source_list(t.citations)]
         messages.append(
             {
@@ -92,7 +103,11 @@ def to_html(view: ExportView) -> str:
                 "body": render_body(view.shown(t)),
                 "sources": sources,
                 "time": times.get(t.message_id),
+                "attachments": attachments,
             }
         )
-    page = _environment().get_template("conversation.html.j2").render(title=title, meta=_meta(view), messages=messages)
+    files = any(a["href"] for a in shown)  # (then the page may load its own files: CSP; a page without
+    # attachments is as it was: no style, no CSP for them)
+    page = _environment().get_template("conversation.html.j2").render(
+        title=title, meta=_meta(view), messages=messages, shown=bool(shown), files=files)
     return without_controls(page)  # (everything in it is escaped text: taking controls out cannot make markup)

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from chatetl.exports.attachments import with_attachments
 from chatetl.exports.inert import inert_if_linked, inert_line
 from chatetl.exports.markdown import link_text, link_url
 from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
@@ -61,7 +62,7 @@ def to_markdown_note(view: ExportView) -> str:
     title = inert_line(" ".join(without_controls(front["title"]).split()))  # (a heading: nothing reads it back)
     out = ["---", meta.rstrip("\n"), "---", "", f"# {title}", ""]
     for t in view.turns:
-        out += [f"## {inert_if_linked(without_controls(turn_label(t)))}", "", without_controls(view.shown(t)).rstrip("\n"), ""]
+        out += [f"## {inert_if_linked(without_controls(turn_label(t)))}", "", without_controls(with_attachments(view.shown(t), view.attachments(t))).rstrip("\n"), ""]
         links = source_list(t.citations)
         if links:
             out += ["Sources:", ""]

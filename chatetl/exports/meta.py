@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from chatetl.exports.inert import code_block, inert_markdown
 from chatetl.labels import chat_title
-from chatetl.model import Citation, Conversation, MessageKind, Source
+from chatetl.model import Attachment, Citation, Conversation, MessageKind, Source
 from chatetl.readers.timeutil import iso
 from chatetl.selection import VISIBLE, ContentOptions, OutputTurn, branches
 
@@ -65,6 +65,14 @@ class ExportView:
         if turn.kind in _TOOL_KINDS:
             return code_block(turn.text, _CODE_LANGUAGES.get(turn.name or "", "") if turn.kind is MessageKind.TOOL_CALL else "")
         return self.markdown(turn)
+
+    def attachments(self, turn: OutputTurn) -> list[Attachment]:
+        """A visible turn's attachments (the files shared with it, the images an answer drew)."""
+        return self._attachments.get(turn.message_id, []) if turn.kind is MessageKind.TURN else []
+
+    @cached_property
+    def _attachments(self) -> dict[str, list[Attachment]]:
+        return {m.message_id: m.attachments for m in self.conv.messages if m.attachments}
 
     @cached_property
     def _from_html(self) -> frozenset[str]:

@@ -72,6 +72,7 @@ def conversation_props(conv: Conversation) -> dict[str, Any]:
 MESSAGE_PROPERTIES = (
     "key", "message_id", "name", "role", "kind", "content", "content_truncated", "content_length", "created_at",
     "conversation_id", "platform", "has_tool_calls", "has_tool_results", "model_slug", "seq", "on_active_branch",
+    "attachment_names", "attachment_files", "attachments_missing",
 )
 """A Message node's properties, in the order message_columns gives them: docs/graph.md's, plus the
 `message_id` and `platform` queries find a message by. The links a state asks for (its NEXT and
@@ -118,7 +119,29 @@ def message_columns(conv: Conversation, messages: list[Message]) -> list[list[An
         [d["model"] for d in dicts],
         [d["seq"] for d in dicts],
         [d["on_active_branch"] for d in dicts],
+        *_attachment_columns(dicts),
     ]
+
+
+def _attachment_columns(dicts: list[dict[str, Any]]) -> tuple[list[Any], list[Any], list[Any]]:
+    """`attachment_names` (each attachment's name, its kind where it has none), `attachment_files` (the sha256 of
+    those whose bytes are stored: chatetl.layout.attachment_key) and `attachments_missing` (how many the export
+    did not contain); None on a message without attachments."""
+    names: list[Any] = []
+    files: list[Any] = []
+    missing: list[Any] = []
+    for d in dicts:
+        atts = d["attachments"]
+        if not atts:
+            names.append(None)
+            files.append(None)
+            missing.append(None)
+            continue
+        names.append([a.name or a.kind for a in atts])
+        hashes = [a.content_hash for a in atts if a.content_hash]
+        files.append(hashes or None)
+        missing.append(len(atts) - len(hashes))
+    return names, files, missing
 
 
 def message_props(conv: Conversation, m: Message) -> dict[str, Any]:

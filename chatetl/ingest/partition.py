@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chatetl.attachments.refs import release as release_attachments
 from chatetl.ingest.index import current_state, partition_of
 from chatetl.ingest.ledger import (
     Ledger,
@@ -142,7 +143,7 @@ def retract(store: ObjectStore, day: str, uid: str, upload: str | None = None, w
     prefix = f"{QUARANTINE_PREFIX}date={day}/{uid}/"
     removed += [o.key for o in store.list(prefix)]
     store.delete_prefix(prefix)
-    return removed
+    return removed + release_attachments(store, uid)  # (the files no other upload refers to leave with it)
 
 
 def ingest_partition(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chatetl.attachments import AttachmentCounts, resolve_attachments
 from chatetl.ingest.states import keep_newest_states, keep_previous_newer, summary_rows
 from chatetl.layout import KEEPSAKE_TABLES, TABLES, quarantine_prefix, table_key, upload_id
 from chatetl.normalize import normalize_into
@@ -38,6 +39,7 @@ class NormalizeResult:
     kept_newer: list[str] = field(default_factory=list)  # conversations whose previous, newer state was kept
     duplicates: dict[str, int] = field(default_factory=dict)  # conversation key -> its states in the upload (one kept)
     rows: list[dict[str, Any]] = field(default_factory=list)  # the put conversations table's summary rows
+    attachments: AttachmentCounts = field(default_factory=AttachmentCounts)  # attachment rows, those in the export, files stored
 
 
 def upload_entry(store: ObjectStore, info: ObjectInfo) -> Entry:
@@ -70,6 +72,7 @@ def normalize_upload(
         with TableWriter(paths["conversations"], paths["messages"]) as writer:
             normalize_into(writer, [upload_entry(store, info)], report, workers, upload_key=info.key, workdir=tmp)
         result.conversations, result.messages = writer.conversations, writer.messages
+        result.attachments = resolve_attachments(store, upload_entry(store, info), uid, paths, report, Path(tmp))
         if previous:
             result.kept_newer = keep_previous_newer(store, day, uid, paths, previous, Path(tmp))
         result.duplicates = keep_newest_states(paths, Path(tmp))

@@ -2,7 +2,8 @@
 
 The text is what a person saw: visible turns only, each `Label: text` (`User: ...`,
 `Assistant: ...`: the role labels of chatetl.labels), turns separated by a blank line, never
-truncated. Reasoning, tool internals, hidden context and abandoned branches stay out
+truncated; an attachment's text follows its turn as `Label attachment <name>: text`.
+Reasoning, tool internals, hidden context and abandoned branches stay out
 unless `ContentOptions` lets them in; an abandoned branch then follows the active one
 under an `[Other branch N]` line, with only the turns it does not share.
 
@@ -72,15 +73,30 @@ def _content(conv: Conversation, options: ContentOptions) -> tuple[str, list[Spa
         spans.append(Span(pos, pos + len(text), message_id, pos + label_len))
         pos += len(text)
 
+    texts = _attachment_texts(conv)
     for branch in branches(conv, options):
         if branch.index:
             add(f"[Other branch {branch.index}]", None, 0)
         for turn in branch.own_turns:
-            if not turn.text.strip():
-                continue  # an empty turn adds nothing to search
-            label = f"{turn_label(turn)}: "
-            add(label + turn.text, turn.message_id, len(label))
+            if turn.text.strip():  # (an empty turn adds nothing to search)
+                label = f"{turn_label(turn)}: "
+                add(label + turn.text, turn.message_id, len(label))
+            for name, text in texts.get(turn.message_id, ()) if turn.visible else ():
+                label = f"{turn_label(turn)} attachment {name}: "
+                add(label + text, turn.message_id, len(label))
     return "".join(parts), spans
+
+
+def _attachment_texts(conv: Conversation) -> dict[str, list[tuple[str, str]]]:
+    """The text of each message's attachments (extracted by the platform, or read from a text file it held),
+    by message id: part of the Document after the turn's own text, marked as the attachment's."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for m in conv.messages:
+        for att in m.attachments:
+            if att.text and att.text.strip() and att.kind != "image":  # (an image's text is the prompt that drew it)
+                name = " ".join((att.name or "file").split())
+                out.setdefault(m.message_id, []).append((name, att.text.strip()))
+    return out
 
 
 def build_document(conv: Conversation, options: ContentOptions = VISIBLE) -> Document:

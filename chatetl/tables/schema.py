@@ -42,6 +42,7 @@ _ATTACHMENT = pa.struct(
     [
         ("kind", pa.string()), ("id", pa.string()), ("name", pa.string()), ("mime_type", pa.string()),
         ("size", pa.int64()), ("pointer", pa.string()), ("text", pa.string()),
+        ("content_hash", pa.string()),  # sha256 of the bytes stored under attachments/; null: not in the export
     ]
 )
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 MAX_ZIP_DEPTH = 3
 MAX_MEMBER_BYTES = 8 * 1024**3  # 8 GiB unpacked: far past any real export file, far below a bomb
-_JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
+JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 # what reading a damaged zip member raises (bad CRC, corrupt deflate stream, cut short)
 DAMAGED_MEMBER: tuple[type[Exception], ...] = (zipfile.BadZipFile, *INFLATE_ERRORS, EOFError)
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -153,14 +153,14 @@ def _expand_zip(entry: Entry, report: ReadReport, depth: int, top_level: bool, i
         return
     errors_before = len(report.errors)
     found = 0
-    with _local_copy(entry) as path:
+    with local_copy(entry) as path:
         try:
             zf = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as exc:
             report.error(entry.name, "", f"not a readable zip: {exc}")
             return
         with zf:
-            infos = [i for i in sorted(zf.infolist(), key=lambda i: i.filename) if not i.is_dir() and not any(j in i.filename for j in _JUNK)]
+            infos = [i for i in sorted(zf.infolist(), key=lambda i: i.filename) if not i.is_dir() and not any(j in i.filename for j in JUNK)]
             names = [safe_member_name(i.filename) for i in infos]
             if inflated is None:
                 inflated = Inflated(entry.name, path.stat().st_size, limits.current())
@@ -223,7 +223,7 @@ def copied_if_zip(entry: Entry, path: Path) -> bool:
     return True
 
 
-class _local_copy:
+class local_copy:
     """A path to the entry's bytes on local disk (the file itself, or a streamed temp copy)."""
 
     def __init__(self, entry: Entry) -> None:

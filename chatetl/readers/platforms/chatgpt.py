@@ -395,7 +395,7 @@ def message_from_chatgpt(raw: dict[str, Any], report: ReadReport, message_id: st
         if "citations" in metadata or "content_references" in metadata or "search_result_groups" in metadata:
             citations += _citations_from_metadata(metadata, marks)
         if "attachments" in metadata:
-            attachments += _attachments_from_metadata(metadata)
+            attachments = merged_attachments(attachments, _attachments_from_metadata(metadata))
     if visible_text != text:
         extra["raw_text"] = text
 
@@ -471,10 +471,12 @@ def _content_text(content: dict[str, Any], ctype: Any, report: ReadReport, extra
                     if not pointer and isinstance(part.get("audio_asset_pointer"), dict):
                         pointer = part["audio_asset_pointer"].get("asset_pointer")
                     size = part.get("size_bytes")
+                    pointer = pointer if isinstance(pointer, str) else None
                     attachments.append(
                         Attachment.fast(
                             kind=kind,
-                            pointer=pointer if isinstance(pointer, str) else None,
+                            id=asset_id(pointer),
+                            pointer=pointer,
                             size=int(size) if isinstance(size, int) else None,  # (a bool as pydantic reads it: 0 or 1)
                             text=text_or_none(dalle.get("prompt")),
                         )
@@ -598,6 +600,32 @@ def _citations_from_metadata(metadata: dict[str, Any], marks: list[tuple[int, in
             for e in group.get("entries") or []:
                 if isinstance(e, dict):
                     add(e.get("title"), e.get("url"), e.get("snippet"), group.get("domain") or e.get("attribution"))
+    return out
+
+
+def asset_id(pointer: str | None) -> str | None:
+    """The file id an asset pointer names: `file-service://file-X` and `sediment://file_X` name `file-X` and
+    `file_X` (the id `metadata.attachments` and the export's file names use)."""
+    if pointer is None or "://" not in pointer:
+        return None
+    scheme, _, rest = pointer.partition("://")
+    return rest or None if scheme in ("file-service", "sediment") else None
+
+
+def merged_attachments(parts: list[Attachment], described: list[Attachment]) -> list[Attachment]:
+    """One attachment per file: a content part's pointer and the `metadata.attachments` entry of the same
+    id are one upload (its name, type and size from the entry; the part's kind and pointer kept)."""
+    by_id = {a.id: a for a in parts if a.id}
+    out = list(parts)
+    for d in described:
+        part = by_id.get(d.id) if d.id else None
+        if part is None:
+            out.append(d)
+            continue
+        fields = part.__dict__
+        fields["name"] = d.name or part.name
+        fields["mime_type"] = d.mime_type or part.mime_type
+        fields["size"] = part.size if part.size is not None else d.size
     return out
 
 

@@ -382,6 +382,7 @@ def _attachments(raw: dict[str, Any]) -> list[Attachment]:
                 text=a.get("extracted_content") if isinstance(a.get("extracted_content"), str) else None,
             )
         )
+    pasted = {a.name: a for a in out if a.name}  # (an attachment and the file of the same name are one file)
     seen: set[str] = set()
     for key in ("files", "files_v2"):
         for f in raw.get(key) or []:
@@ -395,11 +396,17 @@ def _attachments(raw: dict[str, Any]) -> list[Attachment]:
             kind = f.get("file_kind")
             asset = f.get("image_asset") or f.get("document_asset") or f.get("preview_asset")
             pointer = text_or_none(asset.get("url")) if isinstance(asset, dict) else None
+            name = text_or_none(f.get("file_name"))
+            same = pasted.pop(name, None) if name else None
+            if same is not None:
+                same.__dict__.update(id=same.id or file_uuid, pointer=same.pointer or pointer or text_or_none(f.get("path")),
+                                     kind="image" if kind == "image" else same.kind)
+                continue
             out.append(
                 Attachment.fast(
                     kind="image" if kind == "image" else "file",
                     id=file_uuid,
-                    name=text_or_none(f.get("file_name")),
+                    name=name,
                     pointer=pointer or text_or_none(f.get("path")),
                 )
             )

@@ -1,0 +1,108 @@
+"""Time and peak memory of ingesting a ChatGPT export that holds many images, with and without the
+attachment stage (chatetl.attachments: each image found, hashed, sniffed and stored once).
+
+The export is generated: `--conversations` chats of `--per-chat` uploaded images each (2026 layout:
+`file_<hex>.dat` members named by `conversation_asset_file_names.json`), every image a distinct PNG of
+about `--kb` KiB (incompressible, stored). Each run is `chatetl.ingest.upload.normalize_upload` of that
+zip into a fresh local bucket, in a process of its own (peak RSS is the process's); "without" replaces
+the attachment stage by a no-op, the baseline. Runs alternate; medians. A last run ingests the same
+export again into the bucket the "with" run filled: it must store nothing new.
+
+    .venv/bin/python bench/attachments.py [--conversations 1000] [--per-chat 5] [--kb 64] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_RUN = """
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from chatetl.storage import LocalObjectStore
+import chatetl.ingest.upload as upload
+from chatetl.attachments import AttachmentCounts
+if sys.argv[4] == "without":
+    upload.resolve_attachments = lambda *args: AttachmentCounts()
+store = LocalObjectStore(sys.argv[3])
+key = "raw/export.zip"
+if store.head(key) is None:
+    store.put_file(key, sys.argv[2])
+start = time.perf_counter()
+result = upload.normalize_upload(store, store.head(key), "2026-03-01", workers=1)
+seconds = time.perf_counter() - start
+a = result.attachments
+print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "s": seconds,
+                  "attachments": a.attachments, "in_export": a.in_export, "new_files": a.new_files}))
+"""
+
+
+def write_export(path: Path, conversations: int, per_chat: int, kb: int) -> int:
+    spec = importlib.util.spec_from_file_location("layouts", ROOT / "tests" / "attachments" / "layouts.py")  # (the tests' layouts)
+    assert spec is not None and spec.loader is not None
+    layouts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layouts)
+    chatgpt_conversation, image_part = layouts.chatgpt_conversation, layouts.image_part
+
+    names = {}
+    convs = []
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for c in range(conversations):
+            conv = chatgpt_conversation(f"bench-{c}", 1_767_225_600.0 + c * 600)
+            user = next(n for n in conv["mapping"].values() if n["message"] and n["message"]["author"]["role"] == "user")
+            ids = [f"file_{c:016x}{i:016x}" for i in range(per_chat)]
+            user["message"]["content"]["parts"] = [image_part(f"sediment://{i}") for i in ids] + ["What are these?"]
+            user["message"]["metadata"] = {"attachments": [{"id": i, "name": f"photo-{c}-{n}.png", "mime_type": "image/png"} for n, i in enumerate(ids)]}
+            convs.append(conv)
+            for i in ids:
+                zf.writestr(f"{i}.dat", b"\x89PNG\r\n\x1a\n" + os.urandom(kb * 1024))
+                names[f"{i}.dat"] = f"photo-{i}.png"
+        zf.writestr("conversations.json", json.dumps(convs))
+        zf.writestr("conversation_asset_file_names.json", json.dumps(names))
+    return conversations * per_chat
+
+
+def run(export: Path, bucket: Path, mode: str) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", _RUN, str(ROOT), str(export), str(bucket), mode], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", type=int, default=1000)
+    parser.add_argument("--per-chat", type=int, default=5)
+    parser.add_argument("--kb", type=int, default=64)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        export = Path(folder, "export.zip")
+        images = write_export(export, args.conversations, args.per_chat, args.kb)
+        print(f"export: {images} images, {export.stat().st_size / 1024**2:.0f} MiB")
+        results: dict[str, list[dict[str, float]]] = {"without": [], "with": []}
+        for n in range(args.runs):
+            for mode in ("without", "with") if n % 2 == 0 else ("with", "without"):
+                bucket = Path(folder, f"bucket-{mode}")
+                subprocess.run(["rm", "-rf", str(bucket)], check=True)
+                results[mode].append(run(export, bucket, mode))
+        again = run(export, Path(folder, "bucket-with"), "with")
+        print("| | without the attachment stage | with it |\n|---|---:|---:|")
+        for what, key in (("seconds (median)", "s"), ("peak RSS MiB (median)", "rss")):
+            row = [statistics.median(r[key] for r in results[m]) for m in ("without", "with")]
+            print(f"| {what} | {row[0]:.1f} | {row[1]:.1f} |")
+        last = results["with"][-1]
+        print(f"with: {last['attachments']} attachments, {last['in_export']} in the export, {last['new_files']} files stored; "
+              f"the same export again: {again['new_files']} new files, {again['s']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
