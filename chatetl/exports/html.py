@@ -27,9 +27,9 @@ from markupsafe import Markup
 from chatetl.exports.attachments import href, is_image, missing_note, shown_name
 from chatetl.exports.meta import ExportView, safe_link, source_list, without_controls
 from chatetl.labels import chat_title, turn_label
+from chatetl.model import Attachment
 from chatetl.readers.platform_names import platform_label
 from chatetl.readers.timeutil import iso
-from chatetl.model import Attachment
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
