@@ -431,7 +431,7 @@ def test_the_graph_assets_are_in_the_neo4j_pool():
     graph = defs.resolve_asset_graph()
     pools = {key.to_user_string(): graph.get(key).pools for key in graph.get_all_asset_keys()}
     assert pools["graph"] == {"neo4j"} and pools["documents"] == {"neo4j"}
-    assert not pools["normalized"] and not pools["exports"]
+    assert not pools["normalized"] and "neo4j" not in pools["exports"] and "neo4j" not in pools["rag_files"]
 
 
 # --------------------------------------------------------------------------- README

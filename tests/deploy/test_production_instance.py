@@ -26,8 +26,9 @@ from pathlib import Path
 import pytest
 import yaml
 from postgres_server import free_port
+from upload_partitions import added
 
-from chatetl.ingest.index import partition_of
+from chatetl.ingest.groups import group_of
 from chatetl.layout import NORMALIZED_PREFIX
 from chatetl.samples import chatgpt_export
 from chatetl.storage import S3ObjectStore, s3_client
@@ -243,6 +244,24 @@ def deployment(postgres, services, s3_bucket, tmp_path, monkeypatch):
         assert not left, f"still running: {left}"
 
 
+def submitter(deployment):
+    """submit(partition): a run of ingest_job for the partition through the webserver's GraphQL API, its id
+    (None while the webserver is still loading the code location)."""
+    from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
+
+    client = DagsterGraphQLClient("127.0.0.1", port_number=deployment["web_port"], timeout=60)
+
+    def submit(partition: str):
+        try:
+            return client.submit_job_execution("ingest_job", repository_location_name="chatetl", tags={"dagster/partition": partition})
+        except DagsterGraphQLClientError as e:
+            if "notfound" in str(e).lower().replace(" ", ""):  # the webserver may still be loading the location
+                return None
+            raise
+
+    return submit
+
+
 def step_windows(records) -> dict[str, tuple[float, float]]:
     """step key -> (STEP_START, STEP_SUCCESS) timestamps of one run."""
     from dagster import DagsterEventType
@@ -275,23 +294,18 @@ def test_queued_runs_succeed_on_postgres_storage(deployment, clean_graph, servic
     """Three runs through the queue: two days in parallel, the same day again after the first,
     and the neo4j pool's steps one at a time across all of them."""
     from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus
-    from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
+    from dagster_graphql import DagsterGraphQLClient
 
     processes = deployment["processes"]
     store = S3ObjectStore(s3_client(services["CHATETL_S3_ENDPOINT_URL"]), deployment["bucket"])
     info = store.put_bytes("raw/deploy-test/chatgpt-export.zip", chatgpt_export())
-    day = partition_of(info)
-    day_before = (date.fromisoformat(day) - timedelta(days=1)).isoformat()  # no uploads: an empty partition
+    day = group_of(info).key  # the uploader's partition of the day
+    day_before = (date.fromisoformat(group_of(info).day) - timedelta(days=1)).isoformat()  # no uploads: an empty partition
+    with DagsterInstance.from_config(str(deployment["home"])) as setup:
+        added(setup, day, day_before)  # as the sensor adds them
 
     client = DagsterGraphQLClient("127.0.0.1", port_number=deployment["web_port"], timeout=60)
-
-    def submit(partition: str):
-        try:
-            return client.submit_job_execution("ingest_job", repository_location_name="chatetl", tags={"dagster/partition": partition})
-        except DagsterGraphQLClientError as e:
-            if "notfound" in str(e).lower().replace(" ", ""):  # the webserver may still be loading the location
-                return None
-            raise
+    submit = submitter(deployment)
 
     first = wait_for("the code location to accept a run", lambda: submit(day), processes, START_TIMEOUT)
     other_day = submit(day_before)
