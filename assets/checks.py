@@ -33,6 +33,7 @@ from chatetl.graph.checks import check_graph_partition
 from chatetl.ingest.checks import check_normalized_partition
 from chatetl.ingest.ledger import Ledger
 from chatetl.layout import QUARANTINE_PREFIX
+from chatetl.ingest.groups import UploadGroup
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
@@ -52,7 +53,7 @@ def check_days(context: AssetCheckExecutionContext, asset_key: AssetKey) -> list
         return partition_days(context)
     latest = context.instance.get_latest_materialization_event(asset_key)
     partition = latest.dagster_event.partition if latest is not None and latest.dagster_event is not None else None
-    return [partition] if partition else []
+    return [UploadGroup.parse(partition).day] if partition else []
 
 
 def _result(report: CheckReport, days: list[str], check_name: str | None = None) -> AssetCheckResult:

@@ -13,7 +13,7 @@ from dagster import (
 from assets.config import DocumentsConfig, checked_at_launch
 from assets.metadata import counts_table, key_list, md_fenced, md_list, md_text
 from assets.partitions import partition_days
-from assets.policies import NEO4J_POOL, daily_asset
+from assets.policies import NEO4J_POOL, RAG_FILES_POOL, daily_asset
 from chatetl.graph.chunks import FULLTEXT_INDEX
 from chatetl.layout import RAG_CHUNKS_PREFIX, RAG_DOCUMENTS_PREFIX, RAG_EMBEDDINGS_PREFIX
 from chatetl.rag.embeddings import load_embedder
@@ -97,7 +97,7 @@ def rag_files_asset(config_class: type[DocumentsConfig] = DocumentsConfig) -> As
 
     # no pool: the graph is only read here (which state each conversation holds, vectors it has), so graph
     # loads of other runs go on while this step spends its CPU on chunks and embeddings
-    @daily_asset(group_name="rag", deps=["graph"], kinds={"s3"})
+    @daily_asset(group_name="rag", deps=["graph"], pool=RAG_FILES_POOL, kinds={"s3"})
     def rag_files(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:  # type: ignore[valid-type]
         """Chunks and embeddings, outside the Neo4j pool: one Document per conversation (the full visible text of
         the active branch, with role labels), its overlapping chunks (turn and paragraph boundaries, message ids,

@@ -6,12 +6,24 @@ from __future__ import annotations
 
 from dagster import ExecutorDefinition, multiprocess_executor
 
+from chatetl.parent_death import children_die_with_parent
 from chatetl.settings import Settings
 
+# No step outlives its run: every process that loads these definitions (the run worker, its forkserver,
+# each step) has the children it forks die with it. A run worker killed with -9 closes its forkserver's
+# pipe, the forkserver exits, and the kernel kills every step process it forked (and theirs), so none
+# goes on writing beside the run's retry, or holds a pool slot's work.
+children_die_with_parent()
+
 # Each step in its own process (a step that runs out of memory fails alone), forked from a
-# server that has already imported Dagster and chatetl: a step starts in well under a second
-# instead of re-importing everything (several seconds per step with `spawn`).
-step_processes = multiprocess_executor.configured({"start_method": {"forkserver": {}}}, name="forkserver_multiprocess")
+# server that has already imported Dagster and these definitions (named: a job loaded from a
+# code server names no module for Dagster to preload): a step starts in well under a second
+# instead of re-importing everything (several seconds per step with `spawn`), and the server
+# has installed the rule above before it forks any step.
+step_processes = multiprocess_executor.configured(
+    {"start_method": {"forkserver": {"preload_modules": ["dagster._core.executor.multiprocess", "assets.definitions"]}}},
+    name="forkserver_multiprocess",
+)
 
 
 def step_executor(settings: Settings) -> ExecutorDefinition:

@@ -13,7 +13,7 @@ from dagster import (
 from assets.config import ExportsConfig
 from assets.metadata import counts_table, key_list, md_fenced
 from assets.partitions import partition_days
-from assets.policies import daily_asset
+from assets.policies import EXPORTS_POOL, daily_asset
 from chatetl.exports.archive import ARCHIVE, write_archive
 from chatetl.exports.partition import ExportsResult, write_day_exports
 from chatetl.layout import EXPORTS_PREFIX
@@ -64,7 +64,7 @@ def write_exports(context: AssetExecutionContext, config: ExportsConfig, object_
 def exports_asset(config_class: type[ExportsConfig] = ExportsConfig) -> AssetsDefinition:
     """The exports asset, its run config defaults those of `config_class` (ExportsConfig.for_settings)."""
 
-    @daily_asset(group_name="exports", deps=["normalized"], kinds={"s3"})
+    @daily_asset(group_name="exports", deps=["normalized"], pool=EXPORTS_POOL, kinds={"s3"})
     def exports(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource) -> MaterializeResult:  # type: ignore[valid-type]
         """Every conversation as chat-export/1 JSON, sharegpt/1 JSON, fenced Markdown, note Markdown (front matter),
         YAML and HTML (`exports/<format>/<platform>-<title>-<date>-<id>.<ext>`, newest state wins), the partition's

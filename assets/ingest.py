@@ -1,8 +1,8 @@
-"""raw_uploads and normalized: which uploads belong to a day, and their normalized tables.
+"""raw_uploads and normalized: which uploads belong to a group (an uploader's of a day), and their tables.
 
-Both handle a range of days per run (backfills run up to a week per run); every day is
-processed on its own: its uploads from the upload index (chatetl.ingest.index), its ledger
-(chatetl.ingest.ledger) skipping what is unchanged (chatetl.ingest.partition).
+Both handle a range of partitions per run (backfills); every group is processed on its own: its
+uploads from the upload index (chatetl.ingest.index), its ledger (chatetl.ingest.ledger) skipping
+what is unchanged (chatetl.ingest.partition), so groups of one day run at the same time.
 """
 
 
@@ -13,9 +13,10 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 
 from assets.config import NormalizedConfig
 from assets.metadata import contract_metadata, counts_table, key_list, md_list, md_table
-from assets.partitions import partition_days
+from assets.partitions import partition_days, partition_groups
 from assets.policies import REPROCESS_TAG, daily_asset
-from chatetl.ingest.index import find_uploads, info_from_dict, info_to_dict
+from chatetl.ingest.groups import UploadGroup
+from chatetl.ingest.index import DayUploads, find_uploads, info_from_dict, info_to_dict
 from chatetl.ingest.ledger import parser_fingerprint
 from chatetl.ingest.partition import PartitionIngest, ingest_partition
 from chatetl.layout import (
@@ -23,64 +24,71 @@ from chatetl.layout import (
     QUARANTINE_PREFIX,
     index_prefix,
     ledger_key,
+    raw_manifest_key,
 )
 from chatetl.storage import ObjectInfo, ObjectStore, put_bytes_if_changed
 from resources.object_store import ObjectStoreResource
 
-MANIFEST_PREFIX = "manifests/raw_uploads/"
+
+def manifest_key(group: UploadGroup) -> str:
+    return raw_manifest_key(group.day, group.uploader)
 
 
-def manifest_key(day: str) -> str:
-    return f"{MANIFEST_PREFIX}date={day}.json"
+def group_uploads(day: DayUploads, group: UploadGroup) -> DayUploads:
+    """What the day holds of one group's uploads."""
+    return DayUploads(day.day, [u for u in day.uploads if group.holds(u.key)], day.how,
+                      {k: v for k, v in day.moved.items() if group.holds(k)}, [k for k in day.gone if group.holds(k)])
 
 
 @daily_asset(group_name="ingest", kinds={"s3"})
 def raw_uploads(context: AssetExecutionContext, object_store: ObjectStoreResource) -> MaterializeResult:
-    """The uploads under raw/ whose current version arrived on the partition's day (UTC): key,
-    ETag, size. Found in the upload index the sensor keeps (state/uploads/date=D/), or by one
-    listing of raw/ when the index does not cover the day yet. Written to a manifest."""
+    """The uploads of the partition's uploader (its first folder under raw/) whose current version arrived
+    on the partition's day (UTC): key, ETag, size. Found in the upload index the sensor keeps
+    (state/uploads/date=D/), or by one listing of raw/ when the index does not cover the day yet.
+    Written to a manifest."""
     store = object_store.store
-    days = partition_days(context)
-    found, note = find_uploads(store, days)
+    groups = partition_groups(context)
+    found, note = find_uploads(store, sorted({g.day for g in groups}))
     context.log.info(note)
     rows = []
     all_keys: list[str] = []
-    for day in days:
-        d = found[day]
+    for group in groups:
+        d = group_uploads(found[group.day], group)
         manifest = {
-            "day": day,
+            "day": group.day,
+            **({"uploader": group.uploader} if group.uploader else {}),
             "found_by": d.how,
             "uploads": [info_to_dict(u) for u in d.uploads],
             "moved_to_other_days": d.moved,
             "gone": d.gone,
         }
-        put_bytes_if_changed(store, manifest_key(day), json.dumps(manifest, indent=1, sort_keys=True).encode(), "application/json")
-        rows.append((day, len(d.uploads), sum(u.size for u in d.uploads), d.how, len(d.moved), len(d.gone)))
+        put_bytes_if_changed(store, manifest_key(group), json.dumps(manifest, indent=1, sort_keys=True).encode(), "application/json")
+        rows.append((group.key, len(d.uploads), sum(u.size for u in d.uploads), d.how, len(d.moved), len(d.gone)))
         all_keys += [u.key for u in d.uploads]
     total = sum(r[1] for r in rows)
     return MaterializeResult(
         metadata={
             "summary": MetadataValue.text(
-                f"{total} upload(s) on {days[0]}" + (f" .. {days[-1]}" if len(days) > 1 else "") + f"; {note}"
+                f"{total} upload(s) of {groups[0].key}" + (f" .. {groups[-1].key}" if len(groups) > 1 else "") + f"; {note}"
             ),
             "uploads": total,
             "bytes": sum(r[2] for r in rows),
-            "days": md_table(["day", "uploads", "bytes", "found by", "replaced since (now on another day)", "deleted since"], rows),
+            "days": md_table(["partition", "uploads", "bytes", "found by", "replaced since (now on another day)", "deleted since"], rows),
             "keys": key_list(all_keys),
-            "manifest": MetadataValue.path(store.uri(manifest_key(days[-1]))),
-            "upload_index": MetadataValue.path(store.uri(index_prefix(days[-1]))),
+            "manifest": MetadataValue.path(store.uri(manifest_key(groups[-1]))),
+            "upload_index": MetadataValue.path(store.uri(index_prefix(groups[-1].day))),
         }
     )
 
 
-def _manifest_uploads(store: ObjectStore, day: str) -> list[ObjectInfo]:
-    if store.head(manifest_key(day)) is None:  # normalized run alone: find them now
-        return find_uploads(store, [day])[0][day].uploads
-    return [info_from_dict(d) for d in json.loads(store.get_bytes(manifest_key(day)))["uploads"]]
+def _manifest_uploads(store: ObjectStore, group: UploadGroup) -> list[ObjectInfo]:
+    if store.head(manifest_key(group)) is None:  # normalized run alone: find them now
+        return group_uploads(find_uploads(store, [group.day])[0][group.day], group).uploads
+    return [info_from_dict(d) for d in json.loads(store.get_bytes(manifest_key(group)))["uploads"]]
 
 
-def _summary(r: PartitionIngest, days: list[str]) -> str:
-    span = days[0] + (f" .. {days[-1]}" if len(days) > 1 else "")
+def _summary(r: PartitionIngest, keys: list[str]) -> str:
+    span = keys[0] + (f" .. {keys[-1]}" if len(keys) > 1 else "")
     parts = [
         f"{span}: {r.uploads} upload(s): {len(r.processed)} normalized, {len(r.skipped)} skipped as unchanged",
         f"{r.conversations} conversation(s) and {r.messages} message(s) read",
@@ -99,10 +107,10 @@ def wants_reprocess(context: AssetExecutionContext, config: NormalizedConfig) ->
     return config.reprocess or str(context.run.tags.get(REPROCESS_TAG, "")).lower() in ("1", "true", "yes")
 
 
-def normalized_metadata(store: ObjectStore, r: PartitionIngest, days: list[str], per_day: list[PartitionIngest]) -> dict[str, Any]:
+def normalized_metadata(store: ObjectStore, r: PartitionIngest, groups: list[UploadGroup], per_group: list[PartitionIngest]) -> dict[str, Any]:
     sources = sorted(r.sources.items())
     return {
-        "summary": MetadataValue.text(_summary(r, days)),
+        "summary": MetadataValue.text(_summary(r, [g.key for g in groups])),
         "uploads": r.uploads,
         "uploads_normalized": len(r.processed),
         "uploads_skipped_unchanged": len(r.skipped),
@@ -119,8 +127,8 @@ def normalized_metadata(store: ObjectStore, r: PartitionIngest, days: list[str],
             [(s, c.uploads, c.uploads_skipped, c.conversations, c.new, c.updated, c.unchanged, c.removed, c.skipped, c.messages) for s, c in sources],
         ),
         "per_day": md_table(
-            ["day", "uploads", "normalized", "skipped", "conversations", "messages", "errors", "seconds"],
-            [(d.day, d.uploads, len(d.processed), len(d.skipped), d.conversations, d.messages, len(d.errors), f"{d.seconds:.1f}") for d in per_day],
+            ["partition", "uploads", "normalized", "skipped", "conversations", "messages", "errors", "seconds"],
+            [(g.key, d.uploads, len(d.processed), len(d.skipped), d.conversations, d.messages, len(d.errors), f"{d.seconds:.1f}") for g, d in zip(groups, per_group, strict=True)],
         ),
         "preview": md_table(
             ["platform", "title", "turns", "updated", "upload"],
@@ -140,7 +148,7 @@ def normalized_metadata(store: ObjectStore, r: PartitionIngest, days: list[str],
         "unchanged": key_list(r.unchanged),
         "tables": MetadataValue.path(store.uri(NORMALIZED_PREFIX)),
         "quarantine": MetadataValue.path(store.uri(QUARANTINE_PREFIX)),
-        "ledger": MetadataValue.path(store.uri(ledger_key(days[-1]))),
+        "ledger": MetadataValue.path(store.uri(ledger_key(groups[-1].day, groups[-1].uploader))),
         "parser": MetadataValue.text(parser_fingerprint()),
         "seconds": round(r.seconds, 2),
     }
@@ -154,24 +162,25 @@ def normalized_metadata(store: ObjectStore, r: PartitionIngest, days: list[str],
     metadata=contract_metadata(),  # the Parquet contract, column by column
 )
 def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_store: ObjectStoreResource) -> MaterializeResult:
-    """Every upload of the day read into the normalized tables, conversations and messages, as
-    Parquet at `normalized/<table>/date=D/<upload-id>.parquet` (bad parts to `quarantine/date=D/`).
-    Uploads already normalized from the same bytes by the same parser are skipped (the
-    ledger, state/ledger/date=D.json); `reprocess` (or the run tag `chatetl/reprocess=true`) redoes them.
+    """Every upload of the partition (an uploader's of a day) read into the normalized tables, conversations and
+    messages, as Parquet at normalized/<table>/date=D/<upload-id>.parquet (bad parts to quarantine/date=D/).
+    Uploads already normalized from the same bytes by the same parser are skipped (the group's
+    ledger under state/ledger/date=D); `reprocess` (or the run tag `chatetl/reprocess=true`) redoes them.
     The code version is the parser's fingerprint: after a reader change the UI shows every
     partition as stale, and rematerializing one normalizes its uploads again."""
     store = object_store.store
-    days = partition_days(context)
+    groups = partition_groups(context)
     reprocess = wants_reprocess(context, config)
-    per_day = []
-    for day in days:
-        result = ingest_partition(store, day, _manifest_uploads(store, day), reprocess=reprocess, warn=context.log.warning)
-        context.log.info(_summary(result, [day]))
-        per_day.append(result)
-    total = PartitionIngest.total(per_day, days[0])
-    metadata = normalized_metadata(store, total, days, per_day)
-    with_uploads = [d.day for d in per_day if d.uploads]
-    empty = [d.day for d in per_day if d.uploads and not d.useful]
+    per_group = []
+    for group in groups:
+        result = ingest_partition(store, group.day, _manifest_uploads(store, group), uploader=group.uploader, reprocess=reprocess,
+                                  warn=context.log.warning)
+        context.log.info(_summary(result, [group.key]))
+        per_group.append(result)
+    total = PartitionIngest.total(per_group, groups[0].day)
+    metadata = normalized_metadata(store, total, groups, per_group)
+    with_uploads = [g.key for g, d in zip(groups, per_group, strict=True) if d.uploads]
+    empty = [g.key for g, d in zip(groups, per_group, strict=True) if d.uploads and not d.useful]
     if empty and len(empty) == len(with_uploads):
         # a run that read nothing useful must not look like a success (and retrying cannot help)
         raise Failure(

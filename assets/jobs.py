@@ -1,4 +1,4 @@
-"""The main job: every asset of one daily partition (or a range of days), with their blocking checks."""
+"""The main job: every asset of one partition (an uploader's uploads of a day, or a range), with their blocking checks."""
 
 from dagster import AssetSelection, define_asset_job
 

@@ -1,4 +1,5 @@
-"""The pool's slot claim made atomic, so a pool of one slot admits one step at a time.
+"""The pool's slot claim made atomic, so a pool of one slot admits one step at a time; and a new
+pool's first use by two runs at once survived.
 
 Dagster 1.13's SQL event log claims a pool slot in two statements: it selects a free slot row
 (`FOR UPDATE SKIP LOCKED`), then sets the row's run and step by its id alone. On PostgreSQL the
@@ -12,12 +13,19 @@ Here the update also requires the row to be still free (`step_key IS NULL`): Pos
 re-checks that condition after waiting for the first claimer's update, so the second claimer
 updates nothing, is told BLOCKED, and Dagster retries it as it retries any blocked step.
 
+A pool without a limit row gets the instance's default on its first claim: two run workers that
+first claim one new pool at the same moment both insert the row; on PostgreSQL the second insert's
+unique violation aborts its transaction, the update Dagster then tries in it fails too, and the run
+worker dies ("current transaction is aborted"). Here that loser finds the row the winner wrote.
+
 The claim runs in the run worker, which imports this project's Definitions, so installing the
 change here (from assets/policies.py, at import) covers every deployment: `dagster dev`, the
 compose file and the Helm chart, whose instance settings cannot name another storage class.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import sqlalchemy as db
 from dagster._core.storage.event_log.schema import ConcurrencySlotsTable
@@ -42,6 +50,26 @@ def claim_free_slot(storage: SqlEventLogStorage, concurrency_key: str, run_id: s
     return ConcurrencySlotStatus.CLAIMED if taken else ConcurrencySlotStatus.BLOCKED
 
 
+def limit_once(initialize: Callable[[SqlEventLogStorage, str], bool]) -> Callable[[SqlEventLogStorage, str], bool]:
+    """`initialize` (a pool's default limit written on its first use), but another run worker that wrote
+    it first is no error."""
+
+    def initialize_or_find(storage: SqlEventLogStorage, concurrency_key: str) -> bool:
+        try:
+            return initialize(storage, concurrency_key)
+        except db.exc.DBAPIError:
+            if not storage.get_concurrency_info(concurrency_key).slot_count:
+                raise
+            return True  # the other claimer's row and slots (it committed before this insert failed)
+
+    return initialize_or_find
+
+
 def install() -> None:
-    """Make every SQL event log storage (PostgreSQL, MySQL, SQLite) claim slots atomically."""
+    """Make every SQL event log storage (PostgreSQL, MySQL, SQLite) claim slots atomically, and survive two
+    first claims of one new pool."""
     SqlEventLogStorage._claim_concurrency_slot = claim_free_slot  # type: ignore[method-assign, assignment]
+    if not getattr(SqlEventLogStorage.initialize_concurrency_limit_to_default, "chatetl_limit_once", False):
+        patched = limit_once(SqlEventLogStorage.initialize_concurrency_limit_to_default)
+        patched.chatetl_limit_once = True  # type: ignore[attr-defined]
+        SqlEventLogStorage.initialize_concurrency_limit_to_default = patched  # type: ignore[method-assign, assignment]

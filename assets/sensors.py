@@ -1,19 +1,23 @@
-"""The upload sensor: a new or replaced object under raw/ starts a run for its day's partition.
+"""The upload sensor: a new or replaced object under raw/ starts a run of its group's partition.
+
+A group is an uploader's uploads of one day (chatetl.ingest.groups); the sensor adds a group's
+partition when it first finds its uploads (assets/partitions.py), so uploads of different
+uploaders on one day run at the same time.
 
 Each tick is one bounded step of chatetl.ingest.scan.discover (at most CHATETL_SENSOR_MAX_KEYS
 keys listed and CHATETL_SENSOR_MAX_SECONDS seconds; the position rides in the cursor, so a
 backlog drains over several ticks): new keys after the greatest key seen, then the rolling
-re-scan that finds replaced objects. The changes of one day found in one tick become one
+re-scan that finds replaced objects. The changes of one group found in one tick become one
 run request, recorded in the upload index (state/uploads/date=D/). Run keys come from
 key + ETag (a batch: its day and the digest of its key@ETag list; the same bytes uploaded
 again on a later day: key@ETag@date=D), and each upload version is in exactly one batch:
 the same upload never runs twice, a replaced one runs again.
-When a run the sensor requested for that day is still queued, the new uploads join it
+When a run the sensor requested for that group is still queued, the new uploads join it
 instead (it reads the day's index when it starts, after this tick wrote it): a burst of
-uploads, or a backlog drained over several ticks, gives one waiting run per day, not one
+uploads, or a backlog drained over several ticks, gives one waiting run per group, not one
 per tick.
 An upload deleted from raw/ while its day still holds it (chatetl.ingest.deletions) starts a run
-of that day in the same way, which retracts it: it leaves the graph, rag/ and exports/ one tick
+of its group in the same way, which retracts it: it leaves the graph, rag/ and exports/ one tick
 after its deletion, not when another upload of its day happens to arrive.
 """
 
@@ -33,9 +37,10 @@ from dagster import (
 )
 
 from assets.jobs import ingest_job
-from assets.partitions import daily_partitions
+from assets.partitions import in_partitions, upload_partitions
 from chatetl.ingest.deletions import gone_uploads
-from chatetl.ingest.index import UploadBatch, batches_by_day, publish_coverage, record_batches
+from chatetl.ingest.groups import by_group
+from chatetl.ingest.index import UploadBatch, publish_coverage, record_batches
 from chatetl.ingest.scan import ScanCursor, check_cursor, discover
 from chatetl.settings import Settings
 from resources.object_store import ObjectStoreResource
@@ -43,8 +48,8 @@ from resources.object_store import ObjectStoreResource
 TICK_SECONDS = 30
 
 
-def queued_run_for(context: SensorEvaluationContext, day: str) -> str | None:
-    """A run this sensor requested for `day` that has not started yet (it will read the index)."""
+def queued_run_for(context: SensorEvaluationContext, partition: str) -> str | None:
+    """A run this sensor requested for the partition that has not started yet (it will read the index)."""
     try:
         instance = context.instance
     except DagsterInvariantViolationError:  # evaluated without an instance (e.g. a unit test)
@@ -53,7 +58,7 @@ def queued_run_for(context: SensorEvaluationContext, day: str) -> str | None:
         filters=RunsFilter(
             job_name=ingest_job.name,
             statuses=[DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED],
-            tags={"dagster/partition": day, "dagster/sensor_name": context.sensor_name or "upload_sensor"},
+            tags={"dagster/partition": partition, "dagster/sensor_name": context.sensor_name or "upload_sensor"},
         ),
         limit=5,
     )
@@ -63,7 +68,7 @@ def queued_run_for(context: SensorEvaluationContext, day: str) -> str | None:
     return None
 
 
-def run_key_for(context: SensorEvaluationContext, batch: UploadBatch) -> str:
+def run_key_for(context: SensorEvaluationContext, batch: UploadBatch, partition: str) -> str:
     """The batch's run key, unless that `key@etag` already ran for another day: identical bytes
     uploaded again on a later day move the upload there, and Dagster skips a run key it has
     seen, so that version gets `key@etag@date=D` (still one run key per upload version)."""
@@ -78,7 +83,7 @@ def run_key_for(context: SensorEvaluationContext, batch: UploadBatch) -> str:
         filters=RunsFilter(tags={"dagster/sensor_name": context.sensor_name or "upload_sensor", "dagster/run_key": key}),
         limit=1,
     )
-    if records and records[0].dagster_run.tags.get("dagster/partition") != batch.day:
+    if records and records[0].dagster_run.tags.get("dagster/partition") != partition:
         return f"{key}@date={batch.day}"
     return key
 
@@ -87,7 +92,8 @@ def run_key_for(context: SensorEvaluationContext, batch: UploadBatch) -> str:
     job=ingest_job,
     minimum_interval_seconds=TICK_SECONDS,
     default_status=DefaultSensorStatus.RUNNING,
-    description="Starts a run of a day's partition when uploads under raw/ are new, replaced or deleted (bounded scan, cursor).",
+    description="Starts a run of an uploader's day (a partition it adds) when uploads under raw/ are new, replaced or "
+    "deleted (bounded scan, cursor).",
 )
 def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreResource) -> SensorResult:
     store = object_store.store
@@ -104,40 +110,41 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
     )
     for key in found.ignored[:20]:
         context.log.warning(f"ignored {key!r}: not a usable upload key (.., backslash, ...); rename it to have it read")
-    batches = []
-    for batch in batches_by_day(found.changes):
-        if not daily_partitions.has_partition_key(batch.day):
-            context.log.warning(f"{len(batch.uploads)} upload(s) of {batch.day} are outside the partitions (CHATETL_PARTITIONS_START?)")
+    batches = {}
+    for group, uploads in by_group(found.changes).items():
+        if not in_partitions(group.day):
+            context.log.warning(f"{len(uploads)} upload(s) of {group.key} are before the partitions (CHATETL_PARTITIONS_START?)")
             continue
-        batches.append(batch)
-    record_batches(store, batches)
+        batches[group.key] = UploadBatch(group.day, tuple(uploads))
+    record_batches(store, list(batches.values()))
     if found.coverage is not None:
         publish_coverage(store, found.coverage)
     gone, found.cursor.gone_pos = gone_uploads(store, found.every_upload, found.cursor.gone_pos)
     requests: list[RunRequest] = []
     joined: list[str] = []
 
-    def ask(day: str, what: str, run_key: Callable[[], str], tags: dict[str, str]) -> None:
-        """A run of `day`, unless one this sensor requested still waits in the queue (it reads the index when it starts)."""
-        waiting = queued_run_for(context, day)
+    def ask(partition: str, what: str, run_key: Callable[[], str], tags: dict[str, str]) -> None:
+        """A run of the partition, unless one this sensor requested still waits in the queue (it reads the index when it starts)."""
+        waiting = queued_run_for(context, partition)
         if waiting:
             joined.append(f"{what} joined queued run {waiting}")
         else:
-            requests.append(RunRequest(run_key=run_key(), partition_key=day, tags=tags))
+            requests.append(RunRequest(run_key=run_key(), partition_key=partition, tags=tags))
 
-    for batch in batches:
-        ask(batch.day, f"{len(batch.uploads)} upload(s) of {batch.day}", lambda b=batch: run_key_for(context, b), {  # type: ignore[misc]
+    for key, batch in batches.items():
+        ask(key, f"{len(batch.uploads)} upload(s) of {key}", lambda b=batch, k=key: run_key_for(context, b, k), {  # type: ignore[misc]
             "chatetl/trigger": "upload_sensor",
             "chatetl/uploads": str(len(batch.uploads)),
             "chatetl/upload": batch.uploads[0].key[:200],
             "chatetl/index_batch": batch.index_key,
         })
-    requested = {batch.day for batch in batches}  # (a run of the day retracts its deletions too)
+    requested = set(batches)  # (a run of the group retracts its deletions too)
     for upload in gone:
-        if upload.day in requested or not daily_partitions.has_partition_key(upload.day):
+        key = upload.group.key
+        if key in requested or not in_partitions(upload.day):
             continue
-        requested.add(upload.day)
-        ask(upload.day, f"the deletion of {upload.key}", lambda u=upload: u.run_key,  # type: ignore[misc]
+        requested.add(key)
+        ask(key, f"the deletion of {upload.key}", lambda u=upload: u.run_key,  # type: ignore[misc]
             {"chatetl/trigger": "upload_sensor", "chatetl/deleted": upload.key[:200]})
     status = (
         f"listed {found.listed} key(s); {len(found.changes)} new or replaced upload(s); {len(gone)} deleted"
@@ -148,6 +155,7 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
     context.log.info(status)
     return SensorResult(
         run_requests=requests,
+        dynamic_partitions_requests=[upload_partitions.build_add_request(sorted(requested))] if requested else None,
         cursor=found.cursor.to_json(),
         skip_reason=None if requests else (f"no new run needed ({status})" if joined else f"no new or replaced uploads under raw/ ({status})"),
     )

@@ -1,7 +1,7 @@
 """Every key of the bucket, in one place: where each stage reads and writes.
 
     raw/...                                              uploads (any S3 client drops them here)
-    manifests/raw_uploads/date=D.json                    the uploads a run of day D saw
+    manifests/raw_uploads/date=D.json, .../date=D/<uploader>.json   the uploads a run of day D's group saw
     normalized/<table>/date=D/<upload-id>.parquet        conversations and messages, per upload; projects,
                                                          project_docs, memories, canvases where it keeps them
     quarantine/date=D/<upload-id>/...                    what could not be read, with errors.json
@@ -12,7 +12,7 @@
     exports/<format>/<platform>-<title>-<date>-<id>.<ext>   one file per conversation and format
     exports/_conversations/<digest>.json                 which files a conversation's newest state has
     exports/sharegpt-jsonl/sharegpt-D.jsonl, exports/zip/chats-D.zip   per partition
-    state/ledger/date=D.json                             upload versions day D has normalized
+    state/ledger/date=D.json, state/ledger/date=D/<uploader>.json   upload versions day D's group has normalized
     state/uploads/date=D/batch-<id>.json                 the upload index (the sensor's finds)
     state/uploads/coverage.json                          up to when the index is complete
     state/uploads/by-key/<upload-id>.json                which day holds an upload key's outputs
@@ -94,8 +94,14 @@ def _safe_name(part: str) -> str:
     return f"_{name}" if not name or name.startswith(".") else name
 
 
-def raw_manifest_key(day: str) -> str:
-    return f"{RAW_MANIFEST_PREFIX}date={day}.json"
+def group_file(uploader: str) -> str:
+    """A file name for an uploader (chatetl.ingest.groups), never chosen by the upload's name alone."""
+    return f"{slug(uploader, 40)}-{hashlib.sha256(uploader.encode()).hexdigest()[:10]}.json"
+
+
+def raw_manifest_key(day: str, uploader: str = "") -> str:
+    """The uploads a run of a day's group saw: the uploads at the top of raw/, or one uploader's."""
+    return f"{RAW_MANIFEST_PREFIX}date={day}.json" if not uploader else f"{RAW_MANIFEST_PREFIX}date={day}/{group_file(uploader)}"
 
 
 def table_prefix(table: str, day: str) -> str:
@@ -155,8 +161,9 @@ def bundle_key(day: str) -> str:
     return f"{export_prefix('zip')}chats-{day}.zip"
 
 
-def ledger_key(day: str) -> str:
-    return f"{LEDGER_PREFIX}date={day}.json"
+def ledger_key(day: str, uploader: str = "") -> str:
+    """The ledger of a day's uploads at the top of raw/, or of one uploader's (its first folder under raw/)."""
+    return f"{LEDGER_PREFIX}date={day}.json" if not uploader else f"{LEDGER_PREFIX}date={day}/{group_file(uploader)}"
 
 
 def location_key(uid: str) -> str:

@@ -30,8 +30,8 @@ from dagster_home import ensure as ensure_dagster_home
 from local_env import ensure_local_env
 
 from chatetl.graph.connection import neo4j_settings, open_driver
-from chatetl.ingest.index import partition_of
-from chatetl.layout import EXPORTS_PREFIX, NORMALIZED_PREFIX, QUARANTINE_PREFIX, RAG_DOCUMENTS_PREFIX, RAW_PREFIX
+from chatetl.ingest.groups import group_of
+from chatetl.layout import EXPORTS_PREFIX, NORMALIZED_PREFIX, QUARANTINE_PREFIX, RAG_DOCUMENTS_PREFIX, RAW_PREFIX, is_upload
 from chatetl.search import search
 from chatetl.settings import Settings
 from chatetl.storage import S3ObjectStore, put_bytes_if_changed
@@ -90,6 +90,7 @@ def main() -> int:
     from dagster import DagsterInstance
 
     from assets.definitions import defs
+    from assets.partitions import upload_partitions
     from chatetl.samples import sample_uploads
 
     ensure_dagster_home(os.environ["DAGSTER_HOME"])  # dagster.yaml with the run and neo4j pool limits
@@ -103,15 +104,17 @@ def main() -> int:
         state = "uploaded" if put_bytes_if_changed(store, key, data) else "already there"
         print(f"sample {store.uri(key)}: {state}")
 
-    days = sorted({partition_of(info) for info in store.list(RAW_PREFIX)})
+    # a partition per uploader and day, added as the sensor adds them (only where uploads are)
+    partitions = sorted({group_of(info).key for info in store.list(RAW_PREFIX) if is_upload(info.key)})
     instance = DagsterInstance.get()
+    instance.add_dynamic_partitions(upload_partitions.name or "", partitions)
     cursor = scan_as_the_sensor(instance, defs)
     job = defs.resolve_job_def("ingest_job")
-    for day in days:
-        print(f"materializing partition {day} ...")
-        result = job.execute_in_process(partition_key=day, instance=instance, raise_on_error=False, run_config=RUN_CONFIG)
+    for partition in partitions:
+        print(f"materializing partition {partition} ...")
+        result = job.execute_in_process(partition_key=partition, instance=instance, raise_on_error=False, run_config=RUN_CONFIG)
         if not result.success:
-            print(f"run {result.run_id} for {day} FAILED; see `dagster dev` or the log above", file=sys.stderr)
+            print(f"run {result.run_id} for {partition} FAILED; see `dagster dev` or the log above", file=sys.stderr)
             return 1
         for event in result.get_asset_materialization_events():
             mat = event.materialization

@@ -1,4 +1,4 @@
-"""Uploads deleted from raw/ whose outputs a day still holds: what the sensor turns into a run of that day.
+"""Uploads deleted from raw/ whose outputs a day still holds: what the sensor turns into a run of their group.
 
 Every normalized upload has a location record (state/uploads/by-key/<upload-id>.json: its key, day and
 ETag, chatetl.ingest.ledger). An upload is gone when its raw/ key no longer exists while the ledger of
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from chatetl.ingest.groups import UploadGroup, uploader_of
 from chatetl.ingest.index import current_state
 from chatetl.ingest.ledger import Ledger, read_location
 from chatetl.layout import LOCATION_PREFIX, upload_id
@@ -27,6 +28,11 @@ class GoneUpload:
     key: str
     day: str  # the day holding its outputs
     etag: str  # its last version's
+
+    @property
+    def group(self) -> UploadGroup:
+        """The group whose run retracts it."""
+        return UploadGroup(self.day, uploader_of(self.key))
 
     @property
     def run_key(self) -> str:
@@ -48,12 +54,13 @@ def gone_uploads(store: ObjectStore, every_upload: Iterable[str] | None, pos: st
         next_pos = "" if len(ids) < page else ids[-1]
     records = [r for r in (read_location(store, uid) for uid in ids) if r and r.get("key") and r.get("day")]
     now = current_state(store, [r["key"] for r in records])
-    ledgers: dict[str, Ledger] = {}
+    ledgers: dict[UploadGroup, Ledger] = {}
     gone = []
     for r in records:
         if now[r["key"]] is not None:
             continue  # there again (or uploaded after the listing)
-        ledger = ledgers.get(r["day"]) or ledgers.setdefault(r["day"], Ledger.load(store, r["day"]))
+        group = UploadGroup(r["day"], uploader_of(r["key"]))
+        ledger = ledgers.get(group) or ledgers.setdefault(group, Ledger.load(store, group.day, group.uploader))
         if r["key"] in ledger.entries:  # (not there: retracted already, or moved on to another day)
             gone.append(GoneUpload(r["key"], r["day"], r.get("etag", "")))
     return sorted(gone, key=lambda g: (g.day, g.key)), next_pos

@@ -141,8 +141,7 @@ def indexed_uploads(store: ObjectStore, day: str, compact: bool = True) -> list[
     Reads the day's batch files; when there are many, writes one merged file first and
     then deletes exactly the files it merged (a batch written meanwhile is never lost).
     """
-    files = [o.key for o in store.list(index_prefix(day)) if o.key.endswith(".json")]
-    docs = _parallel(lambda k: json.loads(store.get_bytes(k)), files)
+    files, docs = _batch_files(store, day)
     latest: dict[str, ObjectInfo] = {}
     for doc in docs:
         for d in doc.get("uploads", []):
@@ -158,6 +157,27 @@ def indexed_uploads(store: ObjectStore, day: str, compact: bool = True) -> list[
             if key != merged.index_key:
                 store.delete(key)
     return uploads
+
+
+def _batch_files(store: ObjectStore, day: str, attempts: int = 5) -> tuple[list[str], list[dict[str, Any]]]:
+    """The day's batch files and their contents. Runs of one day's groups may compact at the same time:
+    a file merged away meanwhile is in a merged file written before it went, which a new listing holds."""
+    for _ in range(attempts):
+        files = [o.key for o in store.list(index_prefix(day)) if o.key.endswith(".json")]
+        docs = _parallel(lambda k: _json_unless_gone(store, k), files)
+        if all(d is not None for d in docs):
+            return files, [d for d in docs if d is not None]
+    raise RuntimeError(f"the upload index of {day} kept changing while it was read ({index_prefix(day)})")
+
+
+def _json_unless_gone(store: ObjectStore, key: str) -> dict[str, Any] | None:
+    try:
+        doc: dict[str, Any] = json.loads(store.get_bytes(key))
+        return doc
+    except Exception:
+        if store.head(key) is None:
+            return None
+        raise
 
 
 @dataclass

@@ -1,7 +1,11 @@
-"""The ledger: which upload versions a partition has already normalized, and what that gave.
+"""The ledger: which upload versions a group of uploads has already normalized, and what that gave.
 
-`state/ledger/date=D.json` maps each upload key of day D to the ETag it was normalized
-from, the parser that read it, the outputs written (with their ETags) and the counts.
+Each group of a day (chatetl.ingest.groups: its uploader's uploads) has its own ledger, so the
+groups of one day run at the same time without losing each other's entries: it maps each upload
+key to the ETag it was normalized from, the parser that read it, the outputs written (with their
+ETags) and the counts (`chatetl.layout.ledger_key`; the day's file `date=D.json`, written before
+groups had ledgers of their own, is the top-level group's, and seeds an uploader's that does not
+exist yet).
 A rerun skips an upload whose key, ETag, parser and outputs are all unchanged, so
 rerunning a day is cheap; a replaced upload (new ETag), a parser upgrade or a deleted
 output makes it run again.
@@ -20,7 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from chatetl.layout import ledger_key, location_key
+from chatetl.ingest.groups import uploader_of
+from chatetl.layout import LEDGER_PREFIX, ledger_key, location_key
 from chatetl.storage import ObjectStore
 
 
@@ -63,14 +68,23 @@ class Ledger:
     day: str
     entries: dict[str, LedgerEntry] = field(default_factory=dict)
     dirty: bool = False
+    uploader: str = ""
+    others: dict[str, Any] = field(default_factory=dict)  # other uploaders' entries in the day's file, kept as they are
 
     @classmethod
-    def load(cls, store: ObjectStore, day: str) -> Ledger:
-        key = ledger_key(day)
-        if store.head(key) is None:
-            return cls(day)
-        doc = json.loads(store.get_bytes(key))
-        return cls(day, {k: LedgerEntry.from_dict(v) for k, v in doc.get("uploads", {}).items()})
+    def load(cls, store: ObjectStore, day: str, uploader: str = "") -> Ledger:
+        """The ledger of the group of `day` and `uploader` (chatetl.ingest.groups)."""
+        own = _read(store, ledger_key(day, uploader))
+        if own is None and uploader:  # no ledger of its own yet: its entries in the day's file
+            return cls(day, {k: LedgerEntry.from_dict(v) for k, v in (_read(store, ledger_key(day)) or {}).items()
+                             if uploader_of(k) == uploader}, uploader=uploader)
+        ledger = cls(day, uploader=uploader)
+        for k, v in (own or {}).items():
+            if uploader_of(k) == uploader:
+                ledger.entries[k] = LedgerEntry.from_dict(v)
+            else:
+                ledger.others[k] = v
+        return ledger
 
     def is_current(self, key: str, etag: str, outputs_now: dict[str, str]) -> bool:
         """Already normalized from these exact bytes by this parser, outputs still in place."""
@@ -93,13 +107,31 @@ class Ledger:
             self.dirty = True
 
     def to_bytes(self) -> bytes:
-        doc = {"day": self.day, "uploads": {k: asdict(v) for k, v in sorted(self.entries.items())}}
+        uploads = {**self.others, **{k: asdict(v) for k, v in self.entries.items()}}
+        doc = {"day": self.day, "uploads": dict(sorted(uploads.items()))} | ({"uploader": self.uploader} if self.uploader else {})
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
     def save(self, store: ObjectStore) -> None:
         if self.dirty:
-            store.put_bytes(ledger_key(self.day), self.to_bytes(), "application/json")
+            store.put_bytes(ledger_key(self.day, self.uploader), self.to_bytes(), "application/json")
             self.dirty = False
+
+
+def day_uploaders(store: ObjectStore, day: str) -> set[str]:
+    """The uploaders whose ledgers of `day` hold entries (those of the day's own file too)."""
+    found = {uploader_of(k) for k in _read(store, ledger_key(day)) or {}}
+    for info in store.list(f"{LEDGER_PREFIX}date={day}/"):
+        doc = json.loads(store.get_bytes(info.key))
+        if doc.get("uploads"):
+            found.add(str(doc.get("uploader", "")))
+    return found
+
+
+def _read(store: ObjectStore, key: str) -> dict[str, Any] | None:
+    if store.head(key) is None:
+        return None
+    uploads: dict[str, Any] = json.loads(store.get_bytes(key)).get("uploads", {})
+    return uploads
 
 
 def read_location(store: ObjectStore, upload_id: str) -> dict[str, str] | None:

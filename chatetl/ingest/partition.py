@@ -1,7 +1,7 @@
-"""Normalizing one daily partition: every upload of the day, skipping what is already done.
+"""Normalizing a day's uploads, one group (chatetl.ingest.groups: an uploader's) or all, skipping what is done.
 
-For each upload of the day (as it is in the bucket now):
-- unchanged since the ledger recorded it (same ETag, same parser, outputs in place): skipped;
+For each upload of the group (as it is in the bucket now):
+- unchanged since its group's ledger recorded it (same ETag, same parser, outputs in place): skipped;
 - otherwise read and written to `normalized/<table>/date=D/<upload-id>.parquet` (bad parts to
   quarantine), compared with what the same upload gave last time (conversations new,
   updated, unchanged, removed), and recorded in the ledger.
@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from chatetl.attachments.refs import release as release_attachments
+from chatetl.ingest.groups import uploader_of
 from chatetl.ingest.index import current_state, partition_of
 from chatetl.ingest.ledger import (
     Ledger,
     LedgerEntry,
+    day_uploaders,
     forget_location,
     parser_fingerprint,
     read_location,
@@ -151,17 +153,29 @@ def ingest_partition(
     day: str,
     uploads: list[ObjectInfo],
     *,
+    uploader: str | None = None,
     reprocess: bool = False,
     warn: Callable[[str], None] = log.warning,
 ) -> PartitionIngest:
-    """Normalize the day's uploads, skipping those the ledger has seen unchanged."""
+    """Normalize the day's uploads, skipping those their group's ledger has seen unchanged: the group of
+    `uploader` (chatetl.ingest.groups), or every group of the day (None: each upload's, each ledger's)."""
     started = time.monotonic()
     out = PartitionIngest(day)
-    ledger = Ledger.load(store, day)
     outputs_now = {o.key: o.etag for t in TABLES for o in store.list(f"{NORMALIZED_PREFIX}{t}/date={day}/")}
-    todo = _uploads_of_day(store, day, uploads, ledger, out, warn)
-    out.uploads = len(todo)
+    uploaders = [uploader] if uploader is not None else sorted({uploader_of(u.key) for u in uploads} | day_uploaders(store, day))
+    for one in uploaders:
+        mine = [u for u in uploads if uploader_of(u.key) == one]
+        _ingest_group(store, Ledger.load(store, day, one), mine, outputs_now, out, reprocess, warn)
+    out.seconds = time.monotonic() - started
+    return out
 
+
+def _ingest_group(store: ObjectStore, ledger: Ledger, uploads: list[ObjectInfo], outputs_now: dict[str, str], out: PartitionIngest,
+                  reprocess: bool, warn: Callable[[str], None]) -> None:
+    """One group's uploads normalized into its day, `out` counting what it did."""
+    day = ledger.day
+    todo = _uploads_of_day(store, day, uploads, ledger, out, warn)
+    out.uploads += len(todo)
     last_save = time.monotonic()
     for info in todo:
         entry = ledger.entries.get(info.key)
@@ -175,8 +189,6 @@ def ingest_partition(
             last_save = time.monotonic()
     ledger.save(store)
     _preview_from_skipped(store, ledger, out)
-    out.seconds = time.monotonic() - started
-    return out
 
 
 def _uploads_of_day(store: ObjectStore, day: str, uploads: list[ObjectInfo], ledger: Ledger, out: PartitionIngest,
@@ -320,7 +332,7 @@ def _compare_with_previous(store: ObjectStore, day: str, upload: str, rows: list
 
 def _preview_from_skipped(store: ObjectStore, ledger: Ledger, out: PartitionIngest, max_files: int = 3) -> None:
     """A rerun that skipped everything still previews what the day holds."""
-    for key in out.skipped[:max_files]:
+    for key in [k for k in out.skipped if k in ledger.entries][:max_files]:
         if len(out.preview) >= PREVIEW_ROWS:
             return
         entry = ledger.entries[key]

@@ -13,8 +13,10 @@ from datetime import UTC, datetime
 import pyarrow.dataset as ds
 import pytest
 from dagster import DagsterInstance
+from upload_partitions import added
 
 from assets.policies import REPROCESS_TAG
+from chatetl.ingest.groups import UploadGroup
 from chatetl.layout import ledger_key, table_key, upload_id
 from chatetl.samples import chatgpt_conversations, claude_export, continued
 
@@ -43,12 +45,12 @@ def put(store, key: str, data: bytes, day: str):
     os.utime(store.root / key, (at(day), at(day)))
 
 
-def run_backfill(job, days, instance, tags=None):
-    """The runs a backfill of `days` launches: ranges of at most the policy's size, oldest first."""
-    size = job.backfill_policy.max_partitions_per_run or len(days)
+def run_backfill(job, partitions, instance, tags=None):
+    """The runs a backfill of `partitions` launches: ranges of at most the policy's size, oldest first."""
+    size = job.backfill_policy.max_partitions_per_run or len(partitions)
     results = []
-    for i in range(0, len(days), size):
-        chunk = days[i : i + size]
+    for i in range(0, len(partitions), size):
+        chunk = partitions[i : i + size]
         if len(chunk) == 1:
             result = job.execute_in_process(partition_key=chunk[0], instance=instance, tags=tags)
         else:
@@ -88,12 +90,15 @@ def test_a_backfill_over_three_days_then_reruns(definitions, clean_graph):
     put(store, "raw/p3/wednesday.json", json.dumps([tram]).encode(), DAYS[2])
     job = definitions.resolve_job_def("ingest_job")
     instance = DagsterInstance.ephemeral()
+    # a partition per uploader and day: p1's two days, p2's and p3's uploads of the third day
+    parts = [f"{DAYS[0]}/p1", f"{DAYS[1]}/p1", f"{DAYS[2]}/p2", f"{DAYS[2]}/p3"]
+    added(instance, *parts)
 
-    results = run_backfill(job, DAYS, instance)
-    assert len(results) == -(-len(DAYS) // (job.backfill_policy.max_partitions_per_run or len(DAYS)))
+    results = run_backfill(job, parts, instance)
+    assert len(results) == -(-len(parts) // (job.backfill_policy.max_partitions_per_run or len(parts)))
     per_asset = materialized(results)
     assert set(per_asset) >= {"raw_uploads", "normalized", "graph", "documents"}
-    assert all(parts == set(DAYS) for parts in per_asset.values()), per_asset
+    assert all(found == set(parts) for found in per_asset.values()), per_asset
     assert all(passed for _, passed, _ in checks(results)), checks(results)
 
     # each partition has its own normalized rows, readable as one hive-partitioned dataset
@@ -102,14 +107,14 @@ def test_a_backfill_over_three_days_then_reruns(definitions, clean_graph):
     for row in table:
         per_day.setdefault(str(row["date"]), set()).add(row["conversation_key"])
     assert {d: len(v) for d, v in per_day.items()} == {DAYS[0]: 2, DAYS[1]: 1, DAYS[2]: 2}
-    assert all(store.head(ledger_key(d)) is not None for d in DAYS)
+    assert all(store.head(ledger_key(UploadGroup.parse(p).day, UploadGroup.parse(p).uploader)) is not None for p in parts)
 
     trip_key = next(iter(per_day[DAYS[1]]))
     newest = graph_state(clean_graph, trip_key)
     assert newest is not None and newest[0] == 6  # the continued chat: 4 turns + 2
 
     # re-running the old partition, even forcing a reprocess (as after a parser upgrade): newest still wins
-    rerun = job.execute_in_process(partition_key=DAYS[0], instance=instance, tags={REPROCESS_TAG: "true"})
+    rerun = job.execute_in_process(partition_key=parts[0], instance=instance, tags={REPROCESS_TAG: "true"})
     assert rerun.success
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in rerun.get_asset_materialization_events()}
     assert mats["normalized"]["uploads_normalized"].value == 1
@@ -119,7 +124,7 @@ def test_a_backfill_over_three_days_then_reruns(definitions, clean_graph):
 
     # re-running the whole range: every upload skipped, the graph unchanged
     nodes = clean_graph.execute_query("MATCH (n) RETURN count(n) AS n").records[0]["n"]
-    again = run_backfill(job, DAYS, instance)
+    again = run_backfill(job, parts, instance)
     normalized_meta = [e.materialization.metadata for r in again for e in r.get_asset_materialization_events() if e.materialization.asset_key.to_user_string() == "normalized"]
     assert normalized_meta and all(m["uploads_normalized"].value == 0 and m["uploads_skipped_unchanged"].value >= 1 for m in normalized_meta)
     assert clean_graph.execute_query("MATCH (n) RETURN count(n) AS n").records[0]["n"] == nodes
@@ -137,7 +142,7 @@ def test_one_run_covers_a_range_of_days(definitions):
     for day, conv in zip(DAYS, (trip, stats, tram)):
         put(store, f"raw/{day}.json", json.dumps([conv]).encode(), day)
     job = definitions.resolve_implicit_global_asset_job_def().get_subset(asset_selection={raw_uploads.key, normalized.key})
-    result = job.execute_in_process(instance=DagsterInstance.ephemeral(), tags={RANGE_START: DAYS[0], RANGE_END: DAYS[-1]})
+    result = job.execute_in_process(instance=(instance := DagsterInstance.ephemeral()), tags={RANGE_START: added(instance, *DAYS), RANGE_END: DAYS[-1]})
     assert result.success
     assert materialized([result]) == {"raw_uploads": set(DAYS), "normalized": set(DAYS)}
     meta = next(e.materialization.metadata for e in result.get_asset_materialization_events() if e.materialization.asset_key == normalized.key)
@@ -158,16 +163,17 @@ def test_an_unreadable_day_does_not_hold_back_the_rest_of_a_backfill_range(defin
     put(store, "raw/r/garbage.bin", bytes(range(256)) * 8, DAYS[1])
     put(store, "raw/r/third.json", json.dumps([tram]).encode(), DAYS[2])
     job = definitions.resolve_job_def("ingest_job")
-    result = job.execute_in_process(instance=DagsterInstance.ephemeral(), tags={RANGE_START: DAYS[0], RANGE_END: DAYS[2]})
+    parts = [f"{day}/r" for day in DAYS]
+    result = job.execute_in_process(instance=(instance := DagsterInstance.ephemeral()), tags={RANGE_START: added(instance, *parts), RANGE_END: parts[2]})
     assert result.success
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
     normalized = mats["normalized"]
     assert normalized["conversations"].value == 2 and normalized["errors"].value == 1
-    assert DAYS[1] in normalized["days_with_nothing_readable"].value
-    assert normalized["summary"].value.startswith(f"NOTHING READABLE on {DAYS[1]}")
+    assert parts[1] in normalized["days_with_nothing_readable"].value
+    assert normalized["summary"].value.startswith(f"NOTHING READABLE on {parts[1]}")
     assert graph_state(clean_graph, f"chatgpt:{trip['id']}") is not None and graph_state(clean_graph, f"chatgpt:{tram['id']}") is not None
     # a range in which nothing at all is readable still fails loudly
     put(store, "raw/r/first.json", b"\x00garbage", DAYS[0])
     put(store, "raw/r/third.json", b"\x00garbage", DAYS[2])
-    failed = job.execute_in_process(instance=DagsterInstance.ephemeral(), tags={RANGE_START: DAYS[0], RANGE_END: DAYS[2]}, raise_on_error=False)
+    failed = job.execute_in_process(instance=instance, tags={RANGE_START: parts[0], RANGE_END: parts[2]}, raise_on_error=False)
     assert not failed.success

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dagster import AssetCheckKey, DagsterInstance
+from upload_partitions import partition_for
 
 from chatetl.graph.checks import check_graph_partition
 from chatetl.graph.load import load_graph_partition
@@ -162,7 +163,9 @@ def test_a_failing_blocking_check_stops_the_graph(tmp_path, monkeypatch, service
     info = store.put_bytes("raw/a.json", json.dumps(chatgpt_conversations()).encode())
     day = partition_of(info)
     everything = defs.resolve_implicit_global_asset_job_def()
-    assert everything.get_subset(asset_selection={raw_uploads.key, normalized.key}).execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral()).success
+    instance = DagsterInstance.ephemeral()
+    partition = partition_for(instance, info)
+    assert everything.get_subset(asset_selection={raw_uploads.key, normalized.key}).execute_in_process(partition_key=partition, instance=instance).success
 
     def dup(rows):
         rows[1]["message_id"] = rows[0]["message_id"]
@@ -171,7 +174,7 @@ def test_a_failing_blocking_check_stops_the_graph(tmp_path, monkeypatch, service
     rewrite_messages(store, info, day, dup)
     checks = {AssetCheckKey(normalized.key, n) for n in ("columns_match_contract", "unique_message_ids", "gapless_active_branch_seq")}
     run = everything.get_subset(asset_selection={graph.key}, asset_check_selection=checks).execute_in_process(
-        partition_key=day, instance=DagsterInstance.ephemeral(), raise_on_error=False
+        partition_key=partition, instance=instance, raise_on_error=False
     )
     assert not run.success
     evaluations = {e.check_name: e.passed for e in run.get_asset_check_evaluations()}

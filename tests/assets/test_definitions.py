@@ -87,6 +87,7 @@ def test_the_normalized_code_version_is_the_parser_fingerprint():
 def test_a_bad_export_format_in_the_run_config_is_refused_before_the_run(tmp_path):
     import pytest
     from dagster import DagsterInstance, DagsterInvalidConfigError
+    from upload_partitions import added
 
     from assets import definitions
     from chatetl.settings import Settings
@@ -95,7 +96,7 @@ def test_a_bad_export_format_in_the_run_config_is_refused_before_the_run(tmp_pat
     job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection={defs.resolve_assets_def("exports").key})
     with pytest.raises(DagsterInvalidConfigError, match="pdf"):
         job.execute_in_process(
-            partition_key="2026-01-01", instance=DagsterInstance.ephemeral(),
+            partition_key=added(instance := DagsterInstance.ephemeral(), "2026-01-01"), instance=instance,
             run_config={"ops": {"exports": {"config": {"formats": ["md", "pdf"]}}}},
         )
 
@@ -185,6 +186,7 @@ def test_chunk_settings_that_do_not_fit_are_refused_when_the_run_is_launched(tmp
     """Dagster makes the run's plan (launchpad, sensor, backfill) before any step: a bad chunk size fails
     there, naming the setting, and no run starts; the steps before rag_files never ran."""
     from dagster import DagsterInstance, DagsterInvalidConfigError
+    from upload_partitions import added
 
     from assets import definitions
     from chatetl.settings import Settings
@@ -194,7 +196,7 @@ def test_chunk_settings_that_do_not_fit_are_refused_when_the_run_is_launched(tmp
     job = defs.resolve_job_def("ingest_job")
     instance = DagsterInstance.ephemeral()
     with pytest.raises(DagsterInvalidConfigError, match=why) as refused:
-        job.execute_in_process(partition_key="2026-01-01", instance=instance,
+        job.execute_in_process(partition_key=added(instance, "2026-01-01"), instance=instance,
                                run_config={"ops": {"rag_files": {"config": chunking}}})
     assert "rag_files" in str(refused.value) and "Traceback" not in str(refused.value)
     assert instance.get_runs() == []  # refused before a run (or any of its steps) existed

@@ -13,6 +13,7 @@ from datetime import timedelta
 import pytest
 from dagster import DagsterInstance
 from export_inputs import T0, chat
+from upload_partitions import partition_for, run_day
 
 from chatetl.exports.formats import PER_CONVERSATION
 from chatetl.exports.partition import ExportPlan, write_partition_exports
@@ -46,13 +47,18 @@ def test_assets_produce_documents_chunks_and_every_format_for_every_upload(defin
     day = partition_of(info)
     job = definitions.resolve_job_def("ingest_job")
     instance = DagsterInstance.ephemeral()
-    run = job.execute_in_process(partition_key=day, instance=instance)
-    assert run.success
+    # alice's partition, then bob's: the assets of the whole day (documents, exports) hold both after the second
+    *_, run = runs = run_day(job, instance, store, day)
+    assert [r.dagster_run.tags["dagster/partition"] for r in runs] == [f"{day}/alice", f"{day}/bob"]
+    assert all(r.success for r in runs)
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in run.get_asset_materialization_events()}
 
     docs = mats["documents"]
-    assert docs["documents"].value == 4 and docs["documents_in_graph"].value == 4
-    assert docs["chunks"].value == docs["chunks_in_graph"].value >= 4
+    # (each run writes to the graph what it brings: alice's three Documents, then bob's one)
+    written = [{k: e.materialization.metadata[k].value for k in ("documents_in_graph", "chunks_in_graph")}
+               for r in runs for e in r.get_asset_materialization_events() if e.materialization.asset_key.to_user_string() == "documents"]
+    assert docs["documents"].value == 4 and sum(w["documents_in_graph"] for w in written) == 4
+    assert docs["chunks"].value == sum(w["chunks_in_graph"] for w in written) >= 4
     assert len(list(store.list("rag/documents/"))) == 2 and len(list(store.list("rag/chunks/"))) == 2
     assert "ChatGPT: " in docs["preview"].value or "Grok: " in docs["preview"].value
 
@@ -76,7 +82,7 @@ def test_assets_produce_documents_chunks_and_every_format_for_every_upload(defin
     assert [h["document_key"] for h in hit] == ["grok:grok-1"] and hit[0]["title"].startswith("Grok: ")
 
     etags = {o.key: o.etag for o in store.list("") if o.key.startswith(("exports/", "rag/"))}
-    again = job.execute_in_process(partition_key=day, instance=instance)
+    again = job.execute_in_process(partition_key=f"{day}/bob", instance=instance)
     assert again.success
     assert {o.key: o.etag for o in store.list("") if o.key.startswith(("exports/", "rag/"))} == etags
     mats2 = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in again.get_asset_materialization_events()}
@@ -98,7 +104,7 @@ def test_previews_show_upload_text_inert(s3_definitions, clean_graph):
     store = definitions.resources["object_store"].store
     info = store.put_bytes("raw/mallory/grok.json", json.dumps(HOSTILE).encode())
     run = definitions.resolve_job_def("ingest_job").execute_in_process(
-        partition_key=partition_of(info), instance=DagsterInstance.ephemeral()
+        partition_key=partition_for(instance := DagsterInstance.ephemeral(), info), instance=instance
     )
     assert run.success
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in run.get_asset_materialization_events()}

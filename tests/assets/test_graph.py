@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from dagster import DagsterInstance
+from upload_partitions import partition_for
 
-from chatetl.ingest.index import partition_of
 from chatetl.samples import chatgpt_export
 
 pytestmark = pytest.mark.integration
@@ -23,7 +23,7 @@ def test_graph_asset_reports_the_load_and_runs_in_the_neo4j_pool(definitions, cl
     info = store.put_bytes("raw/2026/export.zip", chatgpt_export())
     job = definitions.resolve_job_def("ingest_job")
     instance = DagsterInstance.ephemeral()
-    first = job.execute_in_process(partition_key=partition_of(info), instance=instance)
+    first = job.execute_in_process(partition_key=partition_for(instance, info), instance=instance)
     assert first.success
     [meta] = [e.materialization.metadata for e in first.get_asset_materialization_events() if e.materialization.asset_key.to_user_string() == "graph"]
     assert meta["conversations_created"].value == 3 and meta["messages_written"].value == 17
@@ -31,6 +31,6 @@ def test_graph_asset_reports_the_load_and_runs_in_the_neo4j_pool(definitions, cl
     assert "conversations_created" in meta["summary"].value
     records, _, _ = clean_graph.execute_query("MATCH (:Conversation)-[:HAS_TRACE]->(t:DecisionTrace) RETURN count(t) AS n")
     assert records[0]["n"] == 2
-    second = job.execute_in_process(partition_key=partition_of(info), instance=instance)
+    second = job.execute_in_process(partition_key=partition_for(instance, info), instance=instance)
     [meta] = [e.materialization.metadata for e in second.get_asset_materialization_events() if e.materialization.asset_key.to_user_string() == "graph"]
     assert meta["conversations_unchanged"].value == 3 and meta["messages_written"].value == 0

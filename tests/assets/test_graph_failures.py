@@ -6,8 +6,8 @@ import json
 
 import pytest
 from dagster import AssetKey, DagsterInstance
+from upload_partitions import partition_for
 
-from chatetl.ingest.index import partition_of
 from chatetl.samples import chatgpt_export
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,8 @@ def test_one_conversation_the_graph_refuses_leaves_the_rest_of_the_day_loaded_an
     info = store.put_bytes("raw/2026/export.zip", chatgpt_export())
     store.put_bytes("raw/2026/grok-hostile.json", _hostile_chat_export())
     job = definitions.resolve_job_def("ingest_job")
-    result = job.execute_in_process(partition_key=partition_of(info), instance=DagsterInstance.ephemeral(), raise_on_error=False,
+    instance = DagsterInstance.ephemeral()
+    result = job.execute_in_process(partition_key=partition_for(instance, info), instance=instance, raise_on_error=False,
                                     asset_selection=[AssetKey("raw_uploads"), AssetKey("normalized"), AssetKey("graph")])
     [meta] = [e.materialization.metadata for e in result.get_asset_materialization_events()
               if e.materialization.asset_key.to_user_string() == "graph"]

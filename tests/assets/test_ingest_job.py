@@ -14,8 +14,8 @@ import pyarrow.dataset as ds
 import pyarrow.fs
 import pytest
 from dagster import DagsterInstance
+from upload_partitions import partition_for
 
-from chatetl.ingest.index import partition_of
 from chatetl.samples import chatgpt_export
 
 pytestmark = pytest.mark.integration
@@ -45,11 +45,11 @@ def _etags(store) -> dict[str, str]:
 def test_upload_flows_end_to_end_and_reruns_change_nothing(definitions, clean_graph):
     store = definitions.resources["object_store"].store
     info = store.put_bytes("raw/2026/alice/chatgpt-export.zip", chatgpt_export())
-    day = partition_of(info)
     job = definitions.resolve_job_def("ingest_job")
     instance = DagsterInstance.ephemeral()
+    partition = partition_for(instance, info)
 
-    first = job.execute_in_process(partition_key=day, instance=instance)
+    first = job.execute_in_process(partition_key=partition, instance=instance)
     assert first.success
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in first.get_asset_materialization_events()}
     assert set(mats) == {"raw_uploads", "normalized", "graph", "rag_files", "documents", "exports"}
@@ -107,7 +107,7 @@ def test_upload_flows_end_to_end_and_reruns_change_nothing(definitions, clean_gr
     assert "```md\nuser:\n```\n\nWhich is faster" in trip_md and "Regenerated" not in trip_md
 
     counts, etags = _graph_counts(clean_graph), _etags(store)
-    second = job.execute_in_process(partition_key=day, instance=instance)
+    second = job.execute_in_process(partition_key=partition, instance=instance)
     assert second.success
     assert _graph_counts(clean_graph) == counts
     assert _etags(store) == etags
@@ -130,8 +130,8 @@ def test_unreadable_upload_is_quarantined_and_the_good_one_still_loads(definitio
     store = definitions.resources["object_store"].store
     store.put_bytes("raw/good.zip", chatgpt_export())
     info = store.put_bytes(f"raw/{name}", data)
-    day = partition_of(info)
-    result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral())
+    instance = DagsterInstance.ephemeral()
+    result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=partition_for(instance, info), instance=instance)
     assert result.success
     mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
     assert mats["normalized"]["conversations"].value == 3
@@ -147,7 +147,7 @@ def test_a_day_of_nothing_readable_fails_loudly(definitions, clean_graph):
     store = definitions.resources["object_store"].store
     info = store.put_bytes("raw/empty.json", b"")
     result = definitions.resolve_job_def("ingest_job").execute_in_process(
-        partition_key=partition_of(info), instance=DagsterInstance.ephemeral(), raise_on_error=False
+        partition_key=partition_for(instance := DagsterInstance.ephemeral(), info), instance=instance, raise_on_error=False
     )
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")

@@ -16,8 +16,8 @@ from urllib.parse import urlparse
 
 import pytest
 from dagster import AssetKey, DagsterEventType, DagsterInstance
+from upload_partitions import partition_for
 
-from chatetl.ingest.index import partition_of
 from chatetl.samples import chatgpt_export
 
 pytestmark = pytest.mark.integration
@@ -81,7 +81,7 @@ def test_a_neo4j_outage_at_the_graph_steps_start_is_retried_and_the_run_succeeds
         store = definitions.resources["object_store"].store
         info = store.put_bytes("raw/2026/export.zip", chatgpt_export())
         result = definitions.resolve_job_def("ingest_job").execute_in_process(
-            partition_key=partition_of(info), instance=DagsterInstance.ephemeral(), raise_on_error=False,
+            partition_key=partition_for(instance := DagsterInstance.ephemeral(), info), instance=instance, raise_on_error=False,
             asset_selection=[AssetKey("raw_uploads"), AssetKey("normalized"), AssetKey("graph")],
         )
     finally:

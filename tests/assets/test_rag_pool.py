@@ -10,8 +10,7 @@ import time
 
 import pytest
 from dagster import AssetKey, instance_for_test
-
-from chatetl.ingest.index import partition_of
+from upload_partitions import partition_for
 
 pytestmark = pytest.mark.integration
 
@@ -28,11 +27,12 @@ def _documents(driver) -> int:
 
 def test_rag_files_runs_while_another_step_holds_the_neo4j_slot(definitions, clean_graph):
     store = definitions.resources["object_store"].store
-    day = partition_of(store.put_bytes("raw/bob/grok.json", json.dumps(GROK).encode()))
+    info = store.put_bytes("raw/bob/grok.json", json.dumps(GROK).encode())
     job = definitions.resolve_job_def("ingest_job")
     before = [AssetKey(k) for k in ("raw_uploads", "normalized", "graph")]
     with instance_for_test(overrides={"concurrency": {"pools": {"granularity": "op", "default_limit": 1}}}) as instance:
         storage = instance.event_log_storage
+        day = partition_for(instance, info)
         assert job.execute_in_process(partition_key=day, instance=instance, asset_selection=before).success
         assert storage.get_concurrency_info("neo4j").slot_count == 1
         assert storage.claim_concurrency_slot("neo4j", "another-run", "graph").is_claimed  # another run's graph load

@@ -6,10 +6,12 @@ the per-tick cap drains over several ticks with a correct cursor."""
 from __future__ import annotations
 
 import json
+import tempfile
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from dagster import build_sensor_context
+from dagster import build_sensor_context, instance_for_test
 
 from assets.sensors import upload_sensor
 from chatetl.ingest.index import indexed_uploads, partition_of, read_coverage
@@ -34,10 +36,13 @@ def tick(resource, cursor: str | None, instance=None):
 
     defs = assets.definitions.build_definitions()
     # a context manager, as the daemon opens it: the S3 resource initializes its nested S3Resource
-    with build_sensor_context(
-        cursor=cursor, definitions=defs, resources={"object_store": resource}, sensor_name="upload_sensor", instance=instance
+    with (nullcontext(instance) if instance else instance_for_test()) as daemon_instance, build_sensor_context(
+        cursor=cursor, definitions=defs, resources={"object_store": resource}, sensor_name="upload_sensor", instance=daemon_instance,
+        instance_ref=daemon_instance.get_ref(),  # (the partitions it adds are checked against the instance's)
     ) as context:
         data = upload_sensor.evaluate_tick(context)
+        for added in data.dynamic_partitions_requests or []:  # as the daemon applies them, before the runs
+            daemon_instance.add_dynamic_partitions(added.partitions_def_name, list(added.partition_keys))
     return data.run_requests or [], data.cursor, data.skip_message
 
 
@@ -51,7 +56,7 @@ def test_new_same_and_replaced_upload(resource):
     requests, cursor, _ = tick(resource, None)
     assert len(requests) == 1
     request = requests[0]
-    assert request.partition_key == today
+    assert request.partition_key == f"{today}/alice"  # the partition of alice's uploads of the day
     assert request.run_key == f"raw/alice/chatgpt-export.zip@{info.etag}"
     assert request.tags["chatetl/uploads"] == "1" and request.tags["chatetl/upload"] == info.key
     # the run will find its upload in the index, without listing raw/
@@ -72,7 +77,7 @@ def test_new_same_and_replaced_upload(resource):
     replaced = store.put_bytes("raw/alice/chatgpt-export.zip", chatgpt_export(shards=1))
     assert replaced.etag != info.etag
     requests, cursor4, _ = tick(resource, cursor3)
-    assert [(r.run_key, r.partition_key) for r in requests] == [(f"raw/alice/chatgpt-export.zip@{replaced.etag}", today)]
+    assert [(r.run_key, r.partition_key) for r in requests] == [(f"raw/alice/chatgpt-export.zip@{replaced.etag}", f"{today}/alice")]
     assert tick(resource, cursor4)[0] == []
 
 
@@ -91,13 +96,13 @@ def test_same_bytes_uploaded_again_on_a_later_day_get_a_run_key_of_their_own(res
         # nothing ran yet: the documented key@etag
         assert [r.run_key for r in tick(resource, None, instance)[0]] == [plain]
         # that key already ran for today: the same key (Dagster skips it: the same version)
-        create_run_for_test(instance, job_name="ingest_job", status=DagsterRunStatus.SUCCESS, tags={"dagster/partition": today, "dagster/sensor_name": "upload_sensor", "dagster/run_key": plain})
+        create_run_for_test(instance, job_name="ingest_job", status=DagsterRunStatus.SUCCESS, tags={"dagster/partition": f"{today}/carol", "dagster/sensor_name": "upload_sensor", "dagster/run_key": plain})
         assert [r.run_key for r in tick(resource, None, instance)[0]] == [plain]
     with instance_for_test() as instance:
         # the same bytes ran yesterday: today's upload of them is another version, with its own key
-        create_run_for_test(instance, job_name="ingest_job", status=DagsterRunStatus.SUCCESS, tags={"dagster/partition": yesterday, "dagster/sensor_name": "upload_sensor", "dagster/run_key": plain})
+        create_run_for_test(instance, job_name="ingest_job", status=DagsterRunStatus.SUCCESS, tags={"dagster/partition": f"{yesterday}/carol", "dagster/sensor_name": "upload_sensor", "dagster/run_key": plain})
         requests, _, _ = tick(resource, None, instance)
-        assert [(r.run_key, r.partition_key) for r in requests] == [(f"{plain}@date={today}", today)]
+        assert [(r.run_key, r.partition_key) for r in requests] == [(f"{plain}@date={today}", f"{today}/carol")]
 
 
 def test_a_new_key_sorting_before_the_others_is_found_next_tick(resource):
@@ -155,11 +160,11 @@ def test_uploads_join_a_run_still_waiting_in_the_queue(resource):
             instance,
             job_name="ingest_job",
             status=DagsterRunStatus.NOT_STARTED,
-            tags={"dagster/partition": day, "dagster/sensor_name": "upload_sensor", "dagster/run_key": requests[0].run_key},
+            tags={"dagster/partition": f"{day}/burst", "dagster/sensor_name": "upload_sensor", "dagster/run_key": requests[0].run_key},
         )
         store.put_bytes("raw/burst/002.json", b"[2]")
         requests, cursor, skip = tick(resource, cursor, instance)
-        assert requests == [] and f"1 upload(s) of {day} joined queued run {queued.run_id}" in skip
+        assert requests == [] and f"1 upload(s) of {day}/burst joined queued run {queued.run_id}" in skip
         # the waiting run will find both in the index when it starts
         assert [u.key for u in indexed_uploads(store, day)] == ["raw/burst/001.json", "raw/burst/002.json"]
         # once it has left the queue, the next upload gets a run of its own
@@ -180,11 +185,13 @@ def test_a_deleted_upload_is_retracted_by_the_run_of_the_next_tick(resource, def
     info = store.put_bytes("raw/bob/grok.json", json.dumps(grok).encode())
     day = partition_of(info)
     job = definitions.resolve_job_def("ingest_job")
-    instance = DagsterInstance.ephemeral()
+    instance = DagsterInstance.local_temp(tempfile.mkdtemp(prefix="chatetl-sensor-"))
 
-    requests, cursor, _ = tick(resource, None)
-    assert [r.partition_key for r in requests] == [day]
-    assert job.execute_in_process(partition_key=day, instance=instance).success
+    requests, cursor, _ = tick(resource, None, instance)
+    # alice's and bob's uploads of the day: a partition each, whose runs may go on at the same time
+    assert [r.partition_key for r in requests] == [f"{day}/alice", f"{day}/bob"]
+    for request in requests:
+        assert job.execute_in_process(partition_key=request.partition_key, instance=instance).success
 
     def in_graph() -> int:
         return clean_graph.execute_query("MATCH (n {key: 'grok:grok-gone'}) RETURN count(n) AS n").records[0]["n"]
@@ -193,14 +200,14 @@ def test_a_deleted_upload_is_retracted_by_the_run_of_the_next_tick(resource, def
         return [o.key for o in store.list("exports/") if "grok" in o.key.split("/")[-1] and "sharegpt-" not in o.key]
 
     assert in_graph() == 2 and exported()  # its Conversation and Document, its files
-    requests, cursor, skip = tick(resource, cursor)
+    requests, cursor, skip = tick(resource, cursor, instance)
     assert requests == [] and "0 deleted" in skip
 
     store.delete(info.key)
-    requests, cursor, _ = tick(resource, cursor)
+    requests, cursor, _ = tick(resource, cursor, instance)
     assert [(r.partition_key, r.run_key, r.tags["chatetl/deleted"]) for r in requests] == [
-        (day, f"deleted:{info.key}@{info.etag}@date={day}", info.key)]
-    assert job.execute_in_process(partition_key=day, instance=instance, tags=requests[0].tags).success
+        (f"{day}/bob", f"deleted:{info.key}@{info.etag}@date={day}", info.key)]
+    assert job.execute_in_process(partition_key=requests[0].partition_key, instance=instance, tags=requests[0].tags).success
     assert in_graph() == 0 and exported() == []
     assert clean_graph.execute_query("MATCH (c:Conversation) RETURN count(c) AS n").records[0]["n"] == 3  # the zip's stay
     assert store.head(kept.key) is not None

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
@@ -110,7 +111,7 @@ def test_an_upload_starts_a_run_by_itself_and_the_ui_tells_the_story(dagster_dev
     assert run is not None, f"the sensor started no run within {RUN_TIMEOUT} s:\n{log}"
     tags = {t["key"]: t["value"] for t in run["tags"]}
     assert run["status"] == "SUCCESS", f"run {run['runId']} ended {run['status']}:\n{log}"
-    assert tags["dagster/run_key"] == f"{info.key}@{info.etag}" and tags["dagster/partition"] == info.last_modified.date().isoformat()
+    assert tags["dagster/run_key"] == f"{info.key}@{info.etag}" and tags["dagster/partition"] == f"{info.last_modified.date().isoformat()}/newcomer"
 
     dom = _browser(f"{url}/assets", out, "assets", dump=True)
     missing = [name for name in ASSETS if name not in dom]
@@ -119,7 +120,7 @@ def test_an_upload_starts_a_run_by_itself_and_the_ui_tells_the_story(dagster_dev
     _browser(f"{url}/asset-groups", out, "asset-graph")
     _browser(f"{url}/runs/{run['runId']}", out, "run")
     # the materialization a newcomer opens: what the run did, in words and tables
-    normalized_page = f"{url}/assets/normalized?view=events&partition={tags['dagster/partition']}"
+    normalized_page = f"{url}/assets/normalized?view=events&partition={urllib.parse.quote(tags['dagster/partition'], safe='')}"
     _browser(normalized_page, out, "normalized")
     page = _browser(normalized_page, out, "normalized-dom", dump=True)
     assert all(word in page for word in ("uploads_normalized", "per_source", "1 normalized", "3 conversation(s)")), page[-2000:]

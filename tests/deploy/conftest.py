@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from postgres_server import running_postgres
+from production_topology import deployment  # noqa: F401 (the production topology's processes, a fixture)
 
 
 @pytest.fixture(scope="session")

@@ -367,19 +367,19 @@ def test_dockerfile_builds_a_pinned_non_root_image():
     out = subprocess.run(["sh", "-c", generate], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     project = pyproject()["project"]
-    assert out.stdout.split() == project["dependencies"] + project["optional-dependencies"]["k8s"]
+    assert out.stdout.split() == project["dependencies"] + project["optional-dependencies"]["k8s"] + project["optional-dependencies"]["docker"]
     for requirement in out.stdout.split():
         assert re.fullmatch(r"[A-Za-z0-9_.\-\[\],]+==[\w.]+", requirement), f"not pinned: {requirement}"
 
 
 def test_dagster_packages_are_one_release():
     project = pyproject()["project"]
-    pins = dict(r.split("==") for r in project["dependencies"] + project["optional-dependencies"]["k8s"])
+    pins = dict(r.split("==") for r in project["dependencies"] + project["optional-dependencies"]["k8s"] + project["optional-dependencies"]["docker"])
     core = pins["dagster"]
     _major, minor, patch = core.split(".")
     library = f"0.{int(minor) + 16}.{patch}"  # dagster 1.13.27 goes with its libraries 0.29.27
     assert pins["dagster-webserver"] == core
-    for lib in ("dagster-aws", "dagster-postgres", "dagster-k8s"):
+    for lib in ("dagster-aws", "dagster-postgres", "dagster-k8s", "dagster-docker"):
         assert pins[lib] == library, lib
     assert metadata.version("dagster") == core
     assert metadata.version("dagster-postgres") == pins["dagster-postgres"]
@@ -412,7 +412,7 @@ def test_instance_yaml_validates_against_dagsters_schema(tmp_path, monkeypatch, 
     # every other configurable class loads from the same file
     ref = InstanceRef.from_dir(str(tmp_path))
     assert type(ref.run_coordinator).__name__ == "QueuedRunCoordinator"
-    assert type(ref.run_launcher).__name__ == "DefaultRunLauncher"
+    assert type(ref.run_launcher).__name__ == "DockerRunLauncher"  # each run in its own container
     assert type(ref.compute_log_manager).__name__ == "S3ComputeLogManager"
     assert isinstance(ref.storage_data, ConfigurableClassData) and ref.storage_data.class_name == "DagsterPostgresStorage"
 
@@ -431,7 +431,7 @@ def test_the_graph_assets_are_in_the_neo4j_pool():
     graph = defs.resolve_asset_graph()
     pools = {key.to_user_string(): graph.get(key).pools for key in graph.get_all_asset_keys()}
     assert pools["graph"] == {"neo4j"} and pools["documents"] == {"neo4j"}
-    assert not pools["normalized"] and not pools["exports"]
+    assert not pools["normalized"] and "neo4j" not in pools["exports"] and "neo4j" not in pools["rag_files"]
 
 
 # --------------------------------------------------------------------------- README

@@ -48,7 +48,7 @@ CHECK = REPO / "deploy" / "helm" / "check.sh"
 TOOLS = REPO / ".cache" / "helm-check"
 CREDENTIAL = re.compile(r"PASSWORD|SECRET|TOKEN|ACCESS_KEY|AUTH", re.IGNORECASE)
 # the steps whose pods are heavier than the graph load's
-HEAVY_STEPS = ("documents", "exports")
+HEAVY_STEPS = ("rag_files", "exports")  # chunks and embeddings; every format and the day's zip
 
 
 def built(name: str) -> bool:

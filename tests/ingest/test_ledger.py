@@ -52,7 +52,7 @@ def test_a_rerun_skips_unchanged_uploads_and_writes_nothing(store):
     assert second.sources["chatgpt"].skipped == 3 and second.sources["chatgpt"].uploads_skipped == 1
     assert len(second.preview) == 3  # a rerun still previews the day
     assert etags(store) == before
-    entry = Ledger.load(store, "2026-03-01").entries[info.key]
+    entry = Ledger.load(store, "2026-03-01", "a").entries[info.key]  # (the ledger of the group of uploader `a`: raw/a/)
     assert (entry.etag, entry.conversations, entry.messages, entry.sources) == (info.etag, 3, 17, {"chatgpt": 3})
 
 
@@ -72,7 +72,7 @@ def test_a_replaced_upload_is_compared_with_its_previous_version(store):
     counts = result.sources["chatgpt"]
     assert result.processed == [replaced.key]
     assert (counts.new, counts.updated, counts.unchanged, counts.removed) == (1, 1, 1, 1)
-    assert Ledger.load(store, "2026-03-01").entries[replaced.key].etag == replaced.etag
+    assert Ledger.load(store, "2026-03-01", "a").entries[replaced.key].etag == replaced.etag
 
 
 def test_parser_change_missing_output_or_reprocess_tag_run_it_again(store, monkeypatch):
@@ -90,7 +90,7 @@ def test_parser_change_missing_output_or_reprocess_tag_run_it_again(store, monke
     monkeypatch.setattr(partition_ingest, "parser_fingerprint", lambda: "a-newer-parser")
     upgraded = ingest_partition(store, "2026-03-01", [info])
     assert upgraded.processed == [info.key]
-    assert Ledger.load(store, "2026-03-01").entries[info.key].parser == "a-newer-parser"
+    assert Ledger.load(store, "2026-03-01", "a").entries[info.key].parser == "a-newer-parser"
 
 
 def test_an_upload_replaced_on_a_later_day_moves_there(store):
@@ -109,7 +109,7 @@ def test_an_upload_replaced_on_a_later_day_moves_there(store):
     # the earlier day's rerun drops the upload from its ledger (its manifest no longer lists it)
     day1 = ingest_partition(store, "2026-03-01", [])
     assert day1.uploads == 0 and "now in partition 2026-03-02" in day1.retracted[new.key]
-    assert new.key not in Ledger.load(store, "2026-03-01").entries
+    assert new.key not in Ledger.load(store, "2026-03-01", "a").entries
     assert store.head(table_key("conversations", "2026-03-02", uid)) is not None
 
 
