@@ -26,14 +26,14 @@ from dagster import (
 
 from assets.ingest import normalized
 from assets.metadata import counts_table, key_list, md_list, md_table
-from assets.partitions import partition_days
+from assets.partitions import partition_days, partition_groups
 from assets.policies import NETWORK_RETRY
 from chatetl.check_report import CheckReport
 from chatetl.graph.checks import check_graph_partition
 from chatetl.ingest.checks import check_normalized_partition
-from chatetl.ingest.ledger import Ledger
-from chatetl.layout import QUARANTINE_PREFIX
 from chatetl.ingest.groups import UploadGroup
+from chatetl.ingest.ledger import Ledger
+from chatetl.layout import quarantine_prefix
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
@@ -107,14 +107,20 @@ def graph_matches_normalized(context: AssetCheckExecutionContext, object_store: 
 def uploads_read_cleanly(context: AssetCheckExecutionContext, object_store: ObjectStoreResource) -> AssetCheckResult:
     store = object_store.store
     days = check_days(context, normalized.key)
+    groups = partition_groups(context) if context.has_partition_key or context.has_partition_key_range else [UploadGroup(day) for day in days]
     rows, unreadable, quarantined = [], [], []
-    for day in days:
-        for key, entry in sorted(Ledger.load(store, day).entries.items()):
+    for group in groups:
+        uids = set()
+        for key, entry in sorted(Ledger.load(store, group.day, group.uploader).entries.items()):
+            if not group.holds(key):
+                continue
+            uids.add(entry.upload_id)
             if entry.errors or entry.quarantined:
-                rows.append((day, key, entry.conversations, entry.errors, entry.quarantined))
+                rows.append((group.day, key, entry.conversations, entry.errors, entry.quarantined))
             if entry.errors and not entry.conversations:
                 unreadable.append(key)
-        quarantined += [o.key for o in store.list(f"{QUARANTINE_PREFIX}date={day}/")]
+        # quarantine/date=D/ holds every uploader's parts: a group's check names its own uploads'
+        quarantined += [o.key for uid in sorted(uids) for o in store.list(quarantine_prefix(group.day, uid))]
     partly = [r for r in rows if r[3] and r[2]]
     passed = not rows and not quarantined
     said = (

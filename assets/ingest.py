@@ -13,7 +13,7 @@ from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataV
 
 from assets.config import NormalizedConfig
 from assets.metadata import contract_metadata, counts_table, key_list, md_list, md_table
-from assets.partitions import partition_days, partition_groups
+from assets.partitions import partition_groups
 from assets.policies import REPROCESS_TAG, daily_asset
 from chatetl.ingest.groups import UploadGroup
 from chatetl.ingest.index import DayUploads, find_uploads, info_from_dict, info_to_dict
