@@ -190,6 +190,21 @@ def test_a_repeated_id_in_a_message_map_is_an_error_counted_with_the_bytes_kept(
     assert report.drift["json.repeated_member"] == 1
 
 
+def test_a_repeated_id_in_a_chatgpt_mapping_is_reported():
+    raw = (SHAPES / "chatgpt_preamble.json").read_bytes()
+    at = raw.index(b"{", raw.index(b'"mapping":')) + 1
+    copy = (b' "m1": {"id": "m1", "parent": "root", "children": [], "message": {"id": "m1", "author": {"role": "user"},'
+            b' "content": {"content_type": "text", "parts": ["an earlier copy"]}}},')
+    data = raw[:at] + copy + raw[at:]
+    assert detect(Entry.from_bytes("conversations.json", data))[0] is Format.CHATGPT
+    [c], report = read("conversations.json", data)
+    [clean], _ = read("conversations.json", raw)
+    assert [m.text for m in c.messages] == [m.text for m in clean.messages]  # the last copy kept
+    [error] = report.errors
+    assert "repeated" in error.reason and error.raw is not None and b"an earlier copy" in error.raw
+    assert report.drift["json.repeated_member"] == 1
+
+
 def test_a_repeated_id_in_a_message_list_is_read_the_same_way():
     import json
 
