@@ -16,7 +16,7 @@ from chatetl.storage import LocalObjectStore
 def test_images_and_placeholders_in_markdown_and_html_survive_a_move(tmp_path):
     store = LocalObjectStore(tmp_path / "bucket")
     (conv,) = conversations(store, ingested(store, "raw/chatgpt.zip", chatgpt_zip()))
-    files = conversation_files(conv, ["md-frontmatter", "html"])
+    files = conversation_files(conv, ["md", "html"])
     for f in files:
         publish_conversation(store, conv, [f], [f.format])
     moved = tmp_path / "elsewhere"
@@ -28,7 +28,7 @@ def test_images_and_placeholders_in_markdown_and_html_survive_a_move(tmp_path):
         assert len(set(links)) == 3, f.path  # the upload, the old-style upload, the drawn image
         assert all((moved / "files" / name).is_file() for name in links)
         assert "lost.png: not in the export" in text
-    markdown = next(f for f in files if f.format == "md-frontmatter").data.decode()
+    markdown = next(f for f in files if f.format == "md").data.decode()
     reply = markdown.split("Here is your watercolor.")[1]
     assert "![image](../files/" in reply  # the drawn image on the assistant's reply
     html = next(f for f in files if f.format == "html").data.decode()
@@ -38,7 +38,7 @@ def test_images_and_placeholders_in_markdown_and_html_survive_a_move(tmp_path):
 def test_claude_paste_is_a_placeholder_with_its_text_not_an_empty_block(tmp_path):
     store = LocalObjectStore(tmp_path)
     (conv,) = conversations(store, ingested(store, "raw/claude.zip", claude_zip()))
-    files = {f.format: f.data.decode() for f in conversation_files(conv, ["md", "md-frontmatter", "html"])}
-    assert "> 📎 spec.txt: not in the export (its text is kept)" in files["md-frontmatter"]
+    files = {f.format: f.data.decode() for f in conversation_files(conv, ["chat-export-md", "md", "html"])}
+    assert "> 📎 spec.txt: not in the export (its text is kept)" in files["md"]
     assert "The widget must fold twice." in files["html"] and "spec.txt: not in the export" in files["html"]
-    assert "📎" not in files["md"]  # (the Chat Export layout reads back into the same turns: no line is added to them)
+    assert "📎" not in files["chat-export-md"]  # (the Chat Export layout reads back into the same turns: no line is added to them)
