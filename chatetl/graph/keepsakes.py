@@ -5,7 +5,7 @@ project no longer has is removed), `(:Project)-[:HAS_MEMORY]->(:Memory)` (a proj
 export's own link), `(:Conversation)-[:IN_PROJECT]->(:Project)` only where the conversation record
 names its project, `(:Conversation)-[:HAS_CANVAS]->(:Canvas)` only where the canvas row names its
 chat. Every node is keyed as its table row (chatetl.tables.keepsakes). A state is written only
-over an older one (chatetl.keepsakes.keepsake_order, decided under the node's lock), and a node
+over an older one (`keepsake_order`, decided under the node's lock), and a node
 records the uploads that hold it (`uploads`, "day/upload-id"): when the last leaves, so does the
 node; when the one whose state it shows leaves, the newest state the others hold takes over.
 """
@@ -99,15 +99,15 @@ def project_links(conversation_rows: Iterable[Mapping[str, Any]]) -> list[dict[s
     return links
 
 
-KeepsakeOrder = tuple[float, float, int, str]
+KeepsakeOrder = tuple[float, float, float, int, str]
 
 
-def keepsake_order(own: float, exported_at: float, platform: str | None, digest: str) -> KeepsakeOrder:
+def keepsake_order(own: float, exported_at: float, arrived_at: float, platform: str | None, digest: str) -> KeepsakeOrder:
     """The one order of a keepsake's states (the larger wins): its own update time where the export gives one
-    (`own`, a project's `updated_at`; else 0), then the export's time (`exported_at`), then `model.order_of`'s
-    format and state hash. Two different states never tie, so no load order changes the graph."""
+    (`own`, a project's `updated_at`; else 0), then the export's time (`exported_at`), then the upload's order
+    (`arrived_at`: when its keepsake tables were last written), then `model.order_of`'s format and state hash. Two different states never tie, so no load order changes the graph."""
     _, fidelity, tiebreak = order_of(exported_at, platform, digest)
-    return float(own), float(exported_at), fidelity, tiebreak
+    return float(own), float(exported_at), float(arrived_at), fidelity, tiebreak
 
 
 # each keepsake label: its table, the column of its key
@@ -118,7 +118,7 @@ _STORED = """
 UNWIND $keys AS key
 MERGE (n:{label} {{key: key}})
 SET n.key = key
-RETURN n.key AS key, n.state_version AS version, n.state_exported AS exported, n.platform AS platform, n.state_hash AS digest
+RETURN n.key AS key, n.state_version AS version, n.state_exported AS exported, n.state_arrived AS arrived, n.platform AS platform, n.state_hash AS digest
 """
 _HOLD = """
 UNWIND $keys AS key
@@ -136,7 +136,7 @@ RETURN n.key AS key, n.uploads AS holders, coalesce(n.state_from = $at, false) A
 _FORGET_STATE = """
 UNWIND $keys AS key
 MATCH (n:{label} {{key: key}})
-REMOVE n.state_hash, n.state_version, n.state_exported, n.state_from
+REMOVE n.state_hash, n.state_version, n.state_exported, n.state_arrived, n.state_from
 """
 _HOLDER_LOCATIONS = """
 MATCH (n:{label}) WHERE n.uploads IS NOT NULL
@@ -159,9 +159,9 @@ def load_upload_keepsakes(store: ObjectStore, driver: Driver, day: str, uid: str
     """One upload's keepsake tables of a day (those it has) and the project links of its conversations table
     (a local file) into the graph; a node this upload held before and no longer holds is released."""
     links = project_links(pq.read_table(conversations, columns=["conversation_key", "platform", "meta"]).to_pylist())
-    tables = _tables_at(store, day, uid)
+    tables, arrived = _tables_at(store, day, uid)
     at = f"{day}/{uid}"
-    counts = load_keepsakes(driver, tables, links, database, at=at, exported_at=exported_at(conversations))
+    counts = load_keepsakes(driver, tables, links, database, at=at, exported_at=exported_at(conversations), arrived_at=arrived)
     held = {label: [row[column] for row in tables.get(table, [])] for label, (table, column) in _TABLES.items()}
     _release(store, driver, at, held, database)
     return counts
@@ -184,10 +184,11 @@ def retract_keepsakes(store: ObjectStore, driver: Driver, database: str | None =
 
 
 def load_keepsakes(driver: Driver, tables: Mapping[str, list[dict[str, Any]]], links: list[dict[str, str]] | None = None,
-                   database: str | None = None, at: str | None = None, exported_at: float = 0.0) -> dict[str, int]:
+                   database: str | None = None, at: str | None = None, exported_at: float = 0.0,
+                   arrived_at: float = 0.0) -> dict[str, int]:
     """One upload's keepsake rows (table -> rows, chatetl.tables.keepsakes) and its conversations' project links
     into the graph, in one transaction (an upload keeps few): each state written only over an older one
-    (`keepsake_order`, with `exported_at` the upload's time), each node recorded as held by `at` (the upload's
+    (`keepsake_order`, with the upload's `exported_at` and `arrived_at`), each node recorded as held by `at` (the upload's
     "day/upload-id"; None: `chatetl load`, no holder). What was written, by label."""
     projects = tables.get("projects", [])
     docs = tables.get("project_docs", [])
@@ -215,8 +216,10 @@ def load_keepsakes(driver: Driver, tables: Mapping[str, list[dict[str, Any]]], l
             state = [row["props"], [d["props"] | {"position": d["position"]} for d in doc_rows.get(row["key"], [])]]
             digest = hashlib.sha256(json.dumps(state, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
             updated = row["props"].get("updated_at")
-            row["order"] = keepsake_order(updated.timestamp() if updated else 0.0, exported_at, row["props"].get("platform"), digest)
-            row["props"] |= {"state_version": row["order"][0], "state_exported": exported_at, "state_hash": digest, "state_from": at}
+            row["order"] = keepsake_order(updated.timestamp() if updated else 0.0, exported_at, arrived_at,
+                                          row["props"].get("platform"), digest)
+            row["props"] |= {"state_version": row["order"][0], "state_exported": exported_at,
+                             "state_arrived": arrived_at, "state_hash": digest, "state_from": at}
     written: dict[str, int] = {}
 
     def write(tx: ManagedTransaction) -> None:
@@ -266,7 +269,7 @@ def _newer(tx: ManagedTransaction, label: str, rows: list[dict[str, Any]]) -> li
 
 def _stored_order(node: Mapping[str, Any]) -> KeepsakeOrder:
     """A node's order as it was written (its `state_*` properties)."""
-    return keepsake_order(node["version"] or 0.0, node["exported"] or 0.0, node["platform"], node["digest"])
+    return keepsake_order(node["version"] or 0.0, node["exported"] or 0.0, node["arrived"] or 0.0, node["platform"], node["digest"])
 
 
 def _release(store: ObjectStore, driver: Driver, at: str, held: Mapping[str, list[str]], database: str | None) -> None:
@@ -293,25 +296,26 @@ def _reload(store: ObjectStore, driver: Driver, label: str, holders: Mapping[str
             per_place[at].add(key)
     for at, keys in sorted(per_place.items()):
         day, uid = at.split("/", 1)
-        tables = _tables_at(store, day, uid)
+        tables, arrived = _tables_at(store, day, uid)
         rows = {table: [r for r in tables.get(table, []) if r[column] in keys]}
         if table == "projects":
             rows["project_docs"] = [d for d in tables.get("project_docs", []) if d["project_key"] in keys]
         with tempfile.TemporaryDirectory() as tmp:
             c_key = table_key("conversations", day, uid)
             when = exported_at(download_table(store, c_key, tmp)) if store.head(c_key) is not None else 0.0
-        load_keepsakes(driver, rows, None, database, at=at, exported_at=when)
+        load_keepsakes(driver, rows, None, database, at=at, exported_at=when, arrived_at=arrived)
 
 
-def _tables_at(store: ObjectStore, day: str, uid: str) -> dict[str, list[dict[str, Any]]]:
-    """The keepsake tables one upload has on a day (table -> rows)."""
-    tables = {}
+def _tables_at(store: ObjectStore, day: str, uid: str) -> tuple[dict[str, list[dict[str, Any]]], float]:
+    """The keepsake tables one upload has on a day (table -> rows), and when the newest of them was written."""
+    tables, arrived = {}, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for table in KEEPSAKE_TABLES:
             key = table_key(table, day, uid)
-            if store.head(key) is not None:
+            if (info := store.head(key)) is not None:
                 tables[table] = read_keepsakes(download_table(store, key, tmp))
-    return tables
+                arrived = max(arrived, info.last_modified.timestamp())
+    return tables, arrived
 
 
 def _location(key: str, table: str) -> str:

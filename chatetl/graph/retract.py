@@ -165,7 +165,6 @@ def apply_graph_retractions(store: ObjectStore, driver: Driver, day: str, databa
     """The day's retractions the graph has not applied (chatetl.retractions): each conversation leaves the graph,
     and where another upload still holds it, the newest of the states they hold is loaded as the winner. The
     keepsake nodes follow the keepsake tables in the bucket, whatever the records say."""
-    retract_keepsakes(store, driver, database)
     records = pending(store, day, "graph")
     keys = retracted_keys(records)
     summary, loaded = RetractSummary(), LoadSummary()
@@ -175,5 +174,6 @@ def apply_graph_retractions(store: ObjectStore, driver: Driver, day: str, databa
         winners = [w for states in holder_states(store, found).values() if (w := newest(states)) is not None]
         if winners:
             loaded = load_conversations(driver, sorted(winners, key=lambda c: c.key), database=database, deep=deep)
+    retract_keepsakes(store, driver, database)  # (after the conversations: a project only they named goes with them)
     mark_applied(store, records, "graph")
     return summary, loaded

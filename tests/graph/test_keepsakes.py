@@ -124,3 +124,28 @@ def test_the_newest_keepsakes_win_and_a_deleted_upload_takes_its_own_away(tmp_pa
     assert _graph(clean_graph, "MATCH (n) WHERE n:Project OR n:ProjectDoc OR n:Memory RETURN count(n) AS n") == [{"n": 1}]  # the bare
     [bare] = _graph(clean_graph, "MATCH (c:Conversation)-[:IN_PROJECT]->(p:Project) RETURN keys(p) AS k")  # project its chat names
     assert sorted(bare["k"]) == ["key", "platform", "project_id"]
+
+
+@pytest.mark.integration
+def test_the_dagster_job_keeps_the_newest_keepsakes_and_drops_a_deleted_uploads(definitions, clean_graph):
+    """The same through the job on the real S3 server: an upload deleted from raw/ and the day run again."""
+    from dagster import DagsterInstance
+
+    from chatetl.ingest.index import partition_of
+
+    store = definitions.resources["object_store"].store
+    store.put_bytes("raw/a/new.zip", _dated_export(NEW, "Likes coffee."))
+    day = partition_of(store.put_bytes("raw/b/old.zip", _dated_export(OLD, "Likes tea.")))
+
+    def run_day() -> None:
+        job = definitions.resolve_job_def("ingest_job")
+        assert job.execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral()).success
+
+    run_day()
+    assert _keepsakes_now(clean_graph) == [{"project": f"Project as of {NEW}", "docs": [f"notes as of {NEW}"], "memories": ["Likes coffee."]}]
+    store.delete("raw/a/new.zip")
+    run_day()
+    assert _keepsakes_now(clean_graph) == [{"project": f"Project as of {OLD}", "docs": [f"notes as of {OLD}"], "memories": ["Likes tea."]}]
+    store.delete("raw/b/old.zip")
+    run_day()
+    assert _graph(clean_graph, "MATCH (n) WHERE n:Project OR n:ProjectDoc OR n:Memory OR n:Conversation RETURN count(n) AS n") == [{"n": 0}]
