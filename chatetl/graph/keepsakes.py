@@ -172,12 +172,14 @@ def retract_keepsakes(store: ObjectStore, driver: Driver, database: str | None =
     leave the nodes they held: a node no upload holds any more is deleted, one whose state came from such an upload
     takes the newest state another holder has. One listing of the keepsake tables and one query a label: keepsakes
     are few. How many holdings were released."""
-    live = {table: {_location(o.key, table) for o in store.list(f"{NORMALIZED_PREFIX}{table}/")} for table, _ in _TABLES.values()}
+    # the graph's holders read before the bucket is listed: a holder a load records meanwhile had its tables put first
+    held = {label: [row["at"] for row in run_read(driver, database, _HOLDER_LOCATIONS.format(label=label))] for label in _TABLES}
     released = 0
     for label, (table, _) in _TABLES.items():
-        for row in run_read(driver, database, _HOLDER_LOCATIONS.format(label=label)):
-            if row["at"] not in live[table]:
-                _release(store, driver, row["at"], {label: []}, database)
+        live = {_location(o.key, table) for o in store.list(f"{NORMALIZED_PREFIX}{table}/")}
+        for at in held[label]:
+            if at not in live:
+                _release(store, driver, at, {label: []}, database)
                 released += 1
     run_write(driver, database, _LOOSE_STUBS)
     return released
