@@ -105,7 +105,8 @@ KeepsakeOrder = tuple[float, float, float, int, str]
 def keepsake_order(own: float, exported_at: float, arrived_at: float, platform: str | None, digest: str) -> KeepsakeOrder:
     """The one order of a keepsake's states (the larger wins): its own update time where the export gives one
     (`own`, a project's `updated_at`; else 0), then the export's time (`exported_at`), then the upload's order
-    (`arrived_at`: when its keepsake tables were last written), then `model.order_of`'s format and state hash. Two different states never tie, so no load order changes the graph."""
+    (`arrived_at`: when its version arrived in raw/), then `model.order_of`'s format and state hash. Two
+    different states never tie, so no load order changes the graph."""
     _, fidelity, tiebreak = order_of(exported_at, platform, digest)
     return float(own), float(exported_at), float(arrived_at), fidelity, tiebreak
 
@@ -309,15 +310,17 @@ def _reload(store: ObjectStore, driver: Driver, label: str, holders: Mapping[str
 
 
 def _tables_at(store: ObjectStore, day: str, uid: str) -> tuple[dict[str, list[dict[str, Any]]], float]:
-    """The keepsake tables one upload has on a day (table -> rows), and when the newest of them was written."""
-    tables, arrived = {}, 0.0
+    """The keepsake tables one upload has on a day (table -> rows), and when the upload arrived in raw/ (0 when it
+    has left: its retraction follows)."""
+    tables = {}
     with tempfile.TemporaryDirectory() as tmp:
         for table in KEEPSAKE_TABLES:
             key = table_key(table, day, uid)
-            if (info := store.head(key)) is not None:
+            if store.head(key) is not None:
                 tables[table] = read_keepsakes(download_table(store, key, tmp))
-                arrived = max(arrived, info.last_modified.timestamp())
-    return tables, arrived
+    upload = next((row["upload_key"] for rows in tables.values() for row in rows if row.get("upload_key")), None)
+    info = store.head(upload) if upload else None
+    return tables, info.last_modified.timestamp() if info is not None else 0.0
 
 
 def _location(key: str, table: str) -> str:
