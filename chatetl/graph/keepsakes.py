@@ -216,7 +216,9 @@ def load_keepsakes(driver: Driver, tables: Mapping[str, list[dict[str, Any]]], l
                     "props": _props(c, "canvas_key", "upload_key")} for c in canvases]
     for label, rows in (("Project", project_rows), ("Memory", memory_rows), ("Canvas", canvas_rows)):
         for row in rows:
-            state = [row["props"], [d["props"] | {"position": d["position"]} for d in doc_rows.get(row["key"], [])]]
+            # the state is what the keepsake says, not where it was read (`source_file`: the same export at another path)
+            said = {k: v for k, v in row["props"].items() if k != "source_file"}
+            state = [said, [d["props"] | {"position": d["position"]} for d in doc_rows.get(row["key"], [])]]
             digest = hashlib.sha256(json.dumps(state, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
             updated = row["props"].get("updated_at")
             row["order"] = keepsake_order(updated.timestamp() if updated else 0.0, exported_at, arrived_at,
