@@ -4,22 +4,28 @@
 project no longer has is removed), `(:Project)-[:HAS_MEMORY]->(:Memory)` (a project memory: the
 export's own link), `(:Conversation)-[:IN_PROJECT]->(:Project)` only where the conversation record
 names its project, `(:Conversation)-[:HAS_CANVAS]->(:Canvas)` only where the canvas row names its
-chat. Every node is keyed as its table row (chatetl.tables.keepsakes) and written over by the
-upload loaded last.
+chat. Every node is keyed as its table row (chatetl.tables.keepsakes). A state is written only
+over an older one (`keepsake_order`, decided under the node's lock), and a node
+records the uploads that hold it (`uploads`, "day/upload-id"): when the last leaves, so does the
+node; when the one whose state it shows leaves, the newest state the others hold takes over.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from chatetl.graph.connection import quiet, write_session
-from chatetl.layout import KEEPSAKE_TABLES, table_key
+from chatetl.graph.connection import quiet, run_read, run_write, write_session
+from chatetl.layout import KEEPSAKE_TABLES, NORMALIZED_PREFIX, table_key
+from chatetl.model import order_of
 from chatetl.storage import ObjectStore
 from chatetl.tables import download_table
 from chatetl.tables.keepsakes import read_keepsakes
@@ -93,24 +99,100 @@ def project_links(conversation_rows: Iterable[Mapping[str, Any]]) -> list[dict[s
     return links
 
 
+KeepsakeOrder = tuple[float, float, float, int, str]
+
+
+def keepsake_order(own: float, exported_at: float, arrived_at: float, platform: str | None, digest: str) -> KeepsakeOrder:
+    """The one order of a keepsake's states (the larger wins): its own update time where the export gives one
+    (`own`, a project's `updated_at`; else 0), then the export's time (`exported_at`), then the upload's order
+    (`arrived_at`: when its version arrived in raw/), then `model.order_of`'s format and state hash. Two
+    different states never tie, so no load order changes the graph."""
+    _, fidelity, tiebreak = order_of(exported_at, platform, digest)
+    return float(own), float(exported_at), float(arrived_at), fidelity, tiebreak
+
+
+# each keepsake label: its table, the column of its key
+_TABLES = {"Project": ("projects", "project_key"), "Memory": ("memories", "memory_key"), "Canvas": ("canvases", "canvas_key")}
+
+# (labels come from _TABLES, never from data) the nodes of $keys, locked and made, with their stored order
+_STORED = """
+UNWIND $keys AS key
+MERGE (n:{label} {{key: key}})
+SET n.key = key
+RETURN n.key AS key, n.state_version AS version, n.state_exported AS exported, n.state_arrived AS arrived, n.platform AS platform, n.state_hash AS digest
+"""
+_HOLD = """
+UNWIND $keys AS key
+MATCH (n:{label} {{key: key}})
+WHERE NOT $at IN coalesce(n.uploads, [])
+SET n.uploads = coalesce(n.uploads, []) + $at
+"""
+# the upload at $at no longer holds these nodes: what is left of each (its holders; whether it showed $at's state)
+_RELEASE = """
+MATCH (n:{label})
+WHERE $at IN n.uploads AND NOT n.key IN $keep
+SET n.uploads = [u IN n.uploads WHERE u <> $at]
+RETURN n.key AS key, n.uploads AS holders, coalesce(n.state_from = $at, false) AS fell
+"""
+_FORGET_STATE = """
+UNWIND $keys AS key
+MATCH (n:{label} {{key: key}})
+REMOVE n.state_hash, n.state_version, n.state_exported, n.state_arrived, n.state_from
+"""
+_HOLDER_LOCATIONS = """
+MATCH (n:{label}) WHERE n.uploads IS NOT NULL
+UNWIND n.uploads AS at
+RETURN DISTINCT at
+"""
+_DELETE = {  # in this order; a project a conversation still names stays as the bare node its link made
+    "Project": ("UNWIND $keys AS key MATCH (:Project {key: key})-[:HAS_DOC]->(d:ProjectDoc) DETACH DELETE d",
+                "UNWIND $keys AS key MATCH (p:Project {key: key}) WHERE NOT (p)<-[:IN_PROJECT]-() DETACH DELETE p",
+                "UNWIND $keys AS key MATCH (p:Project {key: key}) SET p = {key: p.key, project_id: p.project_id, platform: p.platform}"),
+    "Memory": ("UNWIND $keys AS key MATCH (m:Memory {key: key}) DETACH DELETE m",),
+    "Canvas": ("UNWIND $keys AS key MATCH (v:Canvas {key: key}) DETACH DELETE v",),
+}
+# a Project only a link made (no table row ever wrote it) that nothing links any more
+_LOOSE_STUBS = "MATCH (p:Project) WHERE p.state_hash IS NULL AND p.uploads IS NULL AND NOT (p)--() DELETE p"
+
+
 def load_upload_keepsakes(store: ObjectStore, driver: Driver, day: str, uid: str, conversations: Path,
                           database: str | None = None) -> dict[str, int]:
     """One upload's keepsake tables of a day (those it has) and the project links of its conversations table
-    (a local file) into the graph."""
+    (a local file) into the graph; a node this upload held before and no longer holds is released."""
     links = project_links(pq.read_table(conversations, columns=["conversation_key", "platform", "meta"]).to_pylist())
-    tables = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for table in KEEPSAKE_TABLES:
-            key = table_key(table, day, uid)
-            if store.head(key) is not None:
-                tables[table] = read_keepsakes(download_table(store, key, tmp))
-    return load_keepsakes(driver, tables, links, database)
+    tables, arrived = _tables_at(store, day, uid)
+    at = f"{day}/{uid}"
+    counts = load_keepsakes(driver, tables, links, database, at=at, exported_at=exported_at(conversations), arrived_at=arrived)
+    held = {label: [row[column] for row in tables.get(table, [])] for label, (table, column) in _TABLES.items()}
+    _release(store, driver, at, held, database)
+    return counts
+
+
+def retract_keepsakes(store: ObjectStore, driver: Driver, database: str | None = None) -> int:
+    """The uploads whose keepsake tables left the bucket (a deleted or replaced upload, chatetl.ingest.partition)
+    leave the nodes they held: a node no upload holds any more is deleted, one whose state came from such an upload
+    takes the newest state another holder has. One listing of the keepsake tables and one query a label: keepsakes
+    are few. How many holdings were released."""
+    # the graph's holders read before the bucket is listed: a holder a load records meanwhile had its tables put first
+    held = {label: [row["at"] for row in run_read(driver, database, _HOLDER_LOCATIONS.format(label=label))] for label in _TABLES}
+    released = 0
+    for label, (table, _) in _TABLES.items():
+        live = {_location(o.key, table) for o in store.list(f"{NORMALIZED_PREFIX}{table}/")}
+        for at in held[label]:
+            if at not in live:
+                _release(store, driver, at, {label: []}, database)
+                released += 1
+    run_write(driver, database, _LOOSE_STUBS)
+    return released
 
 
 def load_keepsakes(driver: Driver, tables: Mapping[str, list[dict[str, Any]]], links: list[dict[str, str]] | None = None,
-                   database: str | None = None) -> dict[str, int]:
+                   database: str | None = None, at: str | None = None, exported_at: float = 0.0,
+                   arrived_at: float = 0.0) -> dict[str, int]:
     """One upload's keepsake rows (table -> rows, chatetl.tables.keepsakes) and its conversations' project links
-    into the graph, in one transaction (an upload keeps few); what was written, by label."""
+    into the graph, in one transaction (an upload keeps few): each state written only over an older one
+    (`keepsake_order`, with the upload's `exported_at` and `arrived_at`), each node recorded as held by `at` (the upload's
+    "day/upload-id"; None: `chatetl load`, no holder). What was written, by label."""
     projects = tables.get("projects", [])
     docs = tables.get("project_docs", [])
     memories = tables.get("memories", [])
@@ -119,32 +201,134 @@ def load_keepsakes(driver: Driver, tables: Mapping[str, list[dict[str, Any]]], l
     if not (projects or docs or memories or canvases or links):
         return {}
     doc_keys: dict[str, list[str]] = {}
-    doc_rows = []
+    doc_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for d in docs:
         key = f"{d['project_key']}:{d['doc_id']}"
         doc_keys.setdefault(d["project_key"], []).append(key)
-        doc_rows.append({"key": key, "project_key": d["project_key"], "position": d["position"],
-                         "props": {"doc_id": d["doc_id"], "filename": d["filename"], "text": d["content"], "created_at": d["created_at"]}})
+        doc_rows[d["project_key"]].append({"key": key, "project_key": d["project_key"], "position": d["position"],
+                                           "props": {"doc_id": d["doc_id"], "filename": d["filename"], "text": d["content"],
+                                                     "created_at": d["created_at"]}})
     project_rows = [{"key": p["project_key"], "doc_keys": doc_keys.get(p["project_key"], []),
                      "props": _props(p, "project_key", "upload_key")} for p in projects]
     memory_rows = [{"key": m["memory_key"], "project_key": m["project_key"], "project_id": _id_of(m["project_key"]),
                     "props": _props(m, "memory_key", "project_key", "upload_key")} for m in memories]
     canvas_rows = [{"key": c["canvas_key"], "conversation_key": c["conversation_key"],
                     "props": _props(c, "canvas_key", "upload_key")} for c in canvases]
+    for label, rows in (("Project", project_rows), ("Memory", memory_rows), ("Canvas", canvas_rows)):
+        for row in rows:
+            # the state is what the keepsake says, not where it was read (`source_file`: the same export at another path)
+            said = {k: v for k, v in row["props"].items() if k != "source_file"}
+            state = [said, [d["props"] | {"position": d["position"]} for d in doc_rows.get(row["key"], [])]]
+            digest = hashlib.sha256(json.dumps(state, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
+            updated = row["props"].get("updated_at")
+            row["order"] = keepsake_order(updated.timestamp() if updated else 0.0, exported_at, arrived_at,
+                                          row["props"].get("platform"), digest)
+            row["props"] |= {"state_version": row["order"][0], "state_exported": exported_at,
+                             "state_arrived": arrived_at, "state_hash": digest, "state_from": at}
+    written: dict[str, int] = {}
 
     def write(tx: ManagedTransaction) -> None:
-        for cypher, rows in ((_PROJECTS, project_rows), (_DOCS, doc_rows), (_MEMORIES, memory_rows), (_CANVASES, canvas_rows),
-                             (_IN_PROJECT, links)):
+        written.clear()
+        winners = {label: _newer(tx, label, rows) for label, rows in
+                   (("Project", project_rows), ("Memory", memory_rows), ("Canvas", canvas_rows))}
+        won_docs = [d for p in winners["Project"] for d in doc_rows.get(p["key"], [])]
+        for cypher, rows in ((_PROJECTS, winners["Project"]), (_DOCS, won_docs), (_MEMORIES, winners["Memory"]),
+                             (_CANVASES, winners["Canvas"]), (_IN_PROJECT, links)):
             if rows:
-                tx.run(cypher, quiet({"rows": rows})).consume()
+                tx.run(cypher, quiet({"rows": [{k: v for k, v in r.items() if k != "order"} for r in rows]})).consume()
+        if at is not None:
+            for label, rows in (("Project", project_rows), ("Memory", memory_rows), ("Canvas", canvas_rows)):
+                if rows:
+                    tx.run(_HOLD.format(label=label), quiet({"keys": [r["key"] for r in rows], "at": at})).consume()
+        written.update({"Project": len(winners["Project"]), "ProjectDoc": len(won_docs), "Memory": len(winners["Memory"]),
+                        "Canvas": len(winners["Canvas"]), "IN_PROJECT": len(links)})
 
     with write_session(driver, database) as session:
         for statement in CONSTRAINTS:
             session.run(statement).consume()
         session.execute_write(write)
-    counts = {"Project": len(project_rows), "ProjectDoc": len(doc_rows), "Memory": len(memory_rows), "Canvas": len(canvas_rows),
-              "IN_PROJECT": len(links)}
-    return {label: n for label, n in counts.items() if n}
+    return {label: n for label, n in written.items() if n}
+
+
+def exported_at(conversations: Path) -> float:
+    """An upload's time by the source's clock: the newest update (else creation) time of the conversations its
+    table holds (0 for none). Not its arrival in the bucket: a re-uploaded old export stays old; a memory or a
+    canvas has no clock of its own."""
+    table = pq.read_table(conversations, columns=["updated_at", "created_at"])
+    times = [pc.max(table[column]).as_py() for column in ("updated_at", "created_at")]
+    return max((t.timestamp() for t in times if t is not None), default=0.0)
+
+
+def _newer(tx: ManagedTransaction, label: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows whose state is newer than the one their node holds, the nodes locked (and made) first."""
+    if not rows:
+        return []
+    stored = {r["key"]: r for r in tx.run(_STORED.format(label=label), quiet({"keys": [r["key"] for r in rows]})).data()}
+    winners = []
+    for row in rows:
+        old = stored.get(row["key"])
+        if old is None or old["digest"] is None or row["order"] > _stored_order(old):
+            winners.append(row)
+    return winners
+
+
+def _stored_order(node: Mapping[str, Any]) -> KeepsakeOrder:
+    """A node's order as it was written (its `state_*` properties)."""
+    return keepsake_order(node["version"] or 0.0, node["exported"] or 0.0, node["arrived"] or 0.0, node["platform"], node["digest"])
+
+
+def _release(store: ObjectStore, driver: Driver, at: str, held: Mapping[str, list[str]], database: str | None) -> None:
+    """The upload at `at` now holds only `held` (label -> keys; a label left out: untouched): every other node it
+    held loses it; one no upload holds any more is deleted; one that showed its state takes the newest state its
+    other holders have (its stored state forgotten, their rows loaded again)."""
+    for label, keep in held.items():
+        left = run_write(driver, database, _RELEASE.format(label=label), at=at, keep=keep)
+        orphans = [r["key"] for r in left if not r["holders"]]
+        fallen = {r["key"]: r["holders"] for r in left if r["holders"] and r["fell"]}
+        for cypher in _DELETE[label] if orphans else ():
+            run_write(driver, database, cypher, keys=orphans)
+        if fallen:
+            run_write(driver, database, _FORGET_STATE.format(label=label), keys=list(fallen))
+            _reload(store, driver, label, fallen, database)
+
+
+def _reload(store: ObjectStore, driver: Driver, label: str, holders: Mapping[str, list[str]], database: str | None) -> None:
+    """These nodes' rows loaded again from each upload still holding them (the newest wins, as in any load)."""
+    table, column = _TABLES[label]
+    per_place: dict[str, set[str]] = defaultdict(set)
+    for key, places in holders.items():
+        for at in places:
+            per_place[at].add(key)
+    for at, keys in sorted(per_place.items()):
+        day, uid = at.split("/", 1)
+        tables, arrived = _tables_at(store, day, uid)
+        rows = {table: [r for r in tables.get(table, []) if r[column] in keys]}
+        if table == "projects":
+            rows["project_docs"] = [d for d in tables.get("project_docs", []) if d["project_key"] in keys]
+        with tempfile.TemporaryDirectory() as tmp:
+            c_key = table_key("conversations", day, uid)
+            when = exported_at(download_table(store, c_key, tmp)) if store.head(c_key) is not None else 0.0
+        load_keepsakes(driver, rows, None, database, at=at, exported_at=when, arrived_at=arrived)
+
+
+def _tables_at(store: ObjectStore, day: str, uid: str) -> tuple[dict[str, list[dict[str, Any]]], float]:
+    """The keepsake tables one upload has on a day (table -> rows), and when the upload arrived in raw/ (0 when it
+    has left: its retraction follows)."""
+    tables = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for table in KEEPSAKE_TABLES:
+            key = table_key(table, day, uid)
+            if store.head(key) is not None:
+                tables[table] = read_keepsakes(download_table(store, key, tmp))
+    upload = next((row["upload_key"] for rows in tables.values() for row in rows if row.get("upload_key")), None)
+    info = store.head(upload) if upload else None
+    return tables, info.last_modified.timestamp() if info is not None else 0.0
+
+
+def _location(key: str, table: str) -> str:
+    """"day/upload-id" of a table's key (normalized/<table>/date=D/<upload-id>.parquet)."""
+    day_part, name = key.removeprefix(f"{NORMALIZED_PREFIX}{table}/").split("/", 1)
+    return f"{day_part.removeprefix('date=')}/{name.removesuffix('.parquet')}"
 
 
 def _props(row: Mapping[str, Any], *left_out: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ retraction that is cut short and run again finishes the job (every statement mat
 is left). Cypher with parameters only.
 
 When another upload still holds the conversation, the caller loads that upload's state after the
-retraction (chatetl.graph.load: with no node left, it is written as the winner).
+retraction (chatetl.graph.load: with no node left, it is written as the winner). The keepsakes of
+uploads that left go with them (chatetl.graph.keepsakes.retract_keepsakes).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from chatetl.graph.connection import quiet, write_session
+from chatetl.graph.keepsakes import retract_keepsakes
 from chatetl.graph.load import load_conversations
 from chatetl.graph.summary import LoadSummary
 from chatetl.model import newest
@@ -161,7 +163,8 @@ def retract_conversations(driver: Driver, keys: Iterable[str], database: str | N
 def apply_graph_retractions(store: ObjectStore, driver: Driver, day: str, database: str | None = None,
                             deep: bool = False) -> tuple[RetractSummary, LoadSummary]:
     """The day's retractions the graph has not applied (chatetl.retractions): each conversation leaves the graph,
-    and where another upload still holds it, the newest of the states they hold is loaded as the winner."""
+    and where another upload still holds it, the newest of the states they hold is loaded as the winner. The
+    keepsake nodes follow the keepsake tables in the bucket, whatever the records say."""
     records = pending(store, day, "graph")
     keys = retracted_keys(records)
     summary, loaded = RetractSummary(), LoadSummary()
@@ -171,5 +174,6 @@ def apply_graph_retractions(store: ObjectStore, driver: Driver, day: str, databa
         winners = [w for states in holder_states(store, found).values() if (w := newest(states)) is not None]
         if winners:
             loaded = load_conversations(driver, sorted(winners, key=lambda c: c.key), database=database, deep=deep)
+    retract_keepsakes(store, driver, database)  # (after the conversations: a project only they named goes with them)
     mark_applied(store, records, "graph")
     return summary, loaded

@@ -8,7 +8,10 @@ import json
 import os
 import zipfile
 
+import pytest
+
 from chatetl.graph.load import load_graph_partition
+from chatetl.graph.retract import apply_graph_retractions
 from chatetl.ingest.partition import retract
 from chatetl.ingest.upload import normalize_upload
 from chatetl.layout import table_key, upload_id
@@ -73,3 +76,76 @@ def test_projects_docs_and_memories_reach_the_tables_and_the_graph(tmp_path, cle
 
     removed = retract(store, DAY, uid)
     assert table_key("projects", DAY, uid) in removed and table_key("memories", DAY, uid) in removed
+
+
+def _dated_export(when: str, memory: str) -> bytes:
+    """An export made at `when` (its chat updated then, its project too) holding `memory` and a canvas-free account."""
+    project = {"uuid": PROJECT, "name": f"Project as of {when}", "updated_at": when, "docs": [
+        {"uuid": "d-1", "filename": "notes.md", "content": f"notes as of {when}"}]}
+    memories = {"conversations_memory": memory, "account_uuid": "acct-1"}
+    chat = _conversation("c-in", project_uuid=PROJECT) | {"updated_at": when}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("conversations.json", json.dumps([chat]))
+        zf.writestr("projects.json", json.dumps([project]))
+        zf.writestr("memories.json", json.dumps(memories))
+    return buf.getvalue()
+
+
+def _keepsakes_now(driver) -> list[dict[str, object]]:
+    return _graph(driver, "MATCH (p:Project) OPTIONAL MATCH (p)-[:HAS_DOC]->(d:ProjectDoc) OPTIONAL MATCH (m:Memory) "
+                          "RETURN p.name AS project, collect(DISTINCT d.text) AS docs, collect(DISTINCT m.text) AS memories")
+
+
+OLD, NEW = "2026-03-01T10:00:05Z", "2026-03-01T12:00:00Z"
+
+
+@pytest.mark.parametrize("order", [("new", "old"), ("old", "new")])
+def test_the_newest_keepsakes_win_and_a_deleted_upload_takes_its_own_away(tmp_path, clean_graph, order):
+    store = LocalObjectStore(tmp_path / "bucket")
+    keys = {"old": f"raw/{DAY}/old.zip", "new": f"raw/{DAY}/new.zip"}
+    exports = {"old": _dated_export(OLD, "Likes tea."), "new": _dated_export(NEW, "Likes coffee.")}
+    for name in order:  # one upload loaded after the other, in either order
+        normalize_upload(store, store.put_bytes(keys[name], exports[name]), DAY, workdir=tmp_path)
+        load_graph_partition(store, clean_graph, DAY)
+    newer = [{"project": f"Project as of {NEW}", "docs": [f"notes as of {NEW}"], "memories": ["Likes coffee."]}]
+    older = [{"project": f"Project as of {OLD}", "docs": [f"notes as of {OLD}"], "memories": ["Likes tea."]}]
+    assert _keepsakes_now(clean_graph) == newer
+    load_graph_partition(store, clean_graph, DAY)  # a rerun changes nothing
+    assert _keepsakes_now(clean_graph) == newer
+
+    # the newer upload deleted: the older one's state takes over; then the older one: nothing is left
+    retract(store, DAY, upload_id(keys["new"]))
+    apply_graph_retractions(store, clean_graph, DAY)
+    assert _keepsakes_now(clean_graph) == older
+    assert _graph(clean_graph, "MATCH (n) WHERE n:Project OR n:Memory RETURN n.uploads AS u") == [{"u": [f"{DAY}/{upload_id(keys['old'])}"]}] * 2
+    retract(store, DAY, upload_id(keys["old"]))
+    apply_graph_retractions(store, clean_graph, DAY)
+    assert _graph(clean_graph, "MATCH (n) WHERE n:Project OR n:ProjectDoc OR n:Memory RETURN count(n) AS n") == [{"n": 1}]  # the bare
+    [bare] = _graph(clean_graph, "MATCH (c:Conversation)-[:IN_PROJECT]->(p:Project) RETURN keys(p) AS k")  # project its chat names
+    assert sorted(bare["k"]) == ["key", "platform", "project_id"]
+
+
+@pytest.mark.integration
+def test_the_dagster_job_keeps_the_newest_keepsakes_and_drops_a_deleted_uploads(definitions, clean_graph):
+    """The same through the job on the real S3 server: an upload deleted from raw/ and the day run again."""
+    from dagster import DagsterInstance
+
+    from chatetl.ingest.index import partition_of
+
+    store = definitions.resources["object_store"].store
+    store.put_bytes("raw/a/new.zip", _dated_export(NEW, "Likes coffee."))
+    day = partition_of(store.put_bytes("raw/b/old.zip", _dated_export(OLD, "Likes tea.")))
+
+    def run_day() -> None:
+        job = definitions.resolve_job_def("ingest_job")
+        assert job.execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral()).success
+
+    run_day()
+    assert _keepsakes_now(clean_graph) == [{"project": f"Project as of {NEW}", "docs": [f"notes as of {NEW}"], "memories": ["Likes coffee."]}]
+    store.delete("raw/a/new.zip")
+    run_day()
+    assert _keepsakes_now(clean_graph) == [{"project": f"Project as of {OLD}", "docs": [f"notes as of {OLD}"], "memories": ["Likes tea."]}]
+    store.delete("raw/b/old.zip")
+    run_day()
+    assert _graph(clean_graph, "MATCH (n) WHERE n:Project OR n:ProjectDoc OR n:Memory OR n:Conversation RETURN count(n) AS n") == [{"n": 0}]
