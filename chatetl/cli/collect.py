@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from chatetl.cli.options import OK, USAGE_OR_GRAPH
+from chatetl.cli.options import OK, USAGE_OR_GRAPH, with_examples
 from chatetl.cli.terminal import json_line
 
 EXIT_CODES = """\b
@@ -94,7 +94,13 @@ def where_to(options: dict[str, Any]) -> tuple[Any, Any, Any]:
     return store, roots, State(state_file)
 
 
-@click.command("collect", epilog=EXIT_CODES)
+@click.command(
+    "collect",
+    epilog=with_examples(
+        "chatetl collect --to ~/agent-sessions",
+        "chatetl collect --watch --every 300", codes=EXIT_CODES,
+    ),
+)
 @agent_options
 @click.option("--dry-run", is_flag=True, default=False, help="Say what would be copied; copy nothing.")
 @click.option("--watch", is_flag=True, default=False, help="Keep collecting, a run every --every seconds, until stopped.")

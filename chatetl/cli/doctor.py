@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from chatetl.cli.collect import agent_options, where_to
-from chatetl.cli.options import OK
+from chatetl.cli.options import OK, with_examples
 from chatetl.cli.terminal import json_line, one_line
 
 EXIT_CODES = """\b
@@ -24,7 +24,7 @@ Exit codes:
   2  a usage error, or no bucket to compare with (set CHATETL_STORE or --to)"""
 
 
-@click.command("doctor", epilog=EXIT_CODES)
+@click.command("doctor", epilog=with_examples("chatetl doctor", "chatetl doctor --json", codes=EXIT_CODES))
 @agent_options
 @click.option("--json", "as_json", is_flag=True, default=False, help="One JSON object on stdout instead of lines.")
 def doctor(as_json: bool, **where: Any) -> None:

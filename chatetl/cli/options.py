@@ -25,9 +25,9 @@ Exit codes:
      load: the graph could not be written (Neo4j unreachable or refusing)"""
 
 
-def with_examples(*lines: str) -> str:
-    """A command's epilog: its examples (kept as written: click does not rewrap them), then the exit codes."""
-    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines) + "\n\n" + EXIT_CODES
+def with_examples(*lines: str, codes: str = EXIT_CODES) -> str:
+    """A command's epilog: its examples (kept as written: click does not rewrap them), then its exit codes."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines) + "\n\n" + codes
 
 
 def quiet_and_progress(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from chatetl.cli.options import OK, USAGE_OR_GRAPH
+from chatetl.cli.options import OK, USAGE_OR_GRAPH, with_examples
 from chatetl.cli.terminal import json_line, one_line, printable
 from chatetl.settings import Settings
 
@@ -86,7 +86,14 @@ def render(hit: Any, color: bool, verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-@click.command("search", epilog=EXIT_CODES)
+@click.command(
+    "search",
+    short_help="Search the chats `load` put into Neo4j: a ranked list of conversations.",
+    epilog=with_examples(
+        "chatetl search \"averaging three numbers\"",
+        "chatetl search \"when did I plan the trip\" --platform chatgpt --since 2026-01-01", codes=EXIT_CODES,
+    ),
+)
 @click.argument("query")
 @click.option("--platform", default=None, help="Only this platform (chatgpt, claude-ai, grok ...; claude means claude-ai)")
 @click.option("--since", default=None, metavar="YYYY-MM-DD", help="Conversations active on or after this day")

@@ -21,7 +21,7 @@ def _help(*args: str) -> str:
 def test_the_command_list_says_what_each_command_produces_in_full():
     listing = _help().split("Commands:")[1].split("Exit codes:")[0]
     lines = {line.split()[0]: " ".join(line.split()[1:]) for line in listing.splitlines() if line.strip() and line.startswith("  ") and not line.startswith("   ")}
-    assert sorted(lines) == ["export", "load", "normalize", "search"]
+    assert sorted(lines) == ["collect", "doctor", "export", "load", "mcp", "normalize", "search"]
     text = " ".join(listing.split())
     for produced in ("archive page", "Parquet tables", "Neo4j graph", "ranked list"):
         assert produced in text
@@ -30,7 +30,7 @@ def test_the_command_list_says_what_each_command_produces_in_full():
 
 
 def test_each_command_shows_an_example_of_itself():
-    for command in ("normalize", "export", "load"):
+    for command in ("normalize", "export", "load", "search", "collect", "doctor"):
         text = _help(command)
         examples = text.split("Examples:")[1].split("Exit codes:")[0]
         assert f"chatetl {command} " in examples, command
