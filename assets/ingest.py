@@ -163,7 +163,7 @@ def normalized_metadata(store: ObjectStore, r: PartitionIngest, groups: list[Upl
 )
 def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_store: ObjectStoreResource) -> MaterializeResult:
     """Every upload of the partition (an uploader's of a day) read into the normalized tables, conversations and
-    messages, as Parquet at normalized/<table>/date=D/<upload-id>.parquet (bad parts to quarantine/date=D/).
+    messages, as Parquet at `normalized/<table>/date=D/<upload-id>.parquet` (bad parts to `quarantine/date=D/`).
     Uploads already normalized from the same bytes by the same parser are skipped (the group's
     ledger under state/ledger/date=D); `reprocess` (or the run tag `chatetl/reprocess=true`) redoes them.
     The code version is the parser's fingerprint: after a reader change the UI shows every
