@@ -4,6 +4,7 @@ partition for an unreadable upload and what went to quarantine/, while the good 
 from __future__ import annotations
 
 from dagster import AssetCheckSeverity, DagsterInstance
+from upload_partitions import partition_for
 
 from chatetl.ingest.index import partition_of
 from chatetl.samples import chatgpt_export
@@ -19,7 +20,9 @@ def test_an_unreadable_upload_warns_on_its_partition_and_the_run_goes_on(definit
     store.put_bytes("raw/good.zip", chatgpt_export())
     info = store.put_bytes("raw/garbage.bin", bytes(range(256)) * 10)
     day = partition_of(info)
-    result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral())
+    instance = DagsterInstance.ephemeral()
+    assert partition_for(instance, info) == day  # (an upload at the top of raw/: its group is the day)
+    result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=day, instance=instance)
     assert result.success
     warned = _evaluation(result, "uploads_read_cleanly")
     assert not warned.passed and warned.severity is AssetCheckSeverity.WARN
@@ -34,6 +37,7 @@ def test_an_unreadable_upload_warns_on_its_partition_and_the_run_goes_on(definit
 def test_clean_uploads_pass(definitions, clean_graph):
     store = definitions.resources["object_store"].store
     info = store.put_bytes("raw/good.zip", chatgpt_export())
-    result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=partition_of(info), instance=DagsterInstance.ephemeral())
+    instance = DagsterInstance.ephemeral()
+    result = definitions.resolve_job_def("ingest_job").execute_in_process(partition_key=partition_for(instance, info), instance=instance)
     warned = _evaluation(result, "uploads_read_cleanly")
     assert warned.passed and warned.metadata["quarantined_files"].value == 0
