@@ -312,17 +312,16 @@ def _reload(store: ObjectStore, driver: Driver, label: str, holders: Mapping[str
 
 
 def _tables_at(store: ObjectStore, day: str, uid: str) -> tuple[dict[str, list[dict[str, Any]]], float]:
-    """The keepsake tables one upload has on a day (table -> rows), and when the upload arrived in raw/ (0 when it
-    has left: its retraction follows)."""
+    """The keepsake tables one upload has on a day (table -> rows), and when the upload arrived in raw/, as its
+    tables say (the graph is rebuilt from normalized/ alone: deploy/README.md's restore drill)."""
     tables = {}
     with tempfile.TemporaryDirectory() as tmp:
         for table in KEEPSAKE_TABLES:
             key = table_key(table, day, uid)
             if store.head(key) is not None:
                 tables[table] = read_keepsakes(download_table(store, key, tmp))
-    upload = next((row["upload_key"] for rows in tables.values() for row in rows if row.get("upload_key")), None)
-    info = store.head(upload) if upload else None
-    return tables, info.last_modified.timestamp() if info is not None else 0.0
+    arrived = next((row["upload_arrived_at"] for rows in tables.values() for row in rows if row.get("upload_arrived_at")), None)
+    return tables, arrived.timestamp() if arrived is not None else 0.0
 
 
 def _location(key: str, table: str) -> str:
@@ -333,7 +332,7 @@ def _location(key: str, table: str) -> str:
 
 def _props(row: Mapping[str, Any], *left_out: str) -> dict[str, Any]:
     """A row's columns as node properties (nulls left out: Neo4j stores none)."""
-    return {k: v for k, v in row.items() if k not in left_out and v is not None}
+    return {k: v for k, v in row.items() if k not in left_out and k != "upload_arrived_at" and v is not None}
 
 
 def _id_of(project_key: str | None) -> str | None:

@@ -84,7 +84,7 @@ def normalize_upload(
                 result.bytes_written += paths[table].stat().st_size
             else:
                 result.unchanged.append(key)
-        _put_keepsakes(store, result, day, uid, write_keepsakes(report.kept, tmp, upload_key=info.key))
+        _put_keepsakes(store, result, day, uid, write_keepsakes(report.kept, tmp, upload_key=info.key, arrived_at=info.last_modified))
     result.quarantined = quarantine(store, info, day, uid, report)
     return result
 

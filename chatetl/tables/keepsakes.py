@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ PROJECTS_SCHEMA = pa.schema(
         ("doc_count", pa.int32()),
         ("source_file", pa.string()),
         ("upload_key", pa.string()),
+        ("upload_arrived_at", TS),  # when the upload's version arrived in raw/: the graph's order, rebuilt from here
         ("extra", pa.string()),  # JSON: unknown source fields, kept raw
     ]
 )
@@ -50,6 +52,7 @@ PROJECT_DOCS_SCHEMA = pa.schema(
         ("content", pa.string()),
         ("created_at", TS),
         ("upload_key", pa.string()),
+        ("upload_arrived_at", TS),  # when the upload's version arrived in raw/: the graph's order, rebuilt from here
     ]
 )
 
@@ -64,6 +67,7 @@ MEMORIES_SCHEMA = pa.schema(
         ("text", pa.string()),
         ("source_file", pa.string()),
         ("upload_key", pa.string()),
+        ("upload_arrived_at", TS),  # when the upload's version arrived in raw/: the graph's order, rebuilt from here
     ]
 )
 
@@ -78,6 +82,7 @@ CANVASES_SCHEMA = pa.schema(
         ("conversation_key", pa.string()),  # the chat it was made in, only where the export links it; null otherwise
         ("source_file", pa.string()),
         ("upload_key", pa.string()),
+        ("upload_arrived_at", TS),  # when the upload's version arrived in raw/: the graph's order, rebuilt from here
     ]
 )
 
@@ -86,8 +91,10 @@ KEEPSAKE_SCHEMAS: dict[str, pa.Schema] = {
 }
 
 
-def keepsake_rows(kept: Iterable[Keepsake], upload_key: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The rows of each keepsake table (every table named, empty where nothing was kept)."""
+def keepsake_rows(kept: Iterable[Keepsake], upload_key: str | None = None,
+                  arrived_at: datetime | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The rows of each keepsake table (every table named, empty where nothing was kept), each with its upload's key
+    and arrival (the graph orders two versions of one keepsake by it, from the tables alone)."""
     projects: dict[str, Project] = {}
     memories: dict[str, Memory] = {}
     canvases: dict[str, Canvas] = {}
@@ -121,13 +128,17 @@ def keepsake_rows(kept: Iterable[Keepsake], upload_key: str | None = None) -> di
             "text": c.text, "conversation_key": f"{c.platform}:{c.conversation_id}" if c.conversation_id else None,
             "source_file": c.source_file, "upload_key": upload_key,
         })
+    for table_rows in rows.values():
+        for row in table_rows:
+            row["upload_arrived_at"] = arrived_at
     return rows
 
 
-def write_keepsakes(kept: Iterable[Keepsake], folder: str | Path, upload_key: str | None = None) -> dict[str, Path]:
+def write_keepsakes(kept: Iterable[Keepsake], folder: str | Path, upload_key: str | None = None,
+                    arrived_at: datetime | None = None) -> dict[str, Path]:
     """Each keepsake table that has rows as `<folder>/<table>.parquet`: {table: its path}."""
     written = {}
-    for table, rows in keepsake_rows(kept, upload_key).items():
+    for table, rows in keepsake_rows(kept, upload_key, arrived_at).items():
         if rows:
             path = Path(folder, f"{table}.parquet")
             pq.write_table(pa.Table.from_pylist(rows, schema=KEEPSAKE_SCHEMAS[table]), path, compression="zstd")

@@ -130,6 +130,7 @@ def test_the_newest_keepsakes_win_and_a_deleted_upload_takes_its_own_away(tmp_pa
 def test_the_dagster_job_keeps_the_newest_keepsakes_and_drops_a_deleted_uploads(definitions, clean_graph):
     """The same through the job on the real S3 server: an upload deleted from raw/ and the day run again."""
     from dagster import DagsterInstance
+    from upload_partitions import run_day as run_groups_of_day
 
     from chatetl.ingest.index import partition_of
 
@@ -137,9 +138,11 @@ def test_the_dagster_job_keeps_the_newest_keepsakes_and_drops_a_deleted_uploads(
     store.put_bytes("raw/a/new.zip", _dated_export(NEW, "Likes coffee."))
     day = partition_of(store.put_bytes("raw/b/old.zip", _dated_export(OLD, "Likes tea.")))
 
-    def run_day() -> None:
+    instance = DagsterInstance.ephemeral()
+
+    def run_day() -> None:  # (each uploader's partition of the day, as the sensor runs them)
         job = definitions.resolve_job_def("ingest_job")
-        assert job.execute_in_process(partition_key=day, instance=DagsterInstance.ephemeral()).success
+        assert all(result.success for result in run_groups_of_day(job, instance, store, day))
 
     run_day()
     assert _keepsakes_now(clean_graph) == [{"project": f"Project as of {NEW}", "docs": [f"notes as of {NEW}"], "memories": ["Likes coffee."]}]
