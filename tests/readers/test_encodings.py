@@ -40,7 +40,7 @@ def test_a_chatgpt_export_in_utf16_or_utf32_reads_as_its_utf8_twin(encoding, bom
     assert summary(got) == summary(want)
 
 
-@pytest.mark.parametrize("fmt", ["chat-export-json", "md", "yaml"])
+@pytest.mark.parametrize("fmt", ["chat-export-json", "chat-export-md", "yaml"])
 def test_chatetl_exports_saved_as_utf16_by_a_windows_tool_read_back(fmt):
     conv = chat([("user", "Quelle heure est-il ? 🌍"), ("assistant", "Il est « midi »")])
     (f,) = conversation_files(conv, [fmt])
