@@ -3,7 +3,7 @@
     chatetl search "QUERY" [--platform P] [--since D] [--until D] [--role R] [--model M] [-k N]
                            [--mode hybrid|text|vector] [--min-score S] [--verbose] [--json]
 
-In a terminal: a ranked list, each hit with its conversation (title, platform, date), its score,
+In a terminal: a ranked list, each hit with its conversation (title, platform label, date), its score,
 the part of the chunk that matches (the query's words in bold; a hit found by meaning alone shows
 its nearest sentence, unmarked) and a link to the conversation's exported file (a local path, or
 a presigned URL for S3); its message and chunk ids with --verbose. With --json: one JSON object
@@ -20,6 +20,7 @@ import click
 
 from chatetl.cli.options import OK, USAGE_OR_GRAPH, with_examples
 from chatetl.cli.terminal import json_line, one_line, printable
+from chatetl.readers.platform_names import platform_label
 from chatetl.settings import Settings
 
 EXIT_CODES = """\b
@@ -72,7 +73,7 @@ def render(hit: Any, color: bool, verbose: bool = False) -> str:
     day = one_line(str(conv.get("updated_at") or conv.get("created_at") or "")[:10]) or "undated"
     found = ", ".join(f"{name} #{rank}" for name, rank in (("text", hit.text_rank), ("vector", hit.vector_rank)) if rank)
     title = one_line(conv.get("title") or conv.get("document_title") or conv["key"])
-    head = (f"{hit.rank:>2}. {click.style(title, bold=True) if color else title}  ·  {one_line(str(conv.get('platform')))}  ·  {day}"
+    head = (f"{hit.rank:>2}. {click.style(title, bold=True) if color else title}  ·  {one_line(platform_label(str(conv.get('platform') or 'unknown')))}  ·  {day}"
             f"  ({found})  score {hit.score:.2f}")
     snippet, spans = hit.snippet()
     lines = [head, f"    {_marked(snippet, spans if hit.matched == 'words' else [], color)}"]

@@ -58,12 +58,12 @@ def test_a_ranked_list_for_a_person_and_json_lines_for_a_program(bucket):
     result = run(bucket, "Alfama tram", "--verbose")
     assert result.exit_code == 0, result.output
     first = result.stdout.split("\n\n")[0].splitlines()
-    assert first[0].startswith(" 1. Lisbon weekend  ·  chatgpt  ·  2025-09-01  (text #1, vector #1)")
+    assert first[0].startswith(" 1. Lisbon weekend  ·  ChatGPT  ·  2025-09-01  (text #1, vector #1)")
     assert "**tram**" in first[1] and "**Alfama**" in first[1]
     assert first[2].startswith("    messages: m000") and first[3].startswith(f"    file: {bucket}/exports/html/")
     # without --verbose: no ids; the score on the head line; the file a person opens
     first = run(bucket, "Alfama tram").stdout.split("\n\n")[0].splitlines()
-    assert re.fullmatch(r" 1\. Lisbon weekend  ·  chatgpt  ·  2025-09-01  \(text #1, vector #1\)  score 1\.00", first[0]), first[0]
+    assert re.fullmatch(r" 1\. Lisbon weekend  ·  ChatGPT  ·  2025-09-01  \(text #1, vector #1\)  score 1\.00", first[0]), first[0]
     assert len(first) == 3 and first[2].startswith(f"    file: {bucket}/exports/html/") and os.path.isfile(first[2].split(": ", 1)[1])
 
     result = run(bucket, "Alfama tram", "--json", "-k", "1")
@@ -93,8 +93,10 @@ def test_a_hit_found_by_meaning_alone_is_not_marked_as_matching_words(bucket):
     assert result.exit_code == 0, result.output
     head, snippet = result.stdout.splitlines()[:2]
     assert "Sourdough" in head and "**" not in snippet and "sourdough" in snippet
+    assert "  ·  Claude AI  ·  " in head and "claude-ai" not in head  # the label a person reads; the key stays in --json
     hit = json.loads(run(bucket, "leaven culture with a solvent odour", "--mode", "vector", "-k", "1", "--json").stdout)
     assert hit["matched"] == "sentence" and hit["matches"]
+    assert hit["conversation"]["platform"] == "claude-ai"
     assert json.loads(run(bucket, "Alfama", "--json", "-k", "1").stdout)["matched"] == "words"
 
 
