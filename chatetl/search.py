@@ -65,6 +65,16 @@ class SearchError(ValueError):
     """A search that cannot run as asked (a mode without an embedder, vectors of another size)."""
 
 
+class EmbedderMismatch(SearchError):
+    """The query's model is not the one the graph's chunks were embedded with: the vectors differ in
+    size, and Neo4j would refuse the vector query. A setting to fix (`CHATETL_EMBEDDER`), not a usage error."""
+
+    def __init__(self, graph_dims: int | None, query_dims: int, model: str) -> None:
+        graph = f"{graph_dims} dimensions" if graph_dims is not None else "vectors of another size"
+        super().__init__(f"the graph's chunks were embedded into {graph}, the query's model {model!r} gives {query_dims}: "
+                         "set CHATETL_EMBEDDER to the model the chunks were embedded with")
+
+
 @dataclass(frozen=True)
 class SearchFilters:
     """Which chunks count. `since` / `until`: the conversation's time span overlaps these days
@@ -368,11 +378,7 @@ def search(
         lists["text"] = _text_list(driver, query, pool, depth, params, database)
     if model is not None and indexes["vector_dimensions"] is not None:
         query_vector = model([query])[0]
-        dims = indexes["vector_dimensions"]
-        if dims != len(query_vector):
-            raise SearchError(f"the graph's vectors have {dims} dimensions, the embedder {model.name}'s {len(query_vector)}: "
-                              "search with the model the chunks were embedded with")
-        lists["vector"] = chunk_matches(driver, vector=query_vector, limit=pool, pool=depth, filters=params, database=database)
+        lists["vector"] = _vector_list(driver, query_vector, model.name, indexes["vector_dimensions"], pool, depth, params, database)
     terms = query_terms(query)
     lists = {name: rows for name, rows in lists.items() if rows}  # a list that found nothing: the other's own scores
     fused = fuse(lists, k, per_conversation) if fusion == "rrf" else blend(lists, terms, k, per_conversation)
@@ -412,6 +418,21 @@ def search(
     if store is not None:
         _add_exports(store, hits)
     return hits
+
+
+def _vector_list(driver: Driver, vector: list[float], model: str, dims: int, pool: int, depth: int, params: dict[str, Any],
+                 database: str | None) -> list[dict[str, Any]]:
+    """The chunks nearest `vector`; a vector of another size than the index's is EmbedderMismatch."""
+    from neo4j.exceptions import Neo4jError
+
+    if dims != len(vector):
+        raise EmbedderMismatch(dims, len(vector), model)
+    try:
+        return chunk_matches(driver, vector=vector, limit=pool, pool=depth, filters=params, database=database)
+    except Neo4jError as exc:  # the index was rebuilt to another size since it was read
+        if "dimension" not in (exc.message or "").lower():
+            raise
+        raise EmbedderMismatch(None, len(vector), model) from exc
 
 
 def _text_list(driver: Driver, query: str, pool: int, depth: int, params: dict[str, Any], database: str | None) -> list[dict[str, Any]]:

@@ -116,7 +116,7 @@ def search(query: str, platform: str | None, since: str | None, until: str | Non
     from chatetl.graph.connection import neo4j_settings, open_driver
     from chatetl.graph.failures import graph_failure, reachable
     from chatetl.rag.embeddings import load_embedder
-    from chatetl.search import SearchError, SearchFilters
+    from chatetl.search import EmbedderMismatch, SearchError, SearchFilters
     from chatetl.search import search as run_search
 
     try:
@@ -133,6 +133,9 @@ def search(query: str, platform: str | None, since: str | None, until: str | Non
     try:
         reachable(driver)  # one attempt: a server that is down or refuses fails now, not after the driver's retries
         hits = run_search(driver, query, k=k, mode=mode, filters=filters, embedder=embedder, store=store, database=conf["database"] or None)
+    except EmbedderMismatch as exc:  # a setting to fix, said as a graph that cannot be read is
+        click.echo(f"error: {one_line(str(exc))}", err=True)
+        sys.exit(USAGE_OR_GRAPH)
     except SearchError as exc:
         raise click.UsageError(one_line(str(exc))) from exc
     except Exception as exc:

@@ -116,6 +116,16 @@ def test_a_graph_that_is_down_or_refuses_is_one_line_naming_the_setting(bucket):
     assert result.stderr.startswith("error: Neo4j at ") and result.stderr.endswith("check NEO4J_USER and NEO4J_PASSWORD\n")
 
 
+def test_a_query_model_other_than_the_graphs_is_one_line_naming_the_setting(bucket):
+    for mode in ("hybrid", "vector"):
+        result = run(bucket, "tram", "--mode", mode, CHATETL_EMBEDDER="other_embedder:three_dimensions")
+        assert result.exit_code == 2 and result.stdout == "", result.output
+        assert result.stderr == ("error: the graph's chunks were embedded into 256 dimensions, the query's model "
+                                 "'other_embedder:three_dimensions' gives 3: set CHATETL_EMBEDDER to the model the chunks "
+                                 "were embedded with\n"), result.stderr
+    assert run(bucket, "tram", "--mode", "text", CHATETL_EMBEDDER="other_embedder:three_dimensions").exit_code == 0
+
+
 def test_usage_errors_say_what_is_wrong(bucket):
     result = run(bucket, "tram", "--since", "2025-13-01")
     assert result.exit_code == 2 and "expected a date, YYYY-MM-DD" in result.stderr
