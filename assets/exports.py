@@ -24,7 +24,7 @@ def write_exports(context: AssetExecutionContext, config: ExportsConfig, object_
     store = object_store.store
     plan, content = config.plan(), config.content()
     # the archive page covers the whole bucket: rebuilt once, after the run's days
-    per_day = [write_day_exports(store, day, plan=plan, content=content, archive_page=False) for day in partition_days(context)]
+    per_day = [write_day_exports(store, day, plan=plan, content=content, archive_page=False, progress=context.log.info) for day in partition_days(context)]
     total = ExportsResult.total(per_day)
     archive = write_archive(store) if ARCHIVE in plan.formats else None
     if archive is not None:

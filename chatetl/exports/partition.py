@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,12 +166,14 @@ def write_partition_exports(
     plan: ExportPlan | None = None,
     content: ContentOptions = VISIBLE,
     archive_page: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> ExportsResult:
     """Every conversation of the partition in every chosen format, the training file and the zip; with `archive`,
     the partition's rows and (unless `archive_page` is False: a run over several days rebuilds it once,
     `write_archive`) the bucket's archive page. `uploads`: the partition's normalized uploads, all rendered;
     when not given, the bucket's, and only the uploads whose stored piece cannot stand for them are rendered
-    (`_stored_uploads`): the others' conversations come from their pieces, with the same bytes."""
+    (`_stored_uploads`): the others' conversations come from their pieces, with the same bytes. `progress`
+    is told one line per upload done (a long step says how far it got)."""
     plan = plan or ExportPlan()
     result = ExportsResult(files={f: 0 for f in plan.formats})
     want_training = TRAINING in plan.formats or TRAINING in plan.bundle_formats
@@ -180,11 +182,15 @@ def write_partition_exports(
     with temporary_collector(plan.bundle_formats) as collector:
         walk = _Walk(store, plan, content, result, collector, rows if want_archive else None, want_training)
         if uploads is None:
-            _stored_uploads(store, day, walk)
+            _stored_uploads(store, day, walk, progress)
         else:
-            for _uid, convs in uploads:
+            for number, (_uid, convs) in enumerate(uploads, start=1):
+                rendered = 0
                 for conv, _ in convs:
                     walk.rendered(conv)
+                    rendered += 1
+                if progress is not None:
+                    progress(f"exports {day}: upload {number}, {rendered} conversations rendered")
         if ARCHIVE in plan.formats:
             _publish_archive(store, day, rows, archive_page, result)
         with tempfile.TemporaryDirectory(prefix="chatetl-partition-") as tmp:
@@ -277,7 +283,7 @@ class _Walk:
             self.rows.add(piece.row)
 
 
-def _stored_uploads(store: ObjectStore, day: str, walk: _Walk) -> None:
+def _stored_uploads(store: ObjectStore, day: str, walk: _Walk, progress: Callable[[str], None] | None = None) -> None:
     """The partition's uploads from the bucket: each rendered (and its piece stored) unless its stored piece has the
     stamp rendering would give it and every conversation of it is published as the piece says (its manifest holds its
     state or a newer one). A retraction takes a manifest away: the uploads still holding that conversation are
@@ -299,20 +305,29 @@ def _stored_uploads(store: ObjectStore, day: str, walk: _Walk) -> None:
     known = _read_states(store, day)
     usable = {uid for uid, *_, head in uploads if head is not None and _published(store, head, walk.current, listing, known)}
     with tempfile.TemporaryDirectory(prefix="chatetl-pieces-") as tmp:
-        for uid, conv_key, msg_key, stamp, head in uploads:
+        for number, (uid, conv_key, msg_key, stamp, head) in enumerate(uploads, start=1):
+            done = f"exports {day}: upload {number}/{len(uploads)}"
             if head is not None and uid in usable:
                 zip_path = store.download(export_piece_key(day, uid), Path(tmp, "piece.zip"))
+                taken = 0
                 for piece in head.pieces(zip_path):
                     walk.stored(piece)
+                    taken += 1
                 zip_path.unlink()
+                if progress is not None:
+                    progress(f"{done}, {taken} conversations unchanged")
                 continue
             writer = PieceWriter(Path(tmp, "piece.zip"), stamp)
             c_path, m_path = store.download(conv_key, Path(tmp, "c.parquet")), store.download(msg_key, Path(tmp, "m.parquet"))
+            rendered = 0
             for conv, _ in iter_conversations(c_path, m_path):
                 writer.add(walk.rendered(conv))
+                rendered += 1
             head_bytes = writer.close()
             put_if_changed(store, export_piece_key(day, uid), Path(tmp, "piece.zip"), "application/zip")
             put_bytes_if_changed(store, _head_key(day, uid), head_bytes, "application/json")
+            if progress is not None:
+                progress(f"{done}, {rendered} conversations rendered")
     day_keys = {_head_key(day, u) for u, *_ in uploads} | {export_piece_key(day, u) for u, *_ in uploads}
     for key in sorted(set(stored) - day_keys):
         store.delete(key)  # the piece of an upload the day no longer holds
@@ -381,9 +396,11 @@ def write_day_exports(
     plan: ExportPlan | None = None,
     content: ContentOptions = VISIBLE,
     archive_page: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> ExportsResult:
     """The day's retractions applied, then the partition's exports (`write_partition_exports`), then those of
-    the partitions that still hold a retracted conversation (their state is published in its place)."""
+    the partitions that still hold a retracted conversation (their state is published in its place);
+    `progress` is told one line per upload done."""
     records = pending(store, day, "exports")
     keys = retracted_keys(records)
     deleted: list[str] = []
@@ -392,9 +409,9 @@ def write_day_exports(
         redo = holder_days(holders(store, keys)) - {day}
         for key in sorted(keys):
             deleted += retract_conversation(store, key)
-    result = write_partition_exports(store, day, plan=plan, content=content, archive_page=archive_page and not redo)
+    result = write_partition_exports(store, day, plan=plan, content=content, archive_page=archive_page and not redo, progress=progress)
     for other in sorted(redo):
-        result.add(write_partition_exports(store, other, plan=plan, content=content, archive_page=False))
+        result.add(write_partition_exports(store, other, plan=plan, content=content, archive_page=False, progress=progress))
     if redo and archive_page and ARCHIVE in (plan or ExportPlan()).formats:
         page = write_archive(store)
         result.archive_key = page.key

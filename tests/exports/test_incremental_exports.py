@@ -109,3 +109,20 @@ def test_a_changed_plan_renders_again(tmp_path):
     write_day_exports(fresh, DAY)
     changed = exported(store)
     assert {k: v for k, v in changed.items() if k in exported(fresh)} == exported(fresh)
+
+
+def test_progress_names_each_upload_and_changes_no_byte(tmp_path):
+    said: list[str] = []
+    store, quiet = LocalObjectStore(tmp_path / "told"), LocalObjectStore(tmp_path / "quiet")
+    for each in (store, quiet):
+        put_upload(each, "u1", first_upload())
+        put_upload(each, "u2", second_upload())
+    write_day_exports(store, DAY, plan=PLAN, progress=said.append)
+    write_day_exports(quiet, DAY, plan=PLAN)
+    assert exported(store) == exported(quiet)
+    assert said == [f"exports {DAY}: upload 1/2, {len(first_upload())} conversations rendered",
+                    f"exports {DAY}: upload 2/2, {len(second_upload())} conversations rendered"]
+    said.clear()
+    write_day_exports(store, DAY, plan=PLAN, progress=said.append)  # nothing changed: every upload from its piece
+    assert said == [f"exports {DAY}: upload 1/2, {len(first_upload())} conversations unchanged",
+                    f"exports {DAY}: upload 2/2, {len(second_upload())} conversations unchanged"]
