@@ -41,7 +41,8 @@ def write_rag_files(context: AssetExecutionContext, config: DocumentsConfig, obj
         raise Failure(description=f"documents run config: {exc}", allow_retries=False) from exc
     embedder = load_embedder()
     total = DocumentsResult.total(
-        write_day_files(store, neo4j.driver, day, database=neo4j.database, content=content, chunking=chunking, embedder=embedder)
+        write_day_files(store, neo4j.driver, day, database=neo4j.database, content=content, chunking=chunking, embedder=embedder,
+                        progress=context.log.info)
         for day in partition_days(context)
     )
     context.log.info(f"rag files: {total.documents} documents, {total.chunks} chunks, {total.embedded} embedded")
@@ -68,7 +69,7 @@ def write_rag_files(context: AssetExecutionContext, config: DocumentsConfig, obj
 
 def write_documents(context: AssetExecutionContext, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:
     total = DocumentsResult.total(
-        load_day_files(object_store.store, neo4j.driver, day, database=neo4j.database) for day in partition_days(context)
+        load_day_files(object_store.store, neo4j.driver, day, database=neo4j.database, progress=context.log.info) for day in partition_days(context)
     )
     graph_chunks = total.chunks_in_graph
     context.log.info(f"documents: {total.documents}, chunks: {total.chunks}, in graph: {total.documents_in_graph} / {graph_chunks.chunks}")

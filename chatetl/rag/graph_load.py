@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from chatetl.graph.chunks import (
 from chatetl.graph.documents import load_documents
 from chatetl.layout import RAG_CHUNKS_PREFIX, RAG_DOCUMENTS_PREFIX, RAG_EMBEDDINGS_PREFIX, document_keys
 from chatetl.rag.chunking import Chunk
-from chatetl.rag.partition import BATCH, CHUNK_WINDOW, PREVIEW_CHARS, DocumentsResult
+from chatetl.rag.partition import BATCH, CHUNK_WINDOW, PREVIEW_CHARS, DocumentsResult, upload_done
 from chatetl.rag.stamps import GraphStamp, read_graph_stamp, write_graph_stamp
 from chatetl.rag.vectors import StoredVectors
 from chatetl.storage import ObjectStore
@@ -43,21 +43,28 @@ def stored_uploads(store: ObjectStore, day: str) -> list[str]:
     return sorted(o.key[len(prefix):].removesuffix(".jsonl") for o in store.list(prefix) if o.key.endswith(".jsonl"))
 
 
-def load_partition_documents(store: ObjectStore, driver: Driver, day: str, database: str | None = None) -> DocumentsResult:
+def load_partition_documents(store: ObjectStore, driver: Driver, day: str, database: str | None = None,
+                             progress: Callable[[str], None] | None = None) -> DocumentsResult:
     """Every upload of the day's rag/ files into the graph; an upload whose files the graph took as they are, and
-    whose Documents still hold the text and chunks they gave (chatetl.rag.stamps), is only counted."""
+    whose Documents still hold the text and chunks they gave (chatetl.rag.stamps), is only counted. `progress`
+    is told one line per upload done."""
     result = DocumentsResult()
     files = {o.key: o.etag for prefix in (RAG_DOCUMENTS_PREFIX, RAG_CHUNKS_PREFIX, RAG_EMBEDDINGS_PREFIX) for o in store.list(f"{prefix}date={day}/")}
-    for uid in stored_uploads(store, day):
+    uids = stored_uploads(store, day)
+    for number, uid in enumerate(uids, start=1):
         loaded = {k: files[k] for k in document_keys(day, uid) if k in files}
         old = read_graph_stamp(store, day, uid)
+        before = result.documents, result.chunks
+        upload = f"documents {day}: upload {number}/{len(uids)}"
         if old is not None and old.files == loaded and _held(driver, old, database):
             _take(old, result)
+            upload_done(progress, upload, result, before, "held unchanged")
             continue
         stamp = load_upload_documents(store, driver, day, uid, result, database=database)
         if stamp is not None:
             stamp.files = loaded
             write_graph_stamp(store, day, uid, stamp)
+        upload_done(progress, upload, result, before, "loaded")
     return result
 
 

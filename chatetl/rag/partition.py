@@ -22,7 +22,7 @@ leaves out the uploads whose stamp says their files would come out the same (cha
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -382,16 +382,20 @@ def write_partition_documents(
     embedder: Embedder | VectorsOf | None = None,
     write_graph: bool = True,
     seen: RunVectors | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> DocumentsResult:
     """Documents and chunks of every upload of the partition (`uploads`: its normalized uploads, all written;
     when not given, the bucket's, each skipped while its stamp says writing it again would change nothing,
-    `_unchanged`): rag/documents/, rag/chunks/, rag/embeddings/ and (with a driver and `write_graph`) Neo4j."""
+    `_unchanged`): rag/documents/, rag/chunks/, rag/embeddings/ and (with a driver and `write_graph`) Neo4j.
+    `progress` is told one line per upload done (a long step says how far it got)."""
     result = DocumentsResult()
     options: dict[str, Any] = {"database": database, "content": content, "chunking": chunking, "embedder": embedder,
                                "write_graph": write_graph, "seen": seen}
     if uploads is not None or (driver is not None and write_graph):  # (a graph written here is not stamped)
-        for uid, convs in iter_partition(store, day) if uploads is None else uploads:
+        for number, (uid, convs) in enumerate(iter_partition(store, day) if uploads is None else uploads, start=1):
+            before = result.documents, result.chunks
             write_upload_documents(store, driver, day, uid, (c for c, _ in convs), result, **options)
+            upload_done(progress, f"rag files {day}: upload {number}", result, before, "written")
         return result
     model = as_embedder(embedder) if embedder is not None else None
     options["embedder"] = model
@@ -401,20 +405,31 @@ def write_partition_documents(
     tables = {o.key: o.etag for t in TABLES for o in store.list(table_prefix(t, day))}
     files = {o.key: o.etag for prefix in (RAG_DOCUMENTS_PREFIX, RAG_CHUNKS_PREFIX, RAG_EMBEDDINGS_PREFIX) for o in store.list(f"{prefix}date={day}/")}
     uids = []
-    for conv_key, msg_key in partition_table_pairs(store, day):
+    pairs = partition_table_pairs(store, day)
+    for number, (conv_key, msg_key) in enumerate(pairs, start=1):
         uid = conv_key.rsplit("/", 1)[-1].removesuffix(".parquet")
         uids.append(uid)
         stamp = FilesStamp({**base, "tables": [tables.get(conv_key), tables.get(msg_key)]}, {})
         old = read_files_stamp(store, day, uid)
+        before = result.documents, result.chunks
         if old is not None and _unchanged(old, stamp, files, document_keys(day, uid), driver, database):
             _take(old, result, document_keys(day, uid))
+            upload_done(progress, f"rag files {day}: upload {number}/{len(pairs)}", result, before, "unchanged")
             continue
         with tempfile.TemporaryDirectory(prefix="chatetl-rag-tables-") as tmp:
             convs = iter_conversations(store.download(conv_key, Path(tmp, "c.parquet")), store.download(msg_key, Path(tmp, "m.parquet")))
             write_upload_documents(store, driver, day, uid, (c for c, _ in convs), result, stamp=stamp, **options)
         write_files_stamp(store, day, uid, stamp)
+        upload_done(progress, f"rag files {day}: upload {number}/{len(pairs)}", result, before, "written")
     drop_stale_stamps(store, day, uids)
     return result
+
+
+def upload_done(progress: Callable[[str], None] | None, upload: str, result: DocumentsResult, before: tuple[int, int],
+                how: str) -> None:
+    """One progress line for an upload done: its Documents and chunks (those `result` gained since `before`)."""
+    if progress is not None:
+        progress(f"{upload}, {result.documents - before[0]} documents and {result.chunks - before[1]} chunks {how}")
 
 
 def _unchanged(old: FilesStamp, new: FilesStamp, files: dict[str, str], keys: tuple[str, ...], driver: Driver | None,

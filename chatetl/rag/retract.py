@@ -11,6 +11,7 @@ marks the records applied: a run stopped between the two does both again).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chatetl.rag.graph_load import load_partition_documents
@@ -50,12 +51,13 @@ def write_day_files(store: ObjectStore, driver: Driver | None, day: str, **optio
     return result
 
 
-def load_day_files(store: ObjectStore, driver: Driver, day: str, database: str | None = None) -> DocumentsResult:
+def load_day_files(store: ObjectStore, driver: Driver, day: str, database: str | None = None,
+                   progress: Callable[[str], None] | None = None) -> DocumentsResult:
     """The graph's Documents and Chunks from the rag/ files of the days `days_to_document` names; the day's
-    records marked applied by the documents stage."""
+    records marked applied by the documents stage. `progress`: one line per upload loaded."""
     records, days = days_to_document(store, day)
     result = DocumentsResult()
     for one in days:
-        result.add(load_partition_documents(store, driver, one, database=database))
+        result.add(load_partition_documents(store, driver, one, database=database, progress=progress))
     mark_applied(store, records, "documents")
     return result

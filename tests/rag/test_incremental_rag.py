@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 
 import pytest
 from day_inputs import DAY, first_upload, put_upload, second_upload
@@ -71,3 +72,21 @@ def test_a_second_upload_redoes_what_it_changes_with_the_result_of_redoing_all(c
                 assert built == [second[0].key]  # the first upload's Documents were not built again
             assert again_loaded.chunks_in_graph.chunks == 0 and again_loaded.documents_in_graph == 0
     assert outcomes[0] == outcomes[1]
+
+
+def test_progress_names_each_upload_of_both_steps(clean_graph, tmp_path):
+    wipe(clean_graph, DB)
+    store = LocalObjectStore(tmp_path / "bucket")
+    put_upload(store, "u1", first_upload())
+    put_upload(store, "u2", second_upload())
+    load_graph_partition(store, clean_graph, DAY, DB)
+    for how_files, how_graph in (("written", "loaded"), ("unchanged", "held unchanged")):  # then a run with nothing new
+        files_said: list[str] = []
+        graph_said: list[str] = []
+        files = write_day_files(store, clean_graph, DAY, database=DB, chunking=SMALL, embedder=builtin_embedder(), progress=files_said.append)
+        loaded = load_day_files(store, clean_graph, DAY, database=DB, progress=graph_said.append)
+        for said, step, how, result in ((files_said, "rag files", how_files, files), (graph_said, "documents", how_graph, loaded)):
+            counts = [re.fullmatch(rf"{step} {DAY}: upload {n}/2, (\d+) documents and (\d+) chunks {how}", line) for n, line in enumerate(said, 1)]
+            assert len(said) == 2 and all(counts), said
+            assert sum(int(m[1]) for m in counts if m) == result.documents > 0
+            assert sum(int(m[2]) for m in counts if m) == result.chunks > 0
