@@ -4,7 +4,8 @@ a missing file named. (The Chat Export Markdown and JSON layouts read back into 
 An attachment whose bytes were stored is linked as `../files/<sha256><ext>`: from any format's folder
 (`exports/<format>/`) to `exports/files/`, so the links hold wherever the export folder is moved or
 zipped. The name is the content hash and an extension from the sniffed type, never the upload's own file
-name. `publish_files` copies the bytes there from the attachment store (once: the key is the content).
+name. `publish_files` copies the bytes there from the attachment store (once: the key is the content);
+the day's zip holds the same `files/<sha256><ext>` beside its format folders (`linked_names`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from chatetl.exports.meta import without_controls
+from chatetl.exports.meta import ExportView, without_controls
 from chatetl.layout import EXPORT_FILES_PREFIX, EXPORTS_PREFIX, attachment_key
 from chatetl.model import Attachment, Conversation
 from chatetl.storage import ObjectStore
 
+LINKING_FORMATS = ("md", "html")  # the formats whose files link the attachments' copies
 FILES_FOLDER = EXPORT_FILES_PREFIX.removeprefix(EXPORTS_PREFIX).rstrip("/")  # (exports/files/, beside each format's folder)
 _LINK_SPECIAL = re.compile(r"[\\\[\]<>`*_]")
 _EXTENSIONS = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp", "application/pdf": ".pdf",
@@ -33,6 +35,23 @@ def file_name(att: Attachment) -> str | None:
     mime = att.mime_type or ""
     ext = _EXTENSIONS.get(mime) or (mimetypes.guess_extension(mime, strict=False) if "/" in mime else None) or ""
     return f"{att.content_hash}{ext}"
+
+
+def linked_names(views: Iterable[ExportView]) -> list[str]:
+    """The copies' names (`file_name`) the md and html files of these views link, each once, in order."""
+    names: dict[str, None] = {}
+    for view in views:
+        for turn in view.turns:
+            for att in view.attachments(turn):
+                name = file_name(att)
+                if name is not None:
+                    names[name] = None
+    return list(names)
+
+
+def source_key(name: str) -> str:
+    """The attachment store's key of a copy's bytes (`name` as `file_name` gives it: the hash, then the extension)."""
+    return attachment_key(name.split(".", 1)[0])
 
 
 def href(att: Attachment) -> str | None:

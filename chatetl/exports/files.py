@@ -15,10 +15,11 @@ import hashlib
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from chatetl.exports.deflated import BLOCK, Deflated, append_deflated, deflate
 from chatetl.exports.formats import PER_CONVERSATION
@@ -82,6 +83,7 @@ class _Entry:
     order: int
     files: list[tuple[str, str, int, int]]  # (relative path, file holding its deflated bytes, CRC, size)
     lines: str | None  # file holding the training lines
+    linked: tuple[str, ...] = ()  # the attachments' copies its bundle files link (attachments.file_name)
 
 
 @dataclass
@@ -111,9 +113,10 @@ class ExportCollector:
             return False
         return True
 
-    def add_state(self, key: str, state: StateOrder, members: list[tuple[str, Deflated]], lines: list[bytes]) -> bool:
+    def add_state(self, key: str, state: StateOrder, members: list[tuple[str, Deflated]], lines: list[bytes],
+                  linked: Iterable[str] = ()) -> bool:
         """`add` of a conversation known by its key and state, its bundle files (path, deflated content) given (a
-        stored piece, chatetl.exports.pieces)."""
+        stored piece, chatetl.exports.pieces); `linked`: the attachments' copies those files link."""
         if not self._wins(key, state):
             return False
         old = self.entries.get(key)
@@ -133,8 +136,12 @@ class ExportCollector:
             with open(lines_path, "wb") as out:
                 out.writelines(lines)
         order = old.order if old is not None else len(self.entries)
-        self.entries[key] = _Entry(state, order, kept, lines_path)
+        self.entries[key] = _Entry(state, order, kept, lines_path, tuple(linked))
         return True
+
+    def linked(self) -> list[str]:
+        """The attachments' copies the kept bundle files link, each once, sorted."""
+        return sorted({name for e in self.entries.values() for name in e.linked})
 
     @property
     def conversations(self) -> int:
@@ -156,10 +163,14 @@ class ExportCollector:
                         records += 1
         return records
 
-    def write_zip(self, path: str | Path, extra: Iterable[tuple[str, str | Path]] = ()) -> int:
-        """A zip of the bundle formats' files (and `extra` (name, file) members); byte-identical for the same inputs."""
+    def write_zip(self, path: str | Path, extra: Iterable[tuple[str, str | Path]] = (),
+                  streams: Iterable[tuple[str, Callable[[], BinaryIO]]] = ()) -> int:
+        """A zip of the bundle formats' files (and `extra` (name, file) members, and `streams` (name, opener) members
+        copied from the reader each opener gives); byte-identical for the same inputs."""
         deflated = {(arc, src): (crc, size) for e in self.entries.values() for arc, src, crc, size in e.files}
-        members = sorted([*deflated, *((a, str(s)) for a, s in extra)])
+        openers: dict[tuple[str, str], Callable[[], BinaryIO]] = {(a, str(s)): _reader(s) for a, s in extra}
+        openers.update(((a, ""), opener) for a, opener in streams)
+        members = sorted([*deflated, *openers])
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
             for arcname, src in members:
                 info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 1, 0, 0, 0))
@@ -170,9 +181,13 @@ class ExportCollector:
                     crc, size = deflated[(arcname, src)]
                     append_deflated(zf, info, Deflated(Path(src).read_bytes(), crc, size))
                     continue
-                with open(src, "rb") as f, zf.open(info, "w") as dst:
+                with openers[(arcname, src)]() as f, zf.open(info, "w") as dst:
                     shutil.copyfileobj(f, dst, BLOCK)
         return len(members)
+
+
+def _reader(path: str | Path) -> Callable[[], BinaryIO]:
+    return lambda: open(path, "rb")
 
 
 @contextmanager

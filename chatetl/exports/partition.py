@@ -2,7 +2,8 @@
 
     exports/<format>/<platform>-<title>-<date>-<id8>.<ext>   one file per conversation and format
     exports/sharegpt-jsonl/sharegpt-<day>.jsonl               the partition's ShareGPT training file
-    exports/zip/chats-<day>.zip                               the partition's bundle of the chosen formats
+    exports/zip/chats-<day>.zip                               the partition's bundle of the chosen formats, with
+                                                              files/<sha256><ext>: the attachments its md and html link
     exports/_conversations/<hash>.json                        per conversation: its state and files
     exports/_archive/date=<day>.json, exports/archive/index.html   the archive's rows, its page (`archive`)
 
@@ -24,7 +25,9 @@ import json
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -36,6 +39,7 @@ from chatetl.exports.archive import (
     write_archive,
     write_day_rows,
 )
+from chatetl.exports.attachments import FILES_FOLDER, LINKING_FORMATS, linked_names, source_key
 from chatetl.exports.bucket import PublishResult, manifest_state, publish_conversation, retract_conversation
 from chatetl.exports.deflated import deflate
 from chatetl.exports.files import (
@@ -212,10 +216,17 @@ def write_partition_exports(
                     day_page = Path(tmp, "archive.html")
                     day_page.write_bytes(render_archive(rows.entries(), title=f"Chats of {day}").encode("utf-8", "replace"))
                     extra.append((f"{ARCHIVE}/index.html", day_page))
-                result.bundle_files = collector.write_zip(zip_path, extra)
+                result.bundle_files = collector.write_zip(zip_path, extra, _attachment_streams(store, collector.linked()))
                 result.bundle_key = bundle_key(day)
                 _put(store, result.bundle_key, zip_path, "application/zip", result)
     return result
+
+
+def _attachment_streams(store: ObjectStore, names: list[str]) -> list[tuple[str, Callable[[], BinaryIO]]]:
+    """The zip's `files/` members: each linked copy whose bytes the attachment store holds, read from there as the
+    zip is written (never whole in memory)."""
+    return [(f"{FILES_FOLDER}/{name}", partial(store.open, source_key(name))) for name in names
+            if store.head(source_key(name)) is not None]
 
 
 @dataclass
@@ -244,8 +255,10 @@ class _Walk:
         row = None
         if self.rows is not None and (files or lines):
             row = archive_entry(conv, next((f.path for f in files if f.format == "html"), None))
+        bundle = [(f.path, deflate(f.data)) for f in files if f.format in plan.bundle_formats]
+        linking = any(f.format in LINKING_FORMATS and f.format in plan.bundle_formats for f in files)
         piece = ConversationPiece(conv.key, state_order(conv), not files and not lines, [(f.format, f.path) for f in written_files],
-                                  [(f.path, deflate(f.data)) for f in files if f.format in plan.bundle_formats], lines, row)
+                                  bundle, lines, row, linked_names(views) if linking else [])
         if piece.empty:
             self.count(piece, PublishResult())
             return piece
@@ -278,7 +291,7 @@ class _Walk:
         result.deleted += published.deleted
         if result.preview_key is None:
             result.preview_key = next((k for k in published.written + published.unchanged if k.startswith(export_prefix("chat-export-md"))), None)
-        self.collector.add_state(piece.key, piece.state, piece.bundle, piece.lines)
+        self.collector.add_state(piece.key, piece.state, piece.bundle, piece.lines, piece.linked)
         if self.rows is not None and piece.row is not None:
             self.rows.add(piece.row)
 

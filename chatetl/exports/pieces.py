@@ -14,7 +14,7 @@ import io
 import json
 import zipfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -45,11 +45,15 @@ class ConversationPiece:
     bundle: list[tuple[str, Deflated]]  # its files of the zip's formats: (path relative to the zip, content deflated)
     lines: list[bytes]  # its training lines
     row: ArchiveEntry | None  # its archive row (when the plan has the archive)
+    linked: list[str] = field(default_factory=list)  # the attachments' copies its bundle files link (attachments.file_name)
 
     def meta(self, members: list[str]) -> dict[str, Any]:
-        return {"key": self.key, "state": list(self.state), "empty": self.empty, "written": [list(w) for w in self.written],
-                "bundle": [[path, m, f.crc, f.size] for (path, f), m in zip(self.bundle, members, strict=True)],
-                "lines": bool(self.lines), "row": asdict(self.row) if self.row is not None else None}
+        doc = {"key": self.key, "state": list(self.state), "empty": self.empty, "written": [list(w) for w in self.written],
+               "bundle": [[path, m, f.crc, f.size] for (path, f), m in zip(self.bundle, members, strict=True)],
+               "lines": bool(self.lines), "row": asdict(self.row) if self.row is not None else None}
+        if self.linked:
+            doc["linked"] = self.linked
+        return doc
 
 
 def _state(value: list[Any]) -> StateOrder:
@@ -75,7 +79,7 @@ class PieceHead:
                 bundle = [(path, Deflated(zf.read(member), crc, size)) for path, member, crc, size in c["bundle"]]
                 lines = io.BytesIO(zf.read(f"{i}/lines")).readlines() if c["lines"] else []  # (as the training file reads them)
                 yield ConversationPiece(c["key"], _state(c["state"]), c["empty"], [(w[0], w[1]) for w in c["written"]], bundle, lines,
-                                        ArchiveEntry(**c["row"]) if c["row"] is not None else None)
+                                        ArchiveEntry(**c["row"]) if c["row"] is not None else None, list(c.get("linked", [])))
 
 
 def read_head(data: bytes) -> PieceHead | None:
