@@ -101,16 +101,35 @@ def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] =
     first appearance). Dangling parents become roots (parent_id set to None).
     """
     problems = TreeProblems()
+    by_id = _deduplicated(conv.messages, problems)
+    # a dict keeps a key where it first appeared, with the last value given: file order of first appearance
+    messages = list(by_id.values())
+    has_children = _reset_branch_fields(messages, by_id, problems)
+    conv.messages = messages
+    if not messages:
+        return problems
+    leaf = _active_leaf(conv, messages, by_id, has_children, problems)
+    _number_branch(_active_path(leaf, by_id, problems), visible_kinds)
+    if conv.current_node is None or problems.missing_current_node:
+        conv.current_node = leaf.message_id
+    return problems
+
+
+def _deduplicated(messages: list[Message], problems: TreeProblems) -> dict[str, Message]:
+    """The messages by id, the last copy of a repeated id kept (each id noted in `problems`)."""
     by_id: dict[str, Message] = {}
     duplicates = problems.duplicates
-    for m in conv.messages:
+    for m in messages:
         mid = m.message_id
         if mid in by_id:
             duplicates.append(mid)
         by_id[mid] = m
-    # a dict keeps a key where it first appeared, with the last value given: file order of first appearance
-    messages = list(by_id.values())
+    return by_id
 
+
+def _reset_branch_fields(messages: list[Message], by_id: dict[str, Message], problems: TreeProblems) -> set[str]:
+    """Clear every message's branch fields and make each dangling parent a root; the ids that are
+    some message's parent."""
     # Fields are set in the instance __dict__ and marked as set, as the model's own (unvalidated)
     # assignment does, without its per-assignment cost.
     has_children: set[str] = set()
@@ -128,11 +147,12 @@ def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] =
                 m.parent_id = None
             else:
                 has_children.add(parent)
+    return has_children
 
-    conv.messages = messages
-    if not messages:
-        return problems
 
+def _active_leaf(conv: Conversation, messages: list[Message], by_id: dict[str, Message], has_children: set[str],
+                 problems: TreeProblems) -> Message:
+    """The source's current node when the file holds it, else the latest leaf."""
     leaf: Message | None = None
     if conv.current_node:
         leaf = by_id.get(conv.current_node)
@@ -143,7 +163,11 @@ def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] =
         leaves = [m for m in messages if m.message_id not in has_children] or messages
         # latest by time; ties and missing times broken by file order (later wins)
         leaf = max(leaves, key=lambda m: (m.created_at or _EPOCH, order[m.message_id]))
+    return leaf
 
+
+def _active_path(leaf: Message, by_id: dict[str, Message], problems: TreeProblems) -> list[Message]:
+    """The root-to-leaf path through parent pointers; a cycle is broken where the walk met itself."""
     path: list[Message] = []
     seen: set[str] = set()
     node: Message | None = leaf
@@ -159,7 +183,11 @@ def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] =
         path[-1].extra.setdefault("cycle_parent_id", path[-1].parent_id)
         path[-1].parent_id = None
     path.reverse()
+    return path
 
+
+def _number_branch(path: list[Message], visible_kinds: frozenset[MessageKind]) -> None:
+    """Mark the path as the active branch: its index on it, and `seq` over its visible messages."""
     seq = 0
     for i, m in enumerate(path):
         d = m.__dict__
@@ -168,6 +196,3 @@ def resolve_branches(conv: Conversation, visible_kinds: frozenset[MessageKind] =
         if d["kind"] in visible_kinds:
             d["seq"] = seq
             seq += 1
-    if conv.current_node is None or problems.missing_current_node:
-        conv.current_node = leaf.message_id
-    return problems
