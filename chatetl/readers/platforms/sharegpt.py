@@ -197,25 +197,11 @@ def conversation_from_sharegpt(
     record = expect_object(record, "a ShareGPT record object")
     turns = list_field(record, "conversations", "turns")
 
-    raw_id = record.get("id")
-    if isinstance(raw_id, (int, float)) and not isinstance(raw_id, bool):
-        raw_id = str(raw_id)
     platform = _platform(record)
     system = record.get("system")
     content = json.dumps({"system": system, "conversations": turns}, ensure_ascii=False, sort_keys=True, default=str)
     meta: dict[str, Any] = {}
-    platform_said = isinstance(record.get("platform"), str) and bool(record["platform"].strip())
-    if isinstance(raw_id, str) and raw_id.strip() and platform_said:
-        conv_id = raw_id.strip()  # a record that names its platform carries that platform's id
-    elif isinstance(raw_id, str) and raw_id.strip():
-        # a dataset's ids ("identity_0") are its own, not a platform's: two datasets reuse them, so
-        # the id keeps a digest of the content and one chat never swallows another in the graph
-        suffix = "~" + derived_id(platform, content)[:8]
-        ident = raw_id.strip().removesuffix(suffix)  # chatetl's own training files carry it already
-        conv_id = ident + suffix
-        meta["dataset_id"] = ident
-    else:
-        conv_id = derived_id(platform, content)
+    conv_id = _conversation_id(record, platform, content, meta)
     if seen is not None:
         rest = {k: v for k, v in record.items() if k not in ("system", "conversations")}
         fingerprint = _digest(content + "\x00" + json.dumps(rest, ensure_ascii=False, sort_keys=True, default=str))
@@ -301,6 +287,25 @@ def conversation_from_sharegpt(
     )
 
 
+def _conversation_id(record: dict[str, Any], platform: str, content: str, meta: dict[str, Any]) -> str:
+    """The record's id: its own where it names its platform, a dataset's id with a digest of the
+    content (kept as `meta["dataset_id"]`), else one derived from the content."""
+    raw_id = record.get("id")
+    if isinstance(raw_id, (int, float)) and not isinstance(raw_id, bool):
+        raw_id = str(raw_id)
+    platform_said = isinstance(record.get("platform"), str) and bool(record["platform"].strip())
+    if isinstance(raw_id, str) and raw_id.strip() and platform_said:
+        return raw_id.strip()  # a record that names its platform carries that platform's id
+    if isinstance(raw_id, str) and raw_id.strip():
+        # a dataset's ids ("identity_0") are its own, not a platform's: two datasets reuse them, so
+        # the id keeps a digest of the content and one chat never swallows another in the graph
+        suffix = "~" + derived_id(platform, content)[:8]
+        ident = raw_id.strip().removesuffix(suffix)  # chatetl's own training files carry it already
+        meta["dataset_id"] = ident
+        return ident + suffix
+    return derived_id(platform, content)
+
+
 def _own_id(conv_id: str, fingerprint: bytes, seen: Fingerprints, report: ReadReport) -> str | None:
     """The id a record gets in its file: its own when free; None when an equal record has it;
     else the id with its fingerprint's first 8 (then all 16) hex digits appended."""
@@ -327,6 +332,5 @@ def _json_name(text: str) -> str | None:
         value = orjson.loads(stripped)
     except (orjson.JSONDecodeError, RecursionError):
         return None
-    if isinstance(value, dict) and isinstance(value.get("name"), str):
-        return value["name"]
-    return None
+    name = value.get("name") if isinstance(value, dict) else None
+    return name if isinstance(name, str) else None
