@@ -80,7 +80,10 @@ def _pdm(record: dict[str, Any]) -> dict[str, Any]:
     return pdm if isinstance(pdm, dict) else {}
 
 
-def _newness(record: dict[str, Any], index: int) -> tuple:
+_Newness = tuple[datetime, datetime, datetime, int]
+
+
+def _newness(record: dict[str, Any], index: int) -> _Newness:
     """Which state of a resynced conversation is newest: `ended`, then `date`, then the capture time, then file order."""
     return (
         parse_time(record.get("ended")) or _MIN,
@@ -92,7 +95,7 @@ def _newness(record: dict[str, Any], index: int) -> tuple:
 
 def _winners(entry: Entry, shape: Shape, report: ReadReport) -> set[int]:
     """Pass 1: the record index holding the newest state of each identifier."""
-    best: dict[str, tuple[tuple, int]] = {}
+    best: dict[str, tuple[_Newness, int]] = {}
     winners: set[int] = set()
     for index, (_where, record) in enumerate(iter_records(entry, shape, report)):
         if not isinstance(record, dict) or record.get("name") != CONVERSATION:
@@ -149,20 +152,9 @@ def detail_level(record: dict[str, Any]) -> str:
     return "titles_and_message_times" if has_title else "message_times"
 
 
-def conversation_from_rex(record: Any, report: ReadReport, *, file: str = "", where: str = "") -> Conversation:
-    record = expect_object(record, "a REX record object")
-    turns = list_field(record, "turns", "turns")
-
-    platform = normalize_platform(record.get("platform")) if record.get("platform") else "chatgpt"
-    title = _str(field(record, "title"))
-    started = parse_time(record.get("started")) or parse_time(record.get("date"))
-    ended = parse_time(record.get("ended"))
-    ident = _str(record.get("identifier"))
-    if ident is None:
-        first = next((t.get("identifier") for t in turns if isinstance(t, dict)), "")
-        ident = derived_id("rex", platform, title or "", iso(started) or "", first)
-
-    pdm = _pdm(record)
+def _conversation_meta(record: dict[str, Any], pdm: dict[str, Any], report: ReadReport) -> dict[str, Any]:
+    """The conversation's meta: its detail level, the capture's metadata by our names, and every
+    field this reader does not know (counted)."""
     meta: dict[str, Any] = {"detail_level": detail_level(record)}
     for key, name in (("source", "participant"), ("group", "group"), ("generator", "generator"),
                       ("generator-id", "generator_id"), ("configuration-hash", "configuration_hash"),
@@ -180,16 +172,40 @@ def conversation_from_rex(record: Any, report: ReadReport, *, file: str = "", wh
     if unknown_pdm:
         meta["passive_data_metadata"] = unknown_pdm
     keep_unknown(record, _KNOWN_KEYS, meta, report, "rex.field")
+    return meta
 
+
+def _debug_payload(record: dict[str, Any], meta: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(model, current node) from ChatGPT's raw conversation payload, which the debug mode alone
+    carries (kept in `meta["chatgpt_metadata"]` without its mapping)."""
     model: str | None = None
     current_node: str | None = None
-    debug = field(record, "metadata")  # ChatGPT's raw conversation payload (debug mode only)
+    debug = field(record, "metadata")
     if isinstance(debug, dict):
         meta["chatgpt_metadata"] = {k: v for k, v in debug.items() if k != "mapping"}
         if isinstance(debug.get("default_model_slug"), str):
             model = debug["default_model_slug"]
         if isinstance(debug.get("current_node"), str):
             current_node = debug["current_node"]
+    return model, current_node
+
+
+def conversation_from_rex(record: Any, report: ReadReport, *, file: str = "", where: str = "") -> Conversation:
+    record = expect_object(record, "a REX record object")
+    turns = list_field(record, "turns", "turns")
+
+    platform = normalize_platform(record.get("platform")) if record.get("platform") else "chatgpt"
+    title = _str(field(record, "title"))
+    started = parse_time(record.get("started")) or parse_time(record.get("date"))
+    ended = parse_time(record.get("ended"))
+    ident = _str(record.get("identifier"))
+    if ident is None:
+        first = next((t.get("identifier") for t in turns if isinstance(t, dict)), "")
+        ident = derived_id("rex", platform, title or "", iso(started) or "", first)
+
+    pdm = _pdm(record)
+    meta = _conversation_meta(record, pdm, report)
+    model, current_node = _debug_payload(record, meta)
 
     messages: list[Message] = []
     for i, turn in enumerate(turns):
