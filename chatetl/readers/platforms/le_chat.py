@@ -227,14 +227,7 @@ def message_from_le_chat(raw: dict[str, Any], report: ReadReport, chat_id: str, 
     extra: dict[str, Any] = {}
     role = known_role(ROLES, raw.get("role"), report, drift="le-chat.role", extra=extra, keep_as="raw_role", default=Role.ASSISTANT)
     keep_unknown(raw, KNOWN_MESSAGE_FIELDS, extra, report, "le-chat.message_field")
-    if _version(raw):
-        extra["version"] = _version(raw)
-    if raw.get("reaction") not in (None, "", "neutral"):
-        extra["reaction"] = raw["reaction"]
-    for key, name in (("reactionDetail", "reaction_detail"), ("reactionComment", "reaction_comment"), ("preference", "preference"),
-                      ("preferenceOver", "preference_over"), ("context", "context"), ("canvas", "canvas"), ("quotes", "quotes")):
-        if raw.get(key) not in (None, "", [], {}):
-            extra[name] = raw[key]
+    _keep_feedback(raw, extra)
 
     texts: list[str] = []
     reasoning: list[str] = []
@@ -291,6 +284,19 @@ def message_from_le_chat(raw: dict[str, Any], report: ReadReport, chat_id: str, 
     )
 
 
+def _keep_feedback(raw: dict[str, Any], extra: dict[str, Any]) -> None:
+    """The message's version, the person's reaction and preference, and what it was written in
+    (context, canvas, quotes) into `extra`, where the export gives them."""
+    if _version(raw):
+        extra["version"] = _version(raw)
+    if raw.get("reaction") not in (None, "", "neutral"):
+        extra["reaction"] = raw["reaction"]
+    for key, name in (("reactionDetail", "reaction_detail"), ("reactionComment", "reaction_comment"), ("preference", "preference"),
+                      ("preferenceOver", "preference_over"), ("context", "context"), ("canvas", "canvas"), ("quotes", "quotes")):
+        if raw.get(key) not in (None, "", [], {}):
+            extra[name] = raw[key]
+
+
 def _tool_call(chunk: dict[str, Any], fallback_id: str) -> tuple[ToolCall, ToolResult | None]:
     call_id = text_or_none(chunk.get("id")) or fallback_id
     name = text_or_none(chunk.get("name"))
@@ -311,11 +317,12 @@ def _thinking_text(chunk: dict[str, Any]) -> str:
         return thinking
     if isinstance(thinking, list):
         return "".join(t.get("text", "") if isinstance(t, dict) and isinstance(t.get("text"), str) else t if isinstance(t, str) else "" for t in thinking)
-    return chunk.get("text") if isinstance(chunk.get("text"), str) else ""
+    text = chunk.get("text")
+    return text if isinstance(text, str) else ""
 
 
 def _plain_name(name: str | None) -> bool:
-    return bool(name) and "/" not in name and "\\" not in name and name not in (".", "..") and "\x00" not in name
+    return name is not None and name != "" and "/" not in name and "\\" not in name and name not in (".", "..") and "\x00" not in name
 
 
 def _attachments(raw: Any, chat_id: str, folder: str) -> list[Attachment]:
