@@ -148,7 +148,7 @@ def snake_record(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _snake_keys(fields: dict[str, Any]) -> dict[str, Any]:
-    return {_CAMEL.sub(r"_\1", key).lower() if isinstance(key, str) and not key.islower() else key: value
+    return {_CAMEL.sub(r"_\1", key).lower() if not key.islower() else key: value
             for key, value in fields.items()}
 
 
@@ -177,22 +177,13 @@ def conversation_from_grok(record: dict[str, Any], report: ReadReport, file: str
     conv = record.get("conversation")
     if not isinstance(conv, dict):
         raise TypeError(f"`conversation` is not an object (got {type(conv).__name__})")
-    responses = record.get("responses")
-    if isinstance(responses, dict) and "responses" in responses:  # a capture's load-responses body kept whole
-        responses = responses["responses"]
-    if responses is None:
-        responses = []
+    responses = _responses(record)
     conv_id = _conversation_id(conv)
     if conv_id is None:
         raise ValueError("conversation has no id")
     if not isinstance(responses, list):
         raise TypeError(f"conversation {conv_id}: `responses` is {type(responses).__name__}, not a list")
-    meta: dict[str, Any] = {}
-    for key in _META_FIELDS:
-        if _is_set(conv.get(key)):
-            meta[key] = conv[key]
-    keep_unknown(conv, KNOWN_CONVERSATION_FIELDS, meta, report, "grok.conversation_field")
-    keep_unknown(record, KNOWN_RECORD_FIELDS, meta, report, "grok.record_field")
+    meta = _conversation_meta(conv, record, report)
 
     place = f"{where} (conversation {conv_id})" if where else f"conversation {conv_id}"
     messages: list[Message] = []
@@ -233,6 +224,27 @@ def conversation_from_grok(record: dict[str, Any], report: ReadReport, file: str
         messages=messages,
         meta=meta,
     )
+
+
+def _responses(record: dict[str, Any]) -> Any:
+    """The item's `responses` (a list when the file is sound): unwrapped from a capture's whole
+    load-responses body; none is an empty list."""
+    responses = record.get("responses")
+    if isinstance(responses, dict) and "responses" in responses:  # a capture's load-responses body kept whole
+        responses = responses["responses"]
+    return [] if responses is None else responses
+
+
+def _conversation_meta(conv: dict[str, Any], record: dict[str, Any], report: ReadReport) -> dict[str, Any]:
+    """The conversation's fields kept as meta: the set ones of `_META_FIELDS`, then every field
+    this reader does not know (counted)."""
+    meta: dict[str, Any] = {}
+    for key in _META_FIELDS:
+        if _is_set(conv.get(key)):
+            meta[key] = conv[key]
+    keep_unknown(conv, KNOWN_CONVERSATION_FIELDS, meta, report, "grok.conversation_field")
+    keep_unknown(record, KNOWN_RECORD_FIELDS, meta, report, "grok.record_field")
+    return meta
 
 
 def message_from_grok(raw: dict[str, Any], report: ReadReport, fallback_id: str) -> Message:
@@ -307,27 +319,8 @@ def _read_behaviour(
         if cleaned:
             reasoning.append(cleaned)
     for index, step in enumerate(_list(raw.get("steps"))):
-        if not isinstance(step, dict):
-            continue
-        unknown: dict[str, Any] = {}
-        keep_unknown(step, KNOWN_STEP_FIELDS, unknown, report, "grok.step_field")
-        if unknown:
-            extra.setdefault("step_fields", []).append({"step": index, **unknown})
-        tagged = step.get("tagged_text")
-        if isinstance(tagged, dict):
-            summary = "\n".join(t for t in (text_or_none(tagged.get("header")), text_or_none(tagged.get("summary"))) if t)
-            if summary:
-                reasoning.append(summary)
-            cards = tagged.get("tool_usage_card")
-            for card in cards if isinstance(cards, list) else [cards]:
-                if isinstance(card, str):
-                    _take_tool_cards(card, calls)
-        for key in ("tool_usage_results", "tool_usage_card_results"):
-            for item in _list(step.get(key)):
-                results.append(_tool_result(item, calls, citations))
-        if step.get("web_search_results"):
-            citations.add_results(step["web_search_results"])
-            results.append(ToolResult.fast(name="web_search", output=_results_text(step["web_search_results"])))
+        if isinstance(step, dict):
+            _read_step(index, step, report, extra, reasoning, calls, results, citations)
     for item in _list(raw.get("tool_responses")):
         results.append(ToolResult.fast(output=json_text(item)))
     citations.add_results(raw.get("cited_web_search_results"))
@@ -338,6 +331,32 @@ def _read_behaviour(
     for post in _list(raw.get("xpost_ids")):
         if isinstance(post, (str, int)) and not isinstance(post, bool) and str(post):
             citations.add(Citation.fast(url=f"https://x.com/i/status/{post}", source="x.com"))
+
+
+def _read_step(
+    index: int, step: dict[str, Any], report: ReadReport, extra: dict[str, Any], reasoning: list[str], calls: dict[str, ToolCall],
+    results: list[ToolResult], citations: _Citations,
+) -> None:
+    """One of a response's `steps`: its summary as reasoning, its tool cards, results and web results."""
+    unknown: dict[str, Any] = {}
+    keep_unknown(step, KNOWN_STEP_FIELDS, unknown, report, "grok.step_field")
+    if unknown:
+        extra.setdefault("step_fields", []).append({"step": index, **unknown})
+    tagged = step.get("tagged_text")
+    if isinstance(tagged, dict):
+        summary = "\n".join(t for t in (text_or_none(tagged.get("header")), text_or_none(tagged.get("summary"))) if t)
+        if summary:
+            reasoning.append(summary)
+        cards = tagged.get("tool_usage_card")
+        for card in cards if isinstance(cards, list) else [cards]:
+            if isinstance(card, str):
+                _take_tool_cards(card, calls)
+    for key in ("tool_usage_results", "tool_usage_card_results"):
+        for item in _list(step.get(key)):
+            results.append(_tool_result(item, calls, citations))
+    if step.get("web_search_results"):
+        citations.add_results(step["web_search_results"])
+        results.append(ToolResult.fast(name="web_search", output=_results_text(step["web_search_results"])))
 
 
 # ---- fields ----
