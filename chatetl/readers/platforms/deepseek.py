@@ -252,6 +252,39 @@ def _messages(mapping: dict[str, Any], report: ReadReport, file: str, place: str
     return messages
 
 
+def _fragment_id(frag: dict[str, Any], index: int) -> int | str:
+    """A fragment's own id where it has one (a number or a non-empty text), else its place."""
+    frag_id = frag.get("id")
+    return frag_id if isinstance(frag_id, (int, str)) and frag_id != "" else index
+
+
+def _read_tool_fragment(frag: dict[str, Any], ftype: str, call_id: str, tool_calls: list[ToolCall], tool_results: list[ToolResult],
+                        citations: list[Citation]) -> None:
+    """A `TOOL_*` fragment: its call, the citations among its results, and its result where it has one."""
+    name = ftype[len("TOOL_"):].lower() or "tool"
+    tool_calls.append(ToolCall.fast(id=call_id, name=name, input=_tool_input(frag)))
+    found = _citations(frag.get("results"))
+    citations.extend(found)
+    if frag.get("results") is not None or frag.get("content") is not None or frag.get("output") is not None:
+        tool_results.append(
+            ToolResult.fast(tool_call_id=call_id, name=name, output=_tool_output(frag, found), is_error=frag.get("error") not in (None, "", False))
+        )
+
+
+def _kind_and_text(visible: str, attachments: list[Attachment], tool_calls: list[ToolCall], reasoning: str | None,
+                   extra: dict[str, Any]) -> tuple[MessageKind, str]:
+    """(kind, text): the empty-message rule of every reader (a turn is text a person could see, or an
+    attachment); else its tool calls' inputs, else its reasoning, else hidden and empty."""
+    if visible.strip() or attachments:
+        return MessageKind.TURN, visible
+    if tool_calls:
+        return MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls)
+    if reasoning:
+        return MessageKind.REASONING, reasoning
+    extra["empty"] = True
+    return MessageKind.HIDDEN, ""  # a message with nothing in it (a stopped answer, an empty prompt)
+
+
 def message_from_deepseek(raw: dict[str, Any], report: ReadReport, message_id: str, parent_id: str | None) -> Message:
     """One node's `message` (its fragments) as a canonical Message."""
     extra: dict[str, Any] = {key: value for key, value in raw.items() if key in _EXTRA_MESSAGE_FIELDS and value is not None}
@@ -294,16 +327,7 @@ def message_from_deepseek(raw: dict[str, Any], report: ReadReport, message_id: s
         elif ftype == "SEARCH":
             citations.extend(_citations(frag.get("results")))
         elif ftype.startswith("TOOL_"):
-            frag_id = frag.get("id")
-            call_id = f"{message_id}:{frag_id if isinstance(frag_id, (int, str)) and frag_id != '' else index}"
-            name = ftype[len("TOOL_"):].lower() or "tool"
-            tool_calls.append(ToolCall.fast(id=call_id, name=name, input=_tool_input(frag)))
-            found = _citations(frag.get("results"))
-            citations.extend(found)
-            if frag.get("results") is not None or content is not None or frag.get("output") is not None:
-                tool_results.append(
-                    ToolResult.fast(tool_call_id=call_id, name=name, output=_tool_output(frag, found), is_error=frag.get("error") not in (None, "", False))
-                )
+            _read_tool_fragment(frag, ftype, f"{message_id}:{_fragment_id(frag, index)}", tool_calls, tool_results, citations)
         elif ftype == "FILE":
             attachments.extend(_attachments([frag]))
         else:
@@ -312,23 +336,15 @@ def message_from_deepseek(raw: dict[str, Any], report: ReadReport, message_id: s
     if unknown:
         extra["unknown_fragments"] = unknown
 
-    named = _ROLES.get(raw.get("role")) if isinstance(raw.get("role"), str) else None
+    role_name = raw.get("role")
+    named = _ROLES.get(role_name) if isinstance(role_name, str) else None
     role = named or (Role.USER if "REQUEST" in types or (types and set(types) <= {"FILE"}) else Role.ASSISTANT)
     visible = "\n\n".join(t for t in (requests if role is Role.USER else responses) if t.strip())
     joined_reasoning = "\n\n".join(reasoning) or None
     if "[citation:" in visible:
         extra["raw_text"] = visible
         visible = _CITATION_MARKER.sub("", visible)
-    # (the empty-message rule of every reader: a turn is text a person could see, or an attachment)
-    if visible.strip() or attachments:
-        kind, text = MessageKind.TURN, visible
-    elif tool_calls:
-        kind, text = MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls)
-    elif joined_reasoning:
-        kind, text = MessageKind.REASONING, joined_reasoning
-    else:
-        kind, text = MessageKind.HIDDEN, ""  # a message with nothing in it (a stopped answer, an empty prompt)
-        extra["empty"] = True
+    kind, text = _kind_and_text(visible, attachments, tool_calls, joined_reasoning, extra)
 
     model = raw.get("model")
     return Message.fast(
