@@ -57,7 +57,9 @@ def project_from_claude_ai(record: dict[str, Any], report: ReadReport, file: str
     project_id = text_or_none(record.get("uuid"))
     if project_id is None:
         raise ValueError("project has no uuid")
-    creator = record.get("creator") if isinstance(record.get("creator"), dict) else {}
+    creator = record.get("creator")
+    if not isinstance(creator, dict):
+        creator = {}
     docs = []
     for i, doc in enumerate(list_field(record, "docs", "project docs")):
         if not isinstance(doc, dict) or not isinstance(doc.get("content"), str):

@@ -50,7 +50,9 @@ def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conv
         if not isinstance(record, dict):
             report.error(entry.name, where, f"a session is a JSON object (got {type(record).__name__})", raw=raw_bytes(record))
             return None
-        messages = record.get("messages") if isinstance(record.get("messages"), list) else []
+        messages = record.get("messages")
+        if not isinstance(messages, list):
+            messages = []
         header = {k: v for k, v in record.items() if k != "messages"}
         records = [("header", header)] + [(f"messages[{i}]", m) for i, m in enumerate(messages)]
         return conversation_from_records(entry, iter(records), report)
