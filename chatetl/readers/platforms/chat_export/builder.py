@@ -24,11 +24,11 @@ def _usable_id(value: Any) -> str | None:
         value = str(value)
     if not isinstance(value, str):
         return None
-    value = value.strip()
+    text = value.strip()
     # an id of nothing but dots ("...", "…") is a placeholder for one left out, not an id
-    if not value or not value.strip(".…"):
+    if not text or not text.strip(".…"):
         return None
-    return value
+    return text
 
 
 def _text(value: Any) -> str | None:
@@ -137,6 +137,24 @@ MD_EXTRAS = "\x00md"  # what only the Markdown parser found (text outside messag
 KNOWN_SHAREGPT_FIELDS = frozenset({"from", "value"})
 
 
+def _export_meta(record: dict[str, Any], rendering: str, exported: datetime | None, report: ReadReport) -> dict[str, Any]:
+    """The record's meta: how it was rendered, its schema, export time and user, what only the
+    Markdown parser found, and every field this reader does not know (counted, kept plain)."""
+    exported_raw = record.get("exported_at", record.get("exported"))
+    meta: dict[str, Any] = {"export_format": rendering}
+    if record.get("schema") is not None:
+        meta["schema"] = _text(record.get("schema"))
+    if exported_raw is not None:
+        meta["exported_at"] = iso(exported) if exported else _text(exported_raw)
+    for k in ("user_name", "user_handle", "user_email"):
+        if record.get(k) is not None:
+            meta[k] = _text(record.get(k))
+    if rendering == "md" and isinstance(record.get(MD_EXTRAS), dict):
+        meta.update(record[MD_EXTRAS])
+    keep_unknown(record, KNOWN_META | {MD_EXTRAS}, meta, report, "chat_export.field", keep=_plain)
+    return meta
+
+
 def conversation_from_export(
     record: Any, report: ReadReport, *, rendering: str, file: str = "", where: str = "", strip_block_newline: bool = False
 ) -> Conversation:
@@ -151,20 +169,8 @@ def conversation_from_export(
     url = _text(record.get("url"))
     platform = normalize_platform(record.get("platform"), url)
     title = _text(record.get("title"))
-    exported_raw = record.get("exported_at", record.get("exported"))
-    exported = _time(exported_raw)
-
-    meta: dict[str, Any] = {"export_format": rendering}
-    if record.get("schema") is not None:
-        meta["schema"] = _text(record.get("schema"))
-    if exported_raw is not None:
-        meta["exported_at"] = iso(exported) if exported else _text(exported_raw)
-    for k in ("user_name", "user_handle", "user_email"):
-        if record.get(k) is not None:
-            meta[k] = _text(record.get(k))
-    if rendering == "md" and isinstance(record.get(MD_EXTRAS), dict):
-        meta.update(record[MD_EXTRAS])
-    keep_unknown(record, KNOWN_META | {MD_EXTRAS}, meta, report, "chat_export.field", keep=_plain)
+    exported = _time(record.get("exported_at", record.get("exported")))
+    meta = _export_meta(record, rendering, exported, report)
 
     # messages first: the derived id needs the first message's text
     built: list[tuple[int, dict[str, Any]]] = []
