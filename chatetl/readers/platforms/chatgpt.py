@@ -136,25 +136,32 @@ def conversation_from_chatgpt(record: dict[str, Any], report: ReadReport) -> Con
     )
 
 
-def _messages_from_mapping(mapping: dict[str, Any], report: ReadReport) -> list[Message]:
-    # Parents: the node's own `parent`, else derived from some node's `children` (some files omit one side).
-    parent_of: dict[str, str | None] = {}
-    nodes: list[tuple[str, dict[str, Any]]] = []  # the nodes that are objects, in file order
-    has_message: set[str] = set()
-    for node_id, node in mapping.items():
-        if isinstance(node, dict):
-            nodes.append((node_id, node))
-            if "parent" in node:
-                parent_of[node_id] = node["parent"]
-            if isinstance(node.get("message"), dict):
-                has_message.add(node_id)
-    for node_id, node in nodes:
-        for child in node.get("children") or ():
-            if isinstance(child, str) and parent_of.get(child) is None and child in mapping:
-                parent_of[child] = node_id
+class _Nodes:
+    """The mapping's nodes that are objects (in file order), each one's parent, and the ones that
+    hold a message. Parents: the node's own `parent`, else derived from some node's `children`
+    (some files omit one side)."""
 
-    def message_parent(node_id: str) -> str | None:
+    def __init__(self, mapping: dict[str, Any]) -> None:
+        self.mapping = mapping
+        self.parent_of: dict[str, str | None] = {}
+        self.nodes: list[tuple[str, dict[str, Any]]] = []
+        self.has_message: set[str] = set()
+        parent_of, nodes, has_message = self.parent_of, self.nodes, self.has_message
+        for node_id, node in mapping.items():
+            if isinstance(node, dict):
+                nodes.append((node_id, node))
+                if "parent" in node:
+                    parent_of[node_id] = node["parent"]
+                if isinstance(node.get("message"), dict):
+                    has_message.add(node_id)
+        for node_id, node in nodes:
+            for child in node.get("children") or ():
+                if isinstance(child, str) and parent_of.get(child) is None and child in mapping:
+                    parent_of[child] = node_id
+
+    def message_parent(self, node_id: str) -> str | None:
         """Nearest ancestor that holds a message (the root node and empty nodes are skipped)."""
+        parent_of, has_message, mapping = self.parent_of, self.has_message, self.mapping
         seen = {node_id}
         parent = parent_of.get(node_id)
         while parent is not None and parent not in has_message:
@@ -164,10 +171,14 @@ def _messages_from_mapping(mapping: dict[str, Any], report: ReadReport) -> list[
             parent = parent_of.get(parent)
         return parent
 
+
+def _messages_from_mapping(mapping: dict[str, Any], report: ReadReport) -> list[Message]:
+    tree = _Nodes(mapping)
+    parent_of, has_message, message_parent = tree.parent_of, tree.has_message, tree.message_parent
     messages: list[Message] = []
     drawn: list[tuple[Message, dict[str, Any]]] = []  # tool rows holding images (a tool drew them, or a chart)
     commentary: set[str] = set()  # assistant rows of the commentary channel
-    for node_id, node in nodes:
+    for node_id, node in tree.nodes:
         if node_id not in has_message:
             continue
         parent = parent_of.get(node_id)
@@ -306,7 +317,7 @@ def attach_generated_images(messages: list[Message], generated: list[Message], c
             node = by_id.get(node.parent_id) if node.parent_id else None
         if not rows:
             continue
-        have = {a.pointer for a in m.attachments if a.pointer}
+        have: set[str | None] = {a.pointer for a in m.attachments if a.pointer}
         for row in reversed(rows):  # in the order they were drawn
             taken.add(row.message_id)
             for a in row.attachments:
@@ -357,7 +368,7 @@ def _text_of(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def message_from_chatgpt(raw: dict[str, Any], report: ReadReport, message_id: str | None = None, parent_id: str | None = None) -> Message | None:
+def message_from_chatgpt(raw: Any, report: ReadReport, message_id: str | None = None, parent_id: str | None = None) -> Message | None:
     """One ChatGPT message object (a mapping node's `message`) as a canonical Message under `parent_id`."""
     if not isinstance(raw, dict):
         return None
@@ -399,28 +410,14 @@ def message_from_chatgpt(raw: dict[str, Any], report: ReadReport, message_id: st
     if visible_text != text:
         extra["raw_text"] = text
 
-    hidden = (
-        role is _SYSTEM
-        or bool(metadata.get("is_visually_hidden_from_conversation"))
-        or ctype in HIDDEN_CONTENT_TYPES
-    )
     tool_calls: list[ToolCall] = []
     tool_results: list[ToolResult] = []
-    if hidden:
-        kind = _HIDDEN
-    elif ctype in REASONING_CONTENT_TYPES or (role is _ASSISTANT and metadata.get("is_thinking_preamble_message") is True):
-        kind = _REASONING  # (a thinking model's narration while it works: shown while the answer is made, then gone)
-    elif role is _ASSISTANT and isinstance(recipient, str) and recipient != "all":
-        kind = _TOOL_CALL
+    kind = _message_kind(raw, role, ctype, metadata, visible_text, attachments, extra)
+    if kind is _TOOL_CALL:
         tool_calls.append(ToolCall.fast(id=mid, name=recipient, input=text))
-    elif role is _TOOL:
-        kind = _TOOL_RESULT
+    elif kind is _TOOL_RESULT:
         # paired with its call after the tree is known (pair_tool_results)
         tool_results.append(ToolResult.fast(tool_call_id=None, name=author_name, output=text, is_error=ctype == "system_error"))
-    elif get("weight") == 0:
-        kind = _HIDDEN  # weight 0: kept out of the conversation shown to the user
-    else:
-        kind = turn_kind(visible_text, attachments, extra)  # an empty placeholder nobody saw is hidden
 
     model = metadata.get("model_slug") or metadata.get("resolved_model_slug")
     when = get("create_time")  # mostly epoch seconds: read here as parse_time reads them
@@ -451,56 +448,34 @@ def message_from_chatgpt(raw: dict[str, Any], report: ReadReport, message_id: st
     )
 
 
+def _message_kind(raw: dict[str, Any], role: Role, ctype: Any, metadata: dict[str, Any], visible_text: str, attachments: list[Attachment],
+                  extra: dict[str, Any]) -> MessageKind:
+    """What a message is: hidden (a system message, one the export hides, an editable context),
+    reasoning, a tool call (an assistant message to a recipient), a tool result, hidden again
+    (weight 0), else a turn by the empty-message rule."""
+    if role is _SYSTEM or metadata.get("is_visually_hidden_from_conversation") or ctype in HIDDEN_CONTENT_TYPES:
+        return _HIDDEN
+    if ctype in REASONING_CONTENT_TYPES or (role is _ASSISTANT and metadata.get("is_thinking_preamble_message") is True):
+        return _REASONING  # (a thinking model's narration while it works: shown while the answer is made, then gone)
+    recipient = raw.get("recipient")
+    if role is _ASSISTANT and isinstance(recipient, str) and recipient != "all":
+        return _TOOL_CALL
+    if role is _TOOL:
+        return _TOOL_RESULT
+    if raw.get("weight") == 0:
+        return _HIDDEN  # weight 0: kept out of the conversation shown to the user
+    return turn_kind(visible_text, attachments, extra)  # an empty placeholder nobody saw is hidden
+
+
 def _content_text(content: dict[str, Any], ctype: Any, report: ReadReport, extra: dict[str, Any]) -> tuple[str, list[Attachment], list[Citation]]:
     attachments: list[Attachment] = []
     citations: list[Citation] = []
     if ctype in ("text", "multimodal_text"):
-        texts: list[str] = []
-        for part in content.get("parts") or []:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict):
-                ptype = part.get("content_type")
-                if ptype == "audio_transcription":
-                    texts.append(_text_of(part.get("text")))
-                elif ptype in ("image_asset_pointer", "audio_asset_pointer", "real_time_user_audio_video_asset_pointer", "video_container_asset_pointer"):
-                    kind = {"image_asset_pointer": "image", "audio_asset_pointer": "audio"}.get(ptype, "video")
-                    pmeta = part.get("metadata") if isinstance(part.get("metadata"), dict) else {}
-                    dalle = pmeta.get("dalle") if isinstance(pmeta.get("dalle"), dict) else {}
-                    pointer = part.get("asset_pointer")
-                    if not pointer and isinstance(part.get("audio_asset_pointer"), dict):
-                        pointer = part["audio_asset_pointer"].get("asset_pointer")
-                    size = part.get("size_bytes")
-                    pointer = pointer if isinstance(pointer, str) else None
-                    attachments.append(
-                        Attachment.fast(
-                            kind=kind,
-                            id=asset_id(pointer),
-                            pointer=pointer,
-                            size=int(size) if isinstance(size, int) else None,  # (a bool as pydantic reads it: 0 or 1)
-                            text=text_or_none(dalle.get("prompt")),
-                        )
-                    )
-                else:
-                    report.unknown(f"chatgpt.part_type:{ptype}")
-                    extra.setdefault("unknown_parts", []).append(part)
-            elif part is not None:
-                texts.append(str(part))
-        return "\n".join(t for t in texts if t), attachments, citations
+        return _parts_text(content, attachments, report, extra), attachments, citations
     if ctype in ("code", "execution_output", "system_error", "computer_output"):
-        if ctype == "code" and content.get("language"):
-            extra["language"] = content.get("language")
-        text = _text_of(content.get("text"))
-        if ctype == "system_error" and content.get("name"):
-            text = f"{content.get('name')}: {text}" if text else _text_of(content.get("name"))
-        return text, attachments, citations
+        return _output_text(content, ctype, extra), attachments, citations
     if ctype == "thoughts":
-        pieces = []
-        for thought in content.get("thoughts") or []:
-            if isinstance(thought, dict):
-                summary, body = _text_of(thought.get("summary")), _text_of(thought.get("content"))
-                pieces.append(f"{summary}\n{body}".strip() if summary else body)
-        return "\n\n".join(p for p in pieces if p), attachments, citations
+        return _thoughts_text(content), attachments, citations
     if ctype == "reasoning_recap":
         return _text_of(content.get("content")), attachments, citations
     if ctype in ("tether_quote", "sonic_webpage"):
@@ -533,6 +508,76 @@ def _content_text(content: dict[str, Any], ctype: Any, report: ReadReport, extra
     return "", attachments, citations
 
 
+_ASSET_POINTERS = frozenset(
+    {"image_asset_pointer", "audio_asset_pointer", "real_time_user_audio_video_asset_pointer", "video_container_asset_pointer"}
+)
+
+
+def _parts_text(content: dict[str, Any], attachments: list[Attachment], report: ReadReport, extra: dict[str, Any]) -> str:
+    """A text or multimodal message's parts: its text (the text parts, audio transcriptions), its
+    assets into `attachments`; a part of a type this reader does not know counted and kept raw."""
+    texts: list[str] = []
+    for part in content.get("parts") or []:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            ptype = part.get("content_type")
+            if ptype == "audio_transcription":
+                texts.append(_text_of(part.get("text")))
+            elif ptype in _ASSET_POINTERS:
+                attachments.append(_asset_attachment(part, ptype))
+            else:
+                report.unknown(f"chatgpt.part_type:{ptype}")
+                extra.setdefault("unknown_parts", []).append(part)
+        elif part is not None:
+            texts.append(str(part))
+    return "\n".join(t for t in texts if t)
+
+
+def _asset_attachment(part: dict[str, Any], ptype: str) -> Attachment:
+    """An asset pointer part (an image, audio, a video) as an Attachment; a generated image's
+    prompt (`metadata.dalle.prompt`) is its text."""
+    kind = {"image_asset_pointer": "image", "audio_asset_pointer": "audio"}.get(ptype, "video")
+    pmeta = part.get("metadata")
+    if not isinstance(pmeta, dict):
+        pmeta = {}
+    dalle = pmeta.get("dalle")
+    if not isinstance(dalle, dict):
+        dalle = {}
+    pointer = part.get("asset_pointer")
+    if not pointer and isinstance(part.get("audio_asset_pointer"), dict):
+        pointer = part["audio_asset_pointer"].get("asset_pointer")
+    size = part.get("size_bytes")
+    pointer = pointer if isinstance(pointer, str) else None
+    return Attachment.fast(
+        kind=kind,
+        id=asset_id(pointer),
+        pointer=pointer,
+        size=int(size) if isinstance(size, int) else None,  # (a bool as pydantic reads it: 0 or 1)
+        text=text_or_none(dalle.get("prompt")),
+    )
+
+
+def _output_text(content: dict[str, Any], ctype: str, extra: dict[str, Any]) -> str:
+    """Code, its output, a system error (`name: text`) or a computer's output; code's language into `extra`."""
+    if ctype == "code" and content.get("language"):
+        extra["language"] = content.get("language")
+    text = _text_of(content.get("text"))
+    if ctype == "system_error" and content.get("name"):
+        text = f"{content.get('name')}: {text}" if text else _text_of(content.get("name"))
+    return text
+
+
+def _thoughts_text(content: dict[str, Any]) -> str:
+    """A reasoning model's thoughts: each one's summary over its content, a blank line between them."""
+    pieces = []
+    for thought in content.get("thoughts") or []:
+        if isinstance(thought, dict):
+            summary, body = _text_of(thought.get("summary")), _text_of(thought.get("content"))
+            pieces.append(f"{summary}\n{body}".strip() if summary else body)
+    return "\n\n".join(p for p in pieces if p)
+
+
 def _without_markers(text: str) -> tuple[str, list[tuple[int, int, str]]]:
     """The text without its citation markers, and each marker as (its index in `text`, its index in
     the text without them, the marker itself)."""
@@ -549,45 +594,56 @@ def _without_markers(text: str) -> tuple[str, list[tuple[int, int, str]]]:
     return "".join(pieces), marks
 
 
-def _citations_from_metadata(metadata: dict[str, Any], marks: list[tuple[int, int, str]] = ()) -> list[Citation]:
-    """The message's citations; the ones the export ties to a marker (`marks`, see `_without_markers`)
-    carry the marker's place in the visible text as `offset`."""
-    out: list[Citation] = []
-    seen: set[tuple[str | None, str | None]] = set()
-    placed: set[tuple[str | None, str | None, int]] = set()
-    at_start = {start: (offset, marker) for start, offset, marker in marks}
-    by_marker: dict[str, list[int]] = {}  # the places of each marker not yet taken by a citation
-    for _, offset, marker in marks:
-        by_marker.setdefault(marker, []).append(offset)
+class _Citations:
+    """A message's citations as they are added: each source once where the export does not place
+    it, once per place where it does (`offset`, see `_without_markers`)."""
 
-    def place(start: Any, marker: Any) -> int | None:
-        if type(start) is int and start in at_start:
-            offset, found = at_start[start]
-            if offset in by_marker[found]:
-                by_marker[found].remove(offset)
+    def __init__(self, marks: list[tuple[int, int, str]]) -> None:
+        self.out: list[Citation] = []
+        self.seen: set[tuple[str | None, str | None]] = set()
+        self.placed: set[tuple[str | None, str | None, int]] = set()
+        self.at_start = {start: (offset, marker) for start, offset, marker in marks}
+        self.by_marker: dict[str, list[int]] = {}  # the places of each marker not yet taken by a citation
+        for _, offset, marker in marks:
+            self.by_marker.setdefault(marker, []).append(offset)
+
+    def place(self, start: Any, marker: Any) -> int | None:
+        """The offset of the marker at `start` in the text as written, else the next place of `marker`."""
+        if type(start) is int and start in self.at_start:
+            offset, found = self.at_start[start]
+            if offset in self.by_marker[found]:
+                self.by_marker[found].remove(offset)
             return offset
-        offsets = by_marker.get(marker) if isinstance(marker, str) else None
+        offsets = self.by_marker.get(marker) if isinstance(marker, str) else None
         return offsets.pop(0) if offsets else None  # the next place this marker stands
 
-    def add(title: Any, url: Any, snippet: Any = None, source: Any = None, offset: int | None = None) -> None:
-        kw = {"title": text_or_none(title), "url": text_or_none(url), "snippet": text_or_none(snippet), "source": text_or_none(source)}
-        if not (kw["url"] or kw["title"]):
+    def add(self, title: Any, url: Any, snippet: Any = None, source: Any = None, offset: int | None = None) -> None:
+        url_text, title_text = text_or_none(url), text_or_none(title)
+        if not (url_text or title_text):
             return
-        key = (kw["url"], kw["title"])
+        key = (url_text, title_text)
         if offset is None:
-            if key in seen:
+            if key in self.seen:
                 return
-        elif (*key, offset) in placed:
+        elif (*key, offset) in self.placed:
             return
         else:
-            placed.add((*key, offset))
-            kw["offset"] = offset
-        seen.add(key)
-        out.append(Citation.fast(**kw))
+            self.placed.add((*key, offset))
+        self.seen.add(key)
+        self.out.append(Citation.fast(title=title_text, url=url_text, snippet=text_or_none(snippet), source=text_or_none(source),
+                                      **({} if offset is None else {"offset": offset})))
 
+
+def _citations_from_metadata(metadata: dict[str, Any], marks: list[tuple[int, int, str]] | None = None) -> list[Citation]:
+    """The message's citations; the ones the export ties to a marker (`marks`, see `_without_markers`)
+    carry the marker's place in the visible text as `offset`."""
+    cites = _Citations(marks or [])
+    place, add = cites.place, cites.add
     for cit in metadata.get("citations") or []:
         if isinstance(cit, dict):
-            m = cit.get("metadata") if isinstance(cit.get("metadata"), dict) else cit
+            m = cit.get("metadata")
+            if not isinstance(m, dict):
+                m = cit
             add(m.get("title"), m.get("url"), m.get("text"), m.get("type"), place(cit.get("start_ix"), None) if marks else None)
     for ref in metadata.get("content_references") or []:
         if isinstance(ref, dict):
@@ -600,7 +656,7 @@ def _citations_from_metadata(metadata: dict[str, Any], marks: list[tuple[int, in
             for e in group.get("entries") or []:
                 if isinstance(e, dict):
                     add(e.get("title"), e.get("url"), e.get("snippet"), group.get("domain") or e.get("attribution"))
-    return out
+    return cites.out
 
 
 def asset_id(pointer: str | None) -> str | None:
