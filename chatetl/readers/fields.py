@@ -35,6 +35,18 @@ def list_field(record: dict[str, Any], key: str, items: str) -> list[Any]:
     return value
 
 
+def object_or_empty(record: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """`record[key]` when it is a JSON object; else (missing, null, another kind) a new empty one."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_or_empty(record: Mapping[str, Any], key: str) -> list[Any]:
+    """`record[key]` when it is a JSON array; else (missing, null, another kind) a new empty one."""
+    value = record.get(key)
+    return value if isinstance(value, list) else []
+
+
 def text_or_none(value: Any) -> str | None:
     """A non-empty string as it is; anything else (None, "", a number, an object) None."""
     return value if isinstance(value, str) and value else None

@@ -48,7 +48,7 @@ from chatetl.model import (
     ToolResult,
 )
 from chatetl.readers.convert import json_text, raw_bytes
-from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
+from chatetl.readers.fields import expect_object, keep_unknown, known_role, object_or_empty, text_or_none
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
 from chatetl.readers.tree import turn_kind
@@ -166,47 +166,16 @@ def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id:
     parent = text_or_none(raw.get("parent_message_uuid"))
     parent_id = parent if parent != ROOT_PARENT else None
 
-    texts: list[str] = []
-    reasoning: list[str] = []
-    summaries: list[str] = []
-    tool_calls: list[ToolCall] = []
-    tool_results: list[ToolResult] = []
-    citations: list[Citation] = []
-    unknown_blocks: list[Any] = []
-    block_types: list[str] = []
-    other_blocks = False  # thinking / tool blocks seen (the `text` field is then no fallback)
-
+    blocks = _Blocks()
     content = raw.get("content")
     for block in content if isinstance(content, list) else []:
-        btype = block.get("type") if isinstance(block, dict) else None
-        if isinstance(btype, str) and btype not in block_types:
-            block_types.append(btype)
-        if btype == "text":
-            if isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            citations.extend(_text_citations(block.get("citations")))
-        elif btype == "thinking":
-            other_blocks = True
-            if isinstance(block.get("thinking"), str) and block["thinking"]:
-                reasoning.append(block["thinking"])
-            for s in block.get("summaries") or []:
-                if isinstance(s, dict) and isinstance(s.get("summary"), str):
-                    summaries.append(s["summary"])
-        elif btype == "tool_use":
-            other_blocks = True
-            tool_calls.append(_tool_call(block))
-        elif btype == "tool_result":
-            other_blocks = True
-            result, knowledge = _tool_result(block)
-            tool_results.append(result)
-            citations.extend(knowledge)
-        else:
-            report.unknown(f"claude-ai.block:{btype if isinstance(btype, str) else type(block).__name__}")
-            unknown_blocks.append(block)
+        blocks.read(block, report)
+    reasoning, summaries, tool_calls, tool_results = blocks.reasoning, blocks.summaries, blocks.tool_calls, blocks.tool_results
+    block_types, unknown_blocks = blocks.types, blocks.unknown
 
-    visible = "\n\n".join(t.strip("\r\n") for t in texts if t.strip())
+    visible = "\n\n".join(t.strip("\r\n") for t in blocks.texts if t.strip())
     fallback = raw.get("text")
-    if not visible.strip() and not other_blocks and isinstance(fallback, str):
+    if not visible.strip() and not blocks.other and isinstance(fallback, str):
         visible = fallback  # older exports: only `text`; newer: `text` repeats the text blocks
         if not block_types:
             block_types.append("text")
@@ -220,19 +189,7 @@ def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id:
 
     joined_reasoning = "\n\n".join(reasoning) or None
     attachments = _attachments(raw)
-    if visible.strip():
-        kind, text = MessageKind.TURN, visible
-    elif role is Role.USER and not tool_results:  # no text: a turn only with an attachment (the empty-message rule)
-        kind, text = turn_kind(visible, attachments, extra), visible
-    elif tool_calls:
-        kind, text = MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls)
-    elif tool_results:
-        kind, text, role = MessageKind.TOOL_RESULT, "\n\n".join(r.output for r in tool_results if r.output), Role.TOOL
-    elif joined_reasoning:
-        kind, text = MessageKind.REASONING, joined_reasoning
-    else:
-        kind, text = MessageKind.HIDDEN, ""  # an empty assistant message: nothing anyone saw
-        extra["empty"] = True
+    kind, text, role = _kind_text_role(role, visible, attachments, tool_calls, tool_results, joined_reasoning, extra)
 
     return Message.fast(
         message_id=mid,
@@ -246,10 +203,74 @@ def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id:
         reasoning=joined_reasoning,
         tool_calls=tool_calls,
         tool_results=tool_results,
-        citations=citations,
+        citations=blocks.citations,
         attachments=attachments,
         extra=extra,
     )
+
+
+class _Blocks:
+    """What a message's `content` blocks hold, read one block at a time."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.reasoning: list[str] = []
+        self.summaries: list[str] = []
+        self.tool_calls: list[ToolCall] = []
+        self.tool_results: list[ToolResult] = []
+        self.citations: list[Citation] = []
+        self.unknown: list[Any] = []
+        self.types: list[str] = []  # the block types, in the order they first appear
+        self.other = False  # thinking / tool blocks seen (the `text` field is then no fallback)
+
+    def read(self, block: Any, report: ReadReport) -> None:
+        btype = block.get("type") if isinstance(block, dict) else None
+        if isinstance(btype, str) and btype not in self.types:
+            self.types.append(btype)
+        if btype == "text":
+            if isinstance(block.get("text"), str):
+                self.texts.append(block["text"])
+            self.citations.extend(_text_citations(block.get("citations")))
+        elif btype == "thinking":
+            self.other = True
+            self._thinking(block)
+        elif btype == "tool_use":
+            self.other = True
+            self.tool_calls.append(_tool_call(block))
+        elif btype == "tool_result":
+            self.other = True
+            result, knowledge = _tool_result(block)
+            self.tool_results.append(result)
+            self.citations.extend(knowledge)
+        else:
+            report.unknown(f"claude-ai.block:{btype if isinstance(btype, str) else type(block).__name__}")
+            self.unknown.append(block)
+
+    def _thinking(self, block: dict[str, Any]) -> None:
+        if isinstance(block.get("thinking"), str) and block["thinking"]:
+            self.reasoning.append(block["thinking"])
+        for s in block.get("summaries") or []:
+            if isinstance(s, dict) and isinstance(s.get("summary"), str):
+                self.summaries.append(s["summary"])
+
+
+def _kind_text_role(role: Role, visible: str, attachments: list[Attachment], tool_calls: list[ToolCall], tool_results: list[ToolResult],
+                    reasoning: str | None, extra: dict[str, Any]) -> tuple[MessageKind, str, Role]:
+    """(kind, text, role) of a message: a turn with visible text; a user's message without text
+    by the empty-message rule; else its tool calls, its tool results (sent by the tool), its
+    reasoning; else hidden and empty."""
+    if visible.strip():
+        return MessageKind.TURN, visible, role
+    if role is Role.USER and not tool_results:  # no text: a turn only with an attachment (the empty-message rule)
+        return turn_kind(visible, attachments, extra), visible, role
+    if tool_calls:
+        return MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls), role
+    if tool_results:
+        return MessageKind.TOOL_RESULT, "\n\n".join(r.output for r in tool_results if r.output), Role.TOOL
+    if reasoning:
+        return MessageKind.REASONING, reasoning, role
+    extra["empty"] = True
+    return MessageKind.HIDDEN, "", role  # an empty assistant message: nothing anyone saw
 
 
 def _in_time_order(messages: list[Message]) -> list[Message]:
@@ -328,7 +349,7 @@ def _tool_result(block: dict[str, Any]) -> tuple[ToolResult, list[Citation]]:
                     parts.append(item)
                 continue
             if item.get("type") == "knowledge":
-                metadata = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+                metadata = object_or_empty(item, "metadata")
                 title, url, text = text_or_none(item.get("title")), text_or_none(item.get("url")), text_or_none(item.get("text"))
                 citations.append(
                     Citation.fast(title=title, url=url, snippet=text, source=text_or_none(metadata.get("site_domain")) or _domain(url))
@@ -356,11 +377,11 @@ def _text_citations(raw: Any) -> list[Citation]:
     for c in raw if isinstance(raw, list) else []:
         if not isinstance(c, dict):
             continue
-        details = c.get("details") if isinstance(c.get("details"), dict) else {}
+        details = object_or_empty(c, "details")
         url = text_or_none(c.get("url")) or text_or_none(details.get("url"))
         title = text_or_none(c.get("title")) or text_or_none(details.get("title"))
         snippet = text_or_none(c.get("cited_text")) or text_or_none(c.get("text")) or text_or_none(details.get("cited_text"))
-        metadata = c.get("metadata") if isinstance(c.get("metadata"), dict) else {}
+        metadata = object_or_empty(c, "metadata")
         if url or title or snippet:
             out.append(Citation.fast(title=title, url=url, snippet=snippet, source=text_or_none(metadata.get("site_domain")) or _domain(url)))
     return out
