@@ -48,7 +48,7 @@ from chatetl.model import (
     ToolResult,
 )
 from chatetl.readers.convert import json_text, raw_bytes
-from chatetl.readers.fields import expect_object, keep_unknown, known_role, text_or_none
+from chatetl.readers.fields import expect_object, keep_unknown, known_role, list_or_empty, object_or_empty, text_or_none
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import reply_kind
@@ -437,9 +437,9 @@ def _citations(raw: Any) -> list[Citation]:
     for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict):
             continue
-        source = item.get("source") if isinstance(item.get("source"), dict) else {}
-        documents = item.get("document") if isinstance(item.get("document"), list) else []
-        metadata = item.get("metadata") if isinstance(item.get("metadata"), list) else []
+        source = object_or_empty(item, "source")
+        documents = list_or_empty(item, "document")
+        metadata = list_or_empty(item, "metadata")
         for index, document in enumerate(documents or [None]):
             meta = metadata[index] if index < len(metadata) and isinstance(metadata[index], dict) else {}
             ident = meta.get("source") or source.get("id") or source.get("url") or source.get("name")
@@ -460,8 +460,8 @@ def _attachments(raw: Any) -> list[Attachment]:
     for f in raw if isinstance(raw, list) else []:
         if not isinstance(f, dict):
             continue
-        inner = f.get("file") if isinstance(f.get("file"), dict) else {}
-        fmeta = inner.get("meta") if isinstance(inner.get("meta"), dict) else {}
+        inner = object_or_empty(f, "file")
+        fmeta = object_or_empty(inner, "meta")
         url = text_or_none(f.get("url"))
         mime = text_or_none(fmeta.get("content_type")) or text_or_none(f.get("content_type"))
         size = f.get("size") if isinstance(f.get("size"), int) else fmeta.get("size")
@@ -470,7 +470,7 @@ def _attachments(raw: Any) -> list[Attachment]:
             if size is None:
                 size = len(url.split(",", 1)[-1]) * 3 // 4  # the decoded size of the base64 payload
             url = None  # the bytes themselves are no pointer (and would bloat every table row)
-        data = inner.get("data") if isinstance(inner.get("data"), dict) else {}
+        data = object_or_empty(inner, "data")
         kind = "image" if f.get("type") == "image" or (mime or "").startswith("image/") else "file"
         out.append(
             Attachment.fast(
