@@ -56,7 +56,7 @@ from chatetl.model import (
 )
 from chatetl.readers.convert import convert_records, json_text, raw_bytes
 from chatetl.readers.entry import Entry
-from chatetl.readers.fields import text_or_none
+from chatetl.readers.fields import object_or_empty, text_or_none
 from chatetl.readers.jsonscan.records import (
     Shape,
     decoded_line,
@@ -223,10 +223,11 @@ def conversation_from_session(entry: Entry, lines: Iterator[tuple[str, Any]], re
     if len(set(s.session_ids)) > 1:
         meta["session_ids"] = list(dict.fromkeys(s.session_ids))
 
-    times = [m.created_at for m in s.messages if m.created_at is not None]
-    turns = [m for m in s.messages if m.kind is MessageKind.TURN and m.created_at is not None]
+    dated = [(m, m.created_at) for m in s.messages if m.created_at is not None]
+    times = [t for _, t in dated]
+    turns = [(m, t) for m, t in dated if m.kind is MessageKind.TURN]
     # the first visible turn (of the main chain where there is one), not a hook or command line before it
-    started = [m.created_at for m in turns if not m.extra.get("is_sidechain")] or [m.created_at for m in turns] or times
+    started = [t for m, t in turns if not m.extra.get("is_sidechain")] or [t for _, t in turns] or times
     models = Counter(m.model for m in s.messages if m.model)
     conv = Conversation(
         source=Source.CLAUDE_CODE,
@@ -246,38 +247,13 @@ def conversation_from_session(entry: Entry, lines: Iterator[tuple[str, Any]], re
 def _add_line(s: _Session, rec: dict[str, Any], lineno: int, report: ReadReport) -> None:
     ltype = rec.get("type")
     uuid = text_or_none(rec.get("uuid"))
-    sid = rec.get("sessionId")
-    if isinstance(sid, str) and sid and (not s.session_ids or s.session_ids[-1] != sid):
-        s.session_ids.append(sid)
-    for key in ("cwd", "gitBranch", "version"):
-        if key not in s.meta and isinstance(rec.get(key), str) and rec[key]:
-            s.meta[key] = rec[key]
-
+    _note_session(s, rec)
     if ltype not in MESSAGE_LINES:
-        name = ltype if isinstance(ltype, str) else "untyped"
-        report.skip(f"claude-code.line:{name}")
-        if name not in KNOWN_SKIPPED_LINES:
-            report.unknown(f"claude-code.line:{name}")
-        if ltype == "custom-title" and isinstance(rec.get("customTitle"), str) and rec["customTitle"].strip():
-            s.custom_title = rec["customTitle"].strip()
-        if uuid is not None:  # keep the chain running through it
-            parent = rec.get("parentUuid")
-            s.skipped_parent[uuid] = text_or_none(parent)
+        _skip_line(s, rec, ltype, uuid, report)
         return
 
     if ltype == "summary":
-        text = rec.get("summary") if isinstance(rec.get("summary"), str) else ""
-        leaf = rec.get("leafUuid") if isinstance(rec.get("leafUuid"), str) else None
-        if text.strip():
-            s.summaries.append((text.strip(), leaf))
-        msg = Message(
-            message_id=uuid or "",
-            role=Role.SYSTEM,
-            kind=MessageKind.SUMMARY,
-            text=text,
-            content_type="summary",
-            extra={"leaf_uuid": leaf} if leaf else {},
-        )
+        msg = _summary_message(s, rec, uuid)
     elif ltype == "system":
         msg = _system_message(rec)
     else:
@@ -305,6 +281,48 @@ def _add_line(s: _Session, rec: dict[str, Any], lineno: int, report: ReadReport)
     s.by_id[msg.message_id] = msg
 
 
+def _note_session(s: _Session, rec: dict[str, Any]) -> None:
+    """The session ids a file's lines carry, in order, and the first working directory, branch and version."""
+    sid = rec.get("sessionId")
+    if isinstance(sid, str) and sid and (not s.session_ids or s.session_ids[-1] != sid):
+        s.session_ids.append(sid)
+    for key in ("cwd", "gitBranch", "version"):
+        if key not in s.meta and isinstance(rec.get(key), str) and rec[key]:
+            s.meta[key] = rec[key]
+
+
+def _skip_line(s: _Session, rec: dict[str, Any], ltype: Any, uuid: str | None, report: ReadReport) -> None:
+    """A line that is no message: counted (as drift too when its type is unknown), a custom title
+    kept, and its parent kept so the chain runs through it."""
+    name = ltype if isinstance(ltype, str) else "untyped"
+    report.skip(f"claude-code.line:{name}")
+    if name not in KNOWN_SKIPPED_LINES:
+        report.unknown(f"claude-code.line:{name}")
+    custom_title = rec.get("customTitle")
+    if ltype == "custom-title" and isinstance(custom_title, str) and custom_title.strip():
+        s.custom_title = custom_title.strip()
+    if uuid is not None:  # keep the chain running through it
+        parent = rec.get("parentUuid")
+        s.skipped_parent[uuid] = text_or_none(parent)
+
+
+def _summary_message(s: _Session, rec: dict[str, Any], uuid: str | None) -> Message:
+    """A summary line as a SUMMARY message; a summary with text also titles the session."""
+    summary, leaf_uuid = rec.get("summary"), rec.get("leafUuid")
+    text = summary if isinstance(summary, str) else ""
+    leaf = leaf_uuid if isinstance(leaf_uuid, str) else None
+    if text.strip():
+        s.summaries.append((text.strip(), leaf))
+    return Message(
+        message_id=uuid or "",
+        role=Role.SYSTEM,
+        kind=MessageKind.SUMMARY,
+        text=text,
+        content_type="summary",
+        extra={"leaf_uuid": leaf} if leaf else {},
+    )
+
+
 def _system_message(rec: dict[str, Any]) -> Message:
     content = rec.get("content")
     subtype = rec.get("subtype") if isinstance(rec.get("subtype"), str) else None
@@ -318,96 +336,136 @@ def _system_message(rec: dict[str, Any]) -> Message:
 
 
 def _chat_message(rec: dict[str, Any], ltype: str, s: _Session, report: ReadReport) -> Message:
-    raw = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+    raw = object_or_empty(rec, "message")
     content = raw.get("content")
     blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else (content if isinstance(content, list) else [])
     extra: dict[str, Any] = {}
-
-    texts: list[str] = []
-    injected: list[str] = []
-    reasoning: list[str] = []
-    redacted = False
-    tool_calls: list[ToolCall] = []
-    tool_results: list[ToolResult] = []
-    attachments: list[Attachment] = []
-    unknown: list[Any] = []
-    types: list[str] = []
+    read = _Blocks(ltype)
     for block in blocks:
+        read.block(block, s, report)
+    if read.unknown:
+        extra["unknown_blocks"] = read.unknown
+    if read.injected and (read.texts or read.tool_results):
+        extra["injected"] = read.injected
+
+    visible = "\n\n".join(t.strip("\r\n") for t in read.texts if t.strip())
+    joined_reasoning = "\n\n".join(read.reasoning) or None
+    kind, text, role = _kind_text_role(rec, ltype, read, visible, joined_reasoning, extra)
+    model = _model_and_api_fields(raw, ltype, extra)
+    return Message(
+        message_id=rec.get("uuid") if isinstance(rec.get("uuid"), str) else "",
+        role=role,
+        kind=kind,
+        text=text,
+        model=model,
+        content_type=",".join(read.types) or None,
+        reasoning=joined_reasoning,
+        tool_calls=read.tool_calls,
+        tool_results=read.tool_results,
+        attachments=read.attachments,
+        extra=extra,
+    )
+
+
+class _Blocks:
+    """What a user or assistant line's content blocks hold, read one block at a time."""
+
+    def __init__(self, ltype: str) -> None:
+        self.ltype = ltype
+        self.texts: list[str] = []
+        self.injected: list[str] = []  # what Claude Code put into the user's line (reminders, command output ...)
+        self.reasoning: list[str] = []
+        self.redacted = False
+        self.tool_calls: list[ToolCall] = []
+        self.tool_results: list[ToolResult] = []
+        self.attachments: list[Attachment] = []
+        self.unknown: list[Any] = []
+        self.types: list[str] = []  # the block types, in the order they first appear
+
+    def block(self, block: Any, s: _Session, report: ReadReport) -> None:
         btype = block.get("type") if isinstance(block, dict) else None
-        if isinstance(btype, str) and btype not in types:
-            types.append(btype)
+        if isinstance(btype, str) and btype not in self.types:
+            self.types.append(btype)
         if btype == "text":
-            text = block.get("text") if isinstance(block.get("text"), str) else ""
-            if ltype == "user" and _INJECTED.match(text):
-                injected.append(text)
-                continue
-            if ltype == "user" and "<ide_" in text:
-                text = _without_ide_context(text, injected)
-            if text or not injected:
-                texts.append(text)
+            self._text(block)
         elif btype == "thinking":
-            if isinstance(block.get("thinking"), str) and block["thinking"]:
-                reasoning.append(block["thinking"])
+            thinking = block.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                self.reasoning.append(thinking)
             else:
-                redacted = True
+                self.redacted = True
         elif btype == "redacted_thinking":
-            redacted = True
+            self.redacted = True
         elif btype in ("tool_use", "server_tool_use"):
-            call_id = block.get("id") if isinstance(block.get("id"), str) else None
-            name = block.get("name") if isinstance(block.get("name"), str) else None
-            if call_id and name:
-                s.tool_names[call_id] = name
-            tool_calls.append(ToolCall(id=call_id, name=name, input=json_text(block.get("input"))))
+            self._tool_call(block, s)
         elif btype == "tool_result" or (isinstance(btype, str) and btype.endswith("_tool_result")):
             output, images = _result_output(block.get("content"))
-            attachments.extend(images)
-            tool_results.append(
-                ToolResult(
-                    tool_call_id=text_or_none(block.get("tool_use_id")),
-                    output=output,
-                    is_error=block.get("is_error") is True,
-                )
+            self.attachments.extend(images)
+            self.tool_results.append(
+                ToolResult(tool_call_id=text_or_none(block.get("tool_use_id")), output=output, is_error=block.get("is_error") is True)
             )
         elif btype in ("image", "document"):
-            source = block.get("source") if isinstance(block.get("source"), dict) else {}
+            source = object_or_empty(block, "source")
             media = source.get("media_type") if isinstance(source.get("media_type"), str) else None
-            attachments.append(Attachment(kind="image" if btype == "image" else "file", mime_type=media))
+            self.attachments.append(Attachment(kind="image" if btype == "image" else "file", mime_type=media))
         else:
             report.unknown(f"claude-code.block:{btype if isinstance(btype, str) else type(block).__name__}")
-            unknown.append(block)
-    if unknown:
-        extra["unknown_blocks"] = unknown
-    if injected and (texts or tool_results):
-        extra["injected"] = injected
+            self.unknown.append(block)
 
-    visible = "\n\n".join(t.strip("\r\n") for t in texts if t.strip())
-    joined_reasoning = "\n\n".join(reasoning) or None
+    def _text(self, block: dict[str, Any]) -> None:
+        raw_text = block.get("text")
+        text = raw_text if isinstance(raw_text, str) else ""
+        if self.ltype == "user" and _INJECTED.match(text):
+            self.injected.append(text)
+            return
+        if self.ltype == "user" and "<ide_" in text:
+            text = _without_ide_context(text, self.injected)
+        if text or not self.injected:
+            self.texts.append(text)
+
+    def _tool_call(self, block: dict[str, Any], s: _Session) -> None:
+        call_id = block.get("id") if isinstance(block.get("id"), str) else None
+        name = block.get("name") if isinstance(block.get("name"), str) else None
+        if call_id and name:
+            s.tool_names[call_id] = name
+        self.tool_calls.append(ToolCall(id=call_id, name=name, input=json_text(block.get("input"))))
+
+
+def _kind_text_role(rec: dict[str, Any], ltype: str, read: _Blocks, visible: str, reasoning: str | None,
+                    extra: dict[str, Any]) -> tuple[MessageKind, str, Role]:
+    """(kind, text, role): a compaction summary; a user line's tool results (sent by the tool), its
+    prompt, else hidden (meta lines, commands, reminders); an assistant's text, else its tool calls,
+    tool results, reasoning (redacted or not); else hidden and empty."""
     role = Role.ASSISTANT if ltype == "assistant" else Role.USER
+    tool_results, injected, attachments = read.tool_results, read.injected, read.attachments
     results_text = "\n\n".join(r.output for r in tool_results if r.output)
     if rec.get("isCompactSummary") is True:
-        kind, text = MessageKind.SUMMARY, visible or "\n\n".join(injected)
-    elif ltype == "user" and tool_results:
-        kind, text, role = MessageKind.TOOL_RESULT, results_text, Role.TOOL
-        if visible:
-            extra["text"] = visible
-    elif ltype == "user" and rec.get("isMeta") is not True and (visible.strip() or attachments or not injected):
-        kind, text = turn_kind(visible, attachments, extra), visible  # a prompt, an image alone; else empty
-    elif ltype == "user":
-        kind, text = MessageKind.HIDDEN, visible or "\n\n".join(injected)  # meta lines, commands, reminders
-    elif visible.strip():
-        kind, text = MessageKind.TURN, visible
-    elif tool_calls:
-        kind, text = MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls)
-    elif tool_results:
-        kind, text, role = MessageKind.TOOL_RESULT, results_text, Role.TOOL
-    elif joined_reasoning or redacted:
-        kind, text = MessageKind.REASONING, joined_reasoning or ""
-        if redacted and not joined_reasoning:
+        return MessageKind.SUMMARY, visible or "\n\n".join(injected), role
+    if ltype == "user":
+        if tool_results:
+            if visible:
+                extra["text"] = visible
+            return MessageKind.TOOL_RESULT, results_text, Role.TOOL
+        if rec.get("isMeta") is not True and (visible.strip() or attachments or not injected):
+            return turn_kind(visible, attachments, extra), visible, role  # a prompt, an image alone; else empty
+        return MessageKind.HIDDEN, visible or "\n\n".join(injected), role  # meta lines, commands, reminders
+    if visible.strip():
+        return MessageKind.TURN, visible, role
+    if read.tool_calls:
+        return MessageKind.TOOL_CALL, "\n".join(c.input for c in read.tool_calls), role
+    if tool_results:
+        return MessageKind.TOOL_RESULT, results_text, Role.TOOL
+    if reasoning or read.redacted:
+        if read.redacted and not reasoning:
             extra["redacted"] = True
-    else:
-        kind, text = MessageKind.HIDDEN, ""  # e.g. the "\n\n" text chunk that opens a split response
-        extra["empty"] = True
+        return MessageKind.REASONING, reasoning or "", role
+    extra["empty"] = True
+    return MessageKind.HIDDEN, "", role  # e.g. the "\n\n" text chunk that opens a split response
 
+
+def _model_and_api_fields(raw: dict[str, Any], ltype: str, extra: dict[str, Any]) -> str | None:
+    """The message's model (none where Claude Code wrote it itself: `extra["synthetic"]`); an
+    assistant message's API id, stop reason and usage into `extra`."""
     model = text_or_none(raw.get("model"))
     if model == "<synthetic>":  # written by Claude Code itself, not by a model
         extra["synthetic"] = True
@@ -415,20 +473,7 @@ def _chat_message(rec: dict[str, Any], ltype: str, s: _Session, report: ReadRepo
     for key, name in (("id", "api_message_id"), ("stop_reason", "stop_reason"), ("usage", "usage")):
         if raw.get(key) is not None and ltype == "assistant":
             extra[name] = raw[key]
-
-    return Message(
-        message_id=rec.get("uuid") if isinstance(rec.get("uuid"), str) else "",
-        role=role,
-        kind=kind,
-        text=text,
-        model=model,
-        content_type=",".join(types) or None,
-        reasoning=joined_reasoning,
-        tool_calls=tool_calls,
-        tool_results=tool_results,
-        attachments=attachments,
-        extra=extra,
-    )
+    return model
 
 
 def _result_output(content: Any) -> tuple[str, list[Attachment]]:
@@ -446,7 +491,7 @@ def _result_output(content: Any) -> tuple[str, list[Attachment]]:
         elif isinstance(item, dict) and isinstance(item.get("url"), str):  # search results
             parts.append("\n".join(v for v in (item.get("title"), item["url"]) if isinstance(v, str) and v))
         elif isinstance(item, dict) and item.get("type") == "image":
-            source = item.get("source") if isinstance(item.get("source"), dict) else {}
+            source = object_or_empty(item, "source")
             media = source.get("media_type") if isinstance(source.get("media_type"), str) else None
             images.append(Attachment(kind="image", mime_type=media))
         elif item is not None:
