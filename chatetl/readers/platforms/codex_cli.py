@@ -29,7 +29,7 @@ from typing import Any
 from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.convert import convert_records, json_text, raw_bytes
 from chatetl.readers.entry import Entry
-from chatetl.readers.fields import text_or_none
+from chatetl.readers.fields import list_or_empty, object_or_empty, text_or_none
 from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.platforms.claude_code import session_lines
 from chatetl.readers.report import ReadReport
@@ -57,7 +57,7 @@ def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conv
         def convert_whole(record: Any, where: str) -> Conversation | None:
             if not isinstance(record, dict) or not isinstance(record.get("session"), dict):
                 raise TypeError("a Codex session object has `session` and `items`")
-            items = record.get("items") if isinstance(record.get("items"), list) else []
+            items = list_or_empty(record, "items")
             lines = [("line 1", record["session"])] + [(f"line {n}", item) for n, item in enumerate(items, start=2)]
             return conversation_from_rollout(entry, iter(lines), report)
 
@@ -263,11 +263,12 @@ def _content(content: Any) -> tuple[list[str], list[Attachment], list[str]]:
     for block in content if isinstance(content, list) else []:
         if not isinstance(block, dict):
             continue
-        btype = block.get("type") if isinstance(block.get("type"), str) else "untyped"
+        raw_type, text = block.get("type"), block.get("text")
+        btype = raw_type if isinstance(raw_type, str) else "untyped"
         if btype not in types:
             types.append(btype)
-        if isinstance(block.get("text"), str):
-            texts.append(block["text"])
+        if isinstance(text, str):
+            texts.append(text)
         elif btype in ("input_image", "image"):
             url = block.get("image_url")
             pointer = url if isinstance(url, str) and not url.startswith("data:") else None
@@ -300,7 +301,7 @@ def _message(item: dict[str, Any], r: _Rollout) -> Message:
 def _reasoning(item: dict[str, Any]) -> Message:
     parts: list[str] = []
     for key in ("summary", "content"):
-        for block in item.get(key) if isinstance(item.get(key), list) else []:
+        for block in list_or_empty(item, key):
             if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"].strip():
                 parts.append(block["text"])
     text = "\n\n".join(parts)
@@ -342,7 +343,7 @@ def _output(item: dict[str, Any]) -> Message:
         except ValueError:
             parsed = None
         if isinstance(parsed, dict) and "output" in parsed:  # {"output": ..., "metadata": {"exit_code", ...}}
-            metadata = parsed.get("metadata") if isinstance(parsed.get("metadata"), dict) else {}
+            metadata = object_or_empty(parsed, "metadata")
             extra.update({k: metadata[k] for k in ("exit_code", "duration_seconds") if k in metadata})
             output = parsed["output"]
             is_error = isinstance(metadata.get("exit_code"), int) and metadata["exit_code"] != 0
