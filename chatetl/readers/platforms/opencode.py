@@ -19,7 +19,7 @@ from typing import Any
 
 from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.convert import Convert, json_text
-from chatetl.readers.fields import text_or_none
+from chatetl.readers.fields import list_or_empty, object_or_empty, text_or_none
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
 from chatetl.readers.tree import turn_kind
@@ -59,13 +59,13 @@ def conversation_from_bundle(record: Any, report: ReadReport) -> Conversation | 
         for m in made:
             m.parent_id = previous
             previous = m.message_id
-        last_of[mid] = previous
+        last_of[mid] = made[-1].message_id
         messages.extend(made)
     if not messages:
         report.skip("opencode session without messages")
         return None
 
-    times = info.get("time") if isinstance(info.get("time"), dict) else {}
+    times = object_or_empty(info, "time")
     meta: dict[str, Any] = {"session_id": session_id}
     for key, name in (("directory", "cwd"), ("projectID", "projectID"), ("version", "version"), ("slug", "slug"),
                       ("parentID", "parent_session_id"), ("summary", "summary"), ("revert", "revert")):
@@ -118,7 +118,7 @@ def _model(minfo: dict[str, Any]) -> str | None:
 
 def _messages(mid: str, minfo: dict[str, Any], item: dict[str, Any], report: ReadReport) -> list[Message]:
     role = Role.ASSISTANT if minfo.get("role") == "assistant" else Role.USER
-    times = minfo.get("time") if isinstance(minfo.get("time"), dict) else {}
+    times = object_or_empty(minfo, "time")
     if not times and isinstance(minfo.get("metadata"), dict) and isinstance(minfo["metadata"].get("time"), dict):
         times = minfo["metadata"]["time"]  # v1
     created = parse_time(times.get("created"))
@@ -127,7 +127,7 @@ def _messages(mid: str, minfo: dict[str, Any], item: dict[str, Any], report: Rea
     path = minfo.get("path")
     if isinstance(path, dict) and isinstance(path.get("cwd"), str):
         extra["cwd"] = path["cwd"]
-    parts = item.get("parts") if isinstance(item.get("parts"), list) else []
+    parts = list_or_empty(item, "parts")
     parts = sorted((p for p in parts if isinstance(p, dict)), key=lambda p: str(p.get("id") or ""))
     out: list[Message] = []
     for n, part in enumerate(parts):
@@ -144,10 +144,11 @@ def _messages(mid: str, minfo: dict[str, Any], item: dict[str, Any], report: Rea
 
 def _part(pid: str, part: dict[str, Any], role: Role, model: str | None, created: Any, report: ReadReport) -> list[Message]:
     ptype = part.get("type") if isinstance(part.get("type"), str) else "untyped"
-    ptimes = part.get("time") if isinstance(part.get("time"), dict) else {}
+    ptimes = object_or_empty(part, "time")
     when = parse_time(ptimes.get("start")) or created
+    raw_text = part.get("text")
     if ptype == "text":
-        text = part.get("text") if isinstance(part.get("text"), str) else ""
+        text = raw_text if isinstance(raw_text, str) else ""
         extra: dict[str, Any] = {}
         hidden = part.get("synthetic") is True or part.get("ignored") is True
         if hidden:
@@ -156,7 +157,7 @@ def _part(pid: str, part: dict[str, Any], role: Role, model: str | None, created
         return [Message(message_id=pid, role=role, kind=kind, text=text, model=model, created_at=when, content_type=ptype,
                         extra=extra)]
     if ptype == "reasoning":
-        text = part.get("text") if isinstance(part.get("text"), str) else ""
+        text = raw_text if isinstance(raw_text, str) else ""
         return [Message(message_id=pid, role=Role.ASSISTANT, kind=MessageKind.REASONING, text=text, reasoning=text or None,
                         model=model, created_at=when, content_type=ptype)]
     if ptype == "file":
@@ -180,13 +181,13 @@ def _part(pid: str, part: dict[str, Any], role: Role, model: str | None, created
 
 
 def _tool(pid: str, part: dict[str, Any], model: str | None, when: Any) -> list[Message]:
-    state = part.get("state") if isinstance(part.get("state"), dict) else {}
+    state = object_or_empty(part, "state")
     name = text_or_none(part.get("tool"))
     call_id = text_or_none(part.get("callID")) or pid
     status = state.get("status") if isinstance(state.get("status"), str) else None
     call = ToolCall(id=call_id, name=name, input=json_text(state.get("input")))
     extra: dict[str, Any] = {"status": status} if status else {}
-    metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+    metadata = object_or_empty(state, "metadata")
     if isinstance(metadata.get("sessionId"), str):  # a `task` tool's sub-agent session
         extra["child_session_id"] = metadata["sessionId"]
     out = [Message(message_id=pid, role=Role.ASSISTANT, kind=MessageKind.TOOL_CALL, text=call.input, model=model,
@@ -194,7 +195,7 @@ def _tool(pid: str, part: dict[str, Any], model: str | None, when: Any) -> list[
     if status in ("completed", "error"):
         failed = status == "error"
         output = json_text(state.get("error") if failed else state.get("output"))
-        times = state.get("time") if isinstance(state.get("time"), dict) else {}
+        times = object_or_empty(state, "time")
         result_extra: dict[str, Any] = {"title": state["title"]} if isinstance(state.get("title"), str) else {}
         out.append(Message(message_id=f"{pid}:result", role=Role.TOOL, kind=MessageKind.TOOL_RESULT, text=output,
                            author_name=name, created_at=parse_time(times.get("end")) or when, content_type="tool",
