@@ -40,7 +40,8 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict
 from urllib.parse import urlparse
 
 from chatetl.model import (
@@ -60,6 +61,8 @@ from chatetl.readers.fields import (
     keep_unknown,
     known_role,
     list_field,
+    list_or_empty,
+    object_or_empty,
     text_or_none,
 )
 from chatetl.readers.report import ReadReport
@@ -113,7 +116,7 @@ def conversation_from_ai_studio(record: dict[str, Any], report: ReadReport, titl
     meta: dict[str, Any] = {}
     keep_unknown(record, KNOWN_PROMPT_FIELDS, meta, report, "ai-studio.prompt_field")
     keep_unknown(chunked, KNOWN_CHUNKED_FIELDS, meta, report, "ai-studio.chunked_prompt_field")
-    settings = record.get("runSettings") if isinstance(record.get("runSettings"), dict) else {}
+    settings = object_or_empty(record, "runSettings")
     if settings:
         meta["run_settings"] = settings
     pending = [p for where in (chunked, record) if isinstance(where.get("pendingInputs"), list) for p in where["pendingInputs"] if _has_content(p)]
@@ -160,8 +163,9 @@ def _instruction_text(raw: Any) -> str | None:
         return raw or None
     if not isinstance(raw, dict):
         return None
-    if text_or_none(raw.get("text")):
-        return raw["text"]
+    text = text_or_none(raw.get("text"))
+    if text:
+        return text
     parts = [p["text"] for p in raw.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"]]
     return "\n\n".join(parts) or None
 
@@ -171,11 +175,57 @@ def _prompt_id(title: str, system: str | None, chunks: list[Any]) -> str:
     first = next((c for c in chunks if isinstance(c, dict)), {})
     opening = {k: first.get(k) for k in ("role", "text", *(key for key, _ in _DRIVE), "youtubeVideo") if first.get(k) is not None}
     for key, _ in _INLINE:  # inline bytes by their hash: small to keep, still telling two uploads apart
-        data = first.get(key).get("data") if isinstance(first.get(key), dict) else None
+        data = object_or_empty(first, key).get("data")
         if isinstance(data, str):
             opening[key] = hashlib.sha256(data.encode()).hexdigest()
     digest = hashlib.sha256(json.dumps([system, opening], sort_keys=True, ensure_ascii=False).encode()).hexdigest()
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ai-studio:{title}:{digest}"))
+
+
+class _Turn(TypedDict):
+    """The turn being gathered from consecutive content chunks of one role."""
+
+    index: int | str  # the first chunk's
+    role: Role
+    texts: list[str]
+    reasoning: list[str]
+    attachments: list[Attachment]
+    citations: list[Citation]
+    created_at: datetime | None
+    tokens: int
+    types: list[str]
+    extra: dict[str, Any]
+    chunks: int
+
+
+class _Thought(TypedDict):
+    """The thinking being gathered from consecutive thought chunks."""
+
+    index: int | str
+    texts: list[str]
+    created_at: datetime | None
+    tokens: int
+    extra: dict[str, Any]
+
+
+def _tool_key(chunk: dict[str, Any], parts: list[dict[str, Any]]) -> str | None:
+    """The tool field (a call, its code, a result) a chunk without text holds, itself or in a part."""
+    tool = next((k for k in _TOOL_KEYS if chunk.get(k) is not None), None)
+    if tool is None and parts:
+        tool = next((k for p in parts for k in _TOOL_KEYS if p.get(k) is not None), None)
+    return tool
+
+
+def _keep_chunk_fields(chunk: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Why a chunk ended, how it branched and whether it was edited, into `extra`."""
+    if chunk.get("finishReason") is not None:
+        extra["finish_reason"] = chunk["finishReason"]
+    if chunk.get("branchChildren"):
+        extra["branch_children"] = chunk["branchChildren"]
+    if chunk.get("branchParent") is not None:
+        extra["branch_parent"] = chunk["branchParent"]
+    if chunk.get("isEdited") is True:
+        extra["edited"] = True
 
 
 class _Chain:
@@ -185,8 +235,8 @@ class _Chain:
     def __init__(self, conv_id: str, report: ReadReport, file: str, place: str) -> None:
         self.conv_id, self.report, self.file, self.place = conv_id, report, file, place
         self.messages: list[Message] = []
-        self.turn: dict[str, Any] | None = None  # the turn being gathered
-        self.thought: dict[str, Any] | None = None  # the thinking being gathered
+        self.turn: _Turn | None = None
+        self.thought: _Thought | None = None
         self.open_calls: list[str] = []  # tool calls not yet answered, oldest first
 
     def add(self, message: Message) -> None:
@@ -201,53 +251,35 @@ class _Chain:
             return
         get = chunk.get
         extra: dict[str, Any] = {}
-        role = ROLES.get(get("role")) if isinstance(get("role"), str) else None
-        if role is None:
-            role = known_role(ROLES, get("role"), self.report, drift="ai-studio.role", extra=extra, keep_as="raw_role", default=Role.ASSISTANT)
+        role = self._role(chunk, extra)
         keep_unknown(chunk, KNOWN_CHUNK_FIELDS, extra, self.report, "ai-studio.chunk_field")
         text = get("text")
         if not isinstance(text, str):
             text = ""
-        parts: list[dict] = []
+        parts: list[dict[str, Any]] = []
         part_texts: list[tuple[str, bool]] = []
         if get("parts"):
-            parts = [p for p in get("parts") if isinstance(p, dict)] if isinstance(get("parts"), list) else []
+            parts = [p for p in list_or_empty(chunk, "parts") if isinstance(p, dict)]
             if (len(parts) > 1 or text.strip()) and any(p.get(k) is not None for p in parts for k in _TOOL_KEYS):
                 self._in_part_order(index, chunk, role, text, parts)
                 return
-            unknown: dict[str, Any] = {}
-            for part in parts:
-                keep_unknown(part, KNOWN_PART_FIELDS, unknown, self.report, "ai-studio.part_field")
-                if isinstance(part.get("text"), str) and part["text"]:
-                    part_texts.append((part["text"], part.get("thought") is True))
-            if unknown:
-                extra["part_fields"] = unknown
+            part_texts = self._part_texts(parts, extra)
         when = parse_iso_time(get("createTime") or get("timestamp"))
         tokens = get("tokenCount")
         if not isinstance(tokens, int):
             tokens = 0
 
         if get("isThought") is True or (part_texts and all(t for _, t in part_texts)):
-            self._end_turn()
-            thought = self.thought
-            if thought is None:
-                thought = self.thought = {"index": index, "texts": [], "created_at": when, "tokens": 0, "extra": extra}
-            thought["texts"].append(text or "\n\n".join(t for t, _ in part_texts))
-            thought["tokens"] += tokens
-            if get("thinkingBudget") is not None:
-                thought["extra"]["thinking_budget"] = chunk["thinkingBudget"]
+            self._add_thought(index, chunk, text or "\n\n".join(t for t, _ in part_texts), when, tokens, extra)
             return
         if self.thought is not None:
             self._end_thought()
 
-        if not text.strip():
-            tool = next((k for k in _TOOL_KEYS if get(k) is not None), None)
-            if tool is None and parts:
-                tool = next((k for p in parts for k in _TOOL_KEYS if p.get(k) is not None), None)
-            if tool is not None:
-                self._end_turn()
-                self._tool(index, chunk, parts, tool, role, when, tokens, extra)
-                return
+        tool = None if text.strip() else _tool_key(chunk, parts)
+        if tool is not None:
+            self._end_turn()
+            self._tool(index, chunk, parts, tool, role, when, tokens, extra)
+            return
         error = text_or_none(get("errorMessage"))
         attachments = _attachments(chunk, parts) if parts or not _UPLOAD_KEYS.isdisjoint(chunk) else []
         visible = text or "".join(t for t, is_thought in part_texts if not is_thought)
@@ -259,7 +291,49 @@ class _Chain:
             return
         if error:
             extra["error"] = error
+        turn = self._turn_of(index, role, when)
+        turn["chunks"] += 1
+        turn["tokens"] += tokens
+        self._gather(turn, visible if has_text else "", part_texts, attachments)
+        if get("grounding") is not None:
+            turn["citations"].extend(_citations(chunk["grounding"]))
+        _keep_chunk_fields(chunk, extra)
+        if extra:
+            turn["extra"].update(extra)
 
+    def _role(self, chunk: dict[str, Any], extra: dict[str, Any]) -> Role:
+        name = chunk.get("role")
+        role = ROLES.get(name) if isinstance(name, str) else None
+        if role is None:
+            role = known_role(ROLES, name, self.report, drift="ai-studio.role", extra=extra, keep_as="raw_role", default=Role.ASSISTANT)
+        return role
+
+    def _part_texts(self, parts: list[dict[str, Any]], extra: dict[str, Any]) -> list[tuple[str, bool]]:
+        """(text, is a thought) of each part with text; the parts' unknown fields into `extra`."""
+        part_texts: list[tuple[str, bool]] = []
+        unknown: dict[str, Any] = {}
+        for part in parts:
+            keep_unknown(part, KNOWN_PART_FIELDS, unknown, self.report, "ai-studio.part_field")
+            if isinstance(part.get("text"), str) and part["text"]:
+                part_texts.append((part["text"], part.get("thought") is True))
+        if unknown:
+            extra["part_fields"] = unknown
+        return part_texts
+
+    def _add_thought(self, index: int | str, chunk: dict[str, Any], text: str, when: datetime | None, tokens: int,
+                     extra: dict[str, Any]) -> None:
+        """A thought chunk: ends the turn, joins the thinking being gathered (or starts it)."""
+        self._end_turn()
+        thought = self.thought
+        if thought is None:
+            thought = self.thought = {"index": index, "texts": [], "created_at": when, "tokens": 0, "extra": extra}
+        thought["texts"].append(text)
+        thought["tokens"] += tokens
+        if chunk.get("thinkingBudget") is not None:
+            thought["extra"]["thinking_budget"] = chunk["thinkingBudget"]
+
+    def _turn_of(self, index: int | str, role: Role, when: datetime | None) -> _Turn:
+        """The turn a content chunk of `role` joins: the one being gathered, else a new one (the other ended)."""
         turn = self.turn
         if turn is None or turn["role"] is not role:
             self._end_turn()
@@ -267,10 +341,13 @@ class _Chain:
                 "index": index, "role": role, "texts": [], "reasoning": [], "attachments": [], "citations": [],
                 "created_at": when, "tokens": 0, "types": [], "extra": {}, "chunks": 0,
             }
-        turn["chunks"] += 1
-        turn["tokens"] += tokens
+        return turn
+
+    @staticmethod
+    def _gather(turn: _Turn, visible: str, part_texts: list[tuple[str, bool]], attachments: list[Attachment]) -> None:
+        """A chunk's visible text, its thought parts and its attachments into the turn."""
         types = turn["types"]
-        if has_text:
+        if visible:
             turn["texts"].append(visible)
             if "text" not in types:
                 types.append("text")
@@ -281,20 +358,8 @@ class _Chain:
         if attachments:
             turn["attachments"].extend(attachments)
             types.extend(kind for kind in dict.fromkeys(a.kind for a in attachments) if kind not in types)
-        if get("grounding") is not None:
-            turn["citations"].extend(_citations(chunk["grounding"]))
-        if get("finishReason") is not None:
-            extra["finish_reason"] = chunk["finishReason"]
-        if get("branchChildren"):
-            extra["branch_children"] = chunk["branchChildren"]
-        if get("branchParent") is not None:
-            extra["branch_parent"] = chunk["branchParent"]
-        if get("isEdited") is True:
-            extra["edited"] = True
-        if extra:
-            turn["extra"].update(extra)
 
-    def _in_part_order(self, index: int | str, chunk: dict[str, Any], role: Role, text: str, parts: list[dict]) -> None:
+    def _in_part_order(self, index: int | str, chunk: dict[str, Any], role: Role, text: str, parts: list[dict[str, Any]]) -> None:
         """A chunk whose parts hold code or function calls beside text (or several of them): each
         part read in its order, as chunks of their own; text parts gather into the turn around
         them, each call and result is its message. The chunk's `text`, when set, is the whole of
@@ -324,11 +389,12 @@ class _Chain:
         for k, seg in enumerate(segments):
             self.chunk(index if k == 0 else f"{index}.{k}", {**when, **seg})
 
-    def _tool(self, index: int | str, chunk: dict[str, Any], parts: list[dict], key: str, role: Role, when: Any, tokens: int, extra: dict[str, Any]) -> None:
+    def _tool(self, index: int | str, chunk: dict[str, Any], parts: list[dict[str, Any]], key: str, role: Role, when: Any, tokens: int, extra: dict[str, Any]) -> None:
         value = chunk.get(key)
         if value is None:
             value = next(p[key] for p in parts if p.get(key) is not None)
         value = value if isinstance(value, dict) else {"value": value}
+        name: str | None
         if key in ("executableCode", "functionCall"):
             call_id = text_or_none(value.get("id")) or f"{self.conv_id}:{index}"
             if key == "executableCode":
@@ -341,7 +407,7 @@ class _Chain:
             call = ToolCall.fast(id=call_id, name=name, input=body)
             self._emit(index, Role.ASSISTANT, MessageKind.TOOL_CALL, body, when, key, extra=extra, tokens=tokens, tool_calls=[call])
             return
-        call_id = text_or_none(value.get("id")) or (self.open_calls.pop(0) if self.open_calls else None)
+        result_of = text_or_none(value.get("id")) or (self.open_calls.pop(0) if self.open_calls else None)
         if key == "codeExecutionResult":
             name, output = "code_execution", json_text(value.get("output"))
             is_error = value.get("outcome") not in (None, "OUTCOME_OK")
@@ -349,12 +415,12 @@ class _Chain:
                 extra["outcome"] = value["outcome"]
         else:
             name, output, is_error = text_or_none(value.get("name")), json_text(value.get("response")), False
-        result = ToolResult.fast(tool_call_id=call_id, name=name, output=output, is_error=is_error)
+        result = ToolResult.fast(tool_call_id=result_of, name=name, output=output, is_error=is_error)
         self._emit(index, Role.TOOL, MessageKind.TOOL_RESULT, output, when, key, extra=extra, tokens=tokens, tool_results=[result], author=name)
 
     def _emit(self, index: int | str, role: Role, kind: MessageKind, text: str, when: Any, content_type: str, *, extra: dict[str, Any],
-              tokens: int = 0, reasoning: str | None = None, tool_calls: list | None = None, tool_results: list | None = None,
-              attachments: list | None = None, citations: list | None = None, author: str | None = None) -> None:
+              tokens: int = 0, reasoning: str | None = None, tool_calls: list[ToolCall] | None = None,
+              tool_results: list[ToolResult] | None = None, attachments: list[Attachment] | None = None, citations: list[Citation] | None = None, author: str | None = None) -> None:
         if tokens:
             extra["token_count"] = tokens
         self.add(
@@ -402,7 +468,7 @@ class _Chain:
         self._end_turn()
 
 
-def _attachments(chunk: dict[str, Any], parts: list[dict]) -> list[Attachment]:
+def _attachments(chunk: dict[str, Any], parts: list[dict[str, Any]]) -> list[Attachment]:
     out: list[Attachment] = []
     for key, kind in _DRIVE:
         value = chunk.get(key)
