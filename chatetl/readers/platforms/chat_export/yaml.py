@@ -27,9 +27,9 @@ once the parser has read that far past it, before it is all in memory.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO
 
 import yaml
 from yaml.composer import Composer, ComposerError
@@ -44,9 +44,11 @@ from chatetl.readers.platforms.chat_export.builder import conversation_from_expo
 from chatetl.readers.report import ReadReport
 
 try:
-    from yaml.cyaml import CParser
+    from yaml._yaml import CParser  # (what yaml.cyaml re-exports)
 except ImportError:  # PyYAML built without LibYAML
-    CParser = None
+    _WITH_LIBYAML = False
+else:
+    _WITH_LIBYAML = True
 
 # One message item or meta value, in characters of YAML: 64 Mi, the old cap on a whole file, so
 # every file that read before still reads. A longer value stops the read of its file.
@@ -68,7 +70,7 @@ class _TextResolver(Resolver):
     """YAML 1.1's implicit types without those that retype text (bool, int, float, timestamp, `=`):
     a plain scalar is a string, or none (`null`, `~`, nothing), or a `<<` merge."""
 
-    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {
+    yaml_implicit_resolvers: dict[Any, list[tuple[str, Any]]] = {  # noqa: RUF012 (the stubs declare it an instance attribute: ClassVar clashes)
         first: [(tag, regexp) for tag, regexp in resolvers if tag not in _RETYPING]
         for first, resolvers in Resolver.yaml_implicit_resolvers.items()
     }
@@ -115,10 +117,15 @@ class _NoAliasComposer(Composer):
         super().__init__()
         self.anchor_marks: dict[str, Any] = {}
 
+    # the Parser this composer is mixed with (each loader below) gives the events
+    peek_event: Callable[[], Any]
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
-            raise ComposerError(None, None, f"alias *{event.anchor} (YAML aliases are not allowed)", event.start_mark)
+            # (LibYAML's marks are not PyYAML's class but read as they do: their place is all the error uses)
+            mark: Any = event.start_mark
+            raise ComposerError(None, None, f"alias *{event.anchor} (YAML aliases are not allowed)", mark)
         self.note_anchor(event)
         return super().compose_node(parent, index)
 
@@ -154,9 +161,9 @@ class _PythonStreamLoader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.
         _TextResolver.__init__(self)
 
 
-if CParser is not None:
+if _WITH_LIBYAML:
 
-    class _LibYAMLStreamLoader(CParser, _NoAliasComposer, _SafeConstructor, _TextResolver):  # type: ignore[misc, valid-type]
+    class _LibYAMLStreamLoader(CParser, _NoAliasComposer, _SafeConstructor, _TextResolver):
         """Events from LibYAML (bench/yaml_readback.py: several times the pure-Python parser's speed)."""
 
         def __init__(self, stream: _CountedText) -> None:
@@ -246,7 +253,7 @@ def _plain_start(loader: Any, event_type: type, node_type: type, tag: str) -> bo
         return False
     event = loader.peek_event()
     resolved = event.tag if event.tag not in (None, "!") else loader.resolve(node_type, None, event.implicit)
-    return resolved == tag
+    return bool(resolved == tag)
 
 
 def _mapping(loader: Any, stream: _CountedText) -> dict[Any, Any]:
@@ -338,7 +345,7 @@ def _restored(value: Any, node: Any) -> Any:
     return value
 
 
-def _restore_scalar_text(data: dict[str, Any] | list, root: Any) -> None:
+def _restore_scalar_text(data: dict[str, Any] | list[Any], root: Any) -> None:
     """Typed scalars inside `data` back to their text, walking `data` beside the node tree it was built from."""
     stack: list[tuple[Any, Any]] = [(data, root)]
     while stack:
