@@ -91,6 +91,44 @@ def record_converter(name: str, report: ReadReport) -> Callable[[Any, str], Conv
 def conversation_from_open_webui(record: dict[str, Any], report: ReadReport, file: str = "", where: str = "") -> Conversation:
     """One Open WebUI chat row (or bare chat) as a Conversation (parent pointers set, branches not yet resolved)."""
     meta: dict[str, Any] = {}
+    chat, row = _chat_and_row(record, meta, report)
+    history, raw_messages = _history(chat, meta, report)
+    conv_id = text_or_none(row.get("id")) or text_or_none(chat.get("id"))
+    place = f"{where} (conversation {conv_id})" if where and conv_id else (where or f"conversation {conv_id}")
+    items, flat = _items(chat, raw_messages)
+    if conv_id is None:
+        conv_id = _derived_id(items)
+
+    messages: list[Message] = []
+    for index, (key, raw) in enumerate(items):
+        label = f"message {key}" if key is not None else f"message {index}"
+        if not isinstance(raw, dict):
+            report.error(file, f"{place} {label}", f"message is not an object (got {type(raw).__name__})", raw=raw_bytes(raw))
+            continue
+        messages.append(message_from_open_webui(raw, report, fallback_id=key if key is not None else f"{conv_id}:{index}"))
+    _link_parents(messages, items, flat)
+    _add_system(chat, conv_id, messages)
+    models = _keep_row_and_chat_fields(row, chat, meta)
+
+    current = text_or_none(history.get("currentId"))
+    return Conversation.fast(
+        source=Source.OPEN_WEBUI,
+        platform=PLATFORM,
+        conversation_id=conv_id,
+        title=text_or_none(row.get("title")) or text_or_none(chat.get("title")),
+        created_at=parse_time(row.get("created_at")) or parse_time(chat.get("timestamp")),
+        updated_at=parse_time(row.get("updated_at")),
+        model=models[0] if models else None,
+        url=None,  # a self-hosted server: no address the export names
+        current_node=current,
+        messages=messages,
+        meta=meta,
+    )
+
+
+def _chat_and_row(record: dict[str, Any], meta: dict[str, Any], report: ReadReport) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(chat, row) of a chat row (`{"chat": {...}, ...}`), or of a bare chat (no row); the fields
+    of each this reader does not know into `meta` (counted)."""
     if "chat" in record:
         chat = record["chat"]
         if not isinstance(chat, dict):
@@ -103,7 +141,12 @@ def conversation_from_open_webui(record: dict[str, Any], report: ReadReport, fil
     keep_unknown(chat, KNOWN_CHAT_FIELDS, chat_meta, report, "open-webui.chat_field")
     if chat_meta:
         meta["chat"] = chat_meta
+    return chat, row
 
+
+def _history(chat: dict[str, Any], meta: dict[str, Any], report: ReadReport) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(history, its messages by id) of a chat (both empty where it has none); the history's fields
+    this reader does not know into `meta["history"]` (counted)."""
     history = chat.get("history")
     if history is not None and not isinstance(history, dict):
         raise ValueError(f"`history` is not an object (got {type(history).__name__})")
@@ -117,31 +160,23 @@ def conversation_from_open_webui(record: dict[str, Any], report: ReadReport, fil
     keep_unknown(history, KNOWN_HISTORY_FIELDS, history_meta, report, "open-webui.history_field")
     if history_meta:
         meta["history"] = history_meta
+    return history, raw_messages
 
-    conv_id = text_or_none(row.get("id")) or text_or_none(chat.get("id"))
-    place = f"{where} (conversation {conv_id})" if where and conv_id else (where or f"conversation {conv_id}")
+
+def _items(chat: dict[str, Any], raw_messages: dict[str, Any]) -> tuple[list[tuple[Any, Any]], bool]:
+    """The chat's (id, message) pairs from its history; where it has none (an old chat), its flat
+    list is the conversation, in its order (ids None; the flag says so)."""
     if raw_messages:
-        items = list(raw_messages.items())
-        flat = False
-    else:  # no history (an old chat): the flat list is the conversation, in its order
-        flat_messages = chat.get("messages")
-        if flat_messages is not None and not isinstance(flat_messages, list):
-            raise ValueError(f"`messages` is not a list (got {type(flat_messages).__name__})")
-        items = [(None, m) for m in flat_messages or []]
-        flat = True
-    if conv_id is None:
-        conv_id = _derived_id(items)
+        return list(raw_messages.items()), False
+    flat_messages = chat.get("messages")
+    if flat_messages is not None and not isinstance(flat_messages, list):
+        raise ValueError(f"`messages` is not a list (got {type(flat_messages).__name__})")
+    return [(None, m) for m in flat_messages or []], True
 
-    messages: list[Message] = []
-    for index, (key, raw) in enumerate(items):
-        label = f"message {key}" if key is not None else f"message {index}"
-        if not isinstance(raw, dict):
-            report.error(file, f"{place} {label}", f"message is not an object (got {type(raw).__name__})", raw=raw_bytes(raw))
-            continue
-        messages.append(message_from_open_webui(raw, report, fallback_id=key if key is not None else f"{conv_id}:{index}"))
-    _link_parents(messages, items, flat)
 
-    system = text_or_none(chat.get("params", {}).get("system") if isinstance(chat.get("params"), dict) else None)
+def _add_system(chat: dict[str, Any], conv_id: str, messages: list[Message]) -> None:
+    """The chat's system prompt (`params.system`, else `system`) as a hidden root above every other root."""
+    system = text_or_none(object_or_empty(chat, "params").get("system"))
     system = system or text_or_none(chat.get("system"))
     if system is not None:
         system_id = f"{conv_id}:system"
@@ -150,6 +185,10 @@ def conversation_from_open_webui(record: dict[str, Any], report: ReadReport, fil
                 m.parent_id = system_id
         messages.insert(0, Message.fast(message_id=system_id, role=Role.SYSTEM, kind=MessageKind.HIDDEN, text=system, content_type="system"))
 
+
+def _keep_row_and_chat_fields(row: dict[str, Any], chat: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+    """The row's and the chat's fields kept as meta (owner, sharing, folder, flags, tags, the row's
+    meta, the run's params, the models beyond the first, files); the chat's models."""
     for key, name in (("user_id", "user_id"), ("share_id", "share_id"), ("folder_id", "folder_id")):
         if text_or_none(row.get(key)):
             meta[name] = row[key]
@@ -172,21 +211,7 @@ def conversation_from_open_webui(record: dict[str, Any], report: ReadReport, fil
         meta["models"] = models
     if chat.get("files"):
         meta["files"] = chat["files"]
-
-    current = text_or_none(history.get("currentId"))
-    return Conversation.fast(
-        source=Source.OPEN_WEBUI,
-        platform=PLATFORM,
-        conversation_id=conv_id,
-        title=text_or_none(row.get("title")) or text_or_none(chat.get("title")),
-        created_at=parse_time(row.get("created_at")) or parse_time(chat.get("timestamp")),
-        updated_at=parse_time(row.get("updated_at")),
-        model=models[0] if models else None,
-        url=None,  # a self-hosted server: no address the export names
-        current_node=current,
-        messages=messages,
-        meta=meta,
-    )
+    return models
 
 
 def _derived_id(items: list[tuple[Any, Any]]) -> str:
