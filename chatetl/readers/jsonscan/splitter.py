@@ -355,14 +355,7 @@ class ArraySplitter:
                 return end, None
             return self._skip_rest(end, 0, True, ValueTooLong(self.max_value, self.offset))
         if first not in (b"{", b"["):
-            while True:
-                m = _SCALAR.match(self.buf, self.start)
-                if m is not None and (m.end() < len(self.buf) or (self.eof and self.broken is None)):
-                    return m.end() - self.start, None
-                if m is None and first in (b",", b"]"):
-                    raise SplitError(f"unexpected {first!r} where a record starts")
-                if not self._more():
-                    raise SplitError("file ends inside the array")
+            return self._scalar_end(first), None
         depth = 0
         too_deep: NestingTooDeep | None = None
         run = _RUN if self.max_value >= 256 else _run_to_token(self.max_value)
@@ -391,6 +384,18 @@ class ArraySplitter:
                 depth -= 1
                 if depth == 0:
                     return rel, too_deep
+
+    def _scalar_end(self, first: bytes) -> int:
+        """The end of the record at self.start that is a number, `true`, `false` or `null` (read on
+        until the scalar is known whole)."""
+        while True:
+            m = _SCALAR.match(self.buf, self.start)
+            if m is not None and (m.end() < len(self.buf) or (self.eof and self.broken is None)):
+                return m.end() - self.start
+            if m is None and first in (b",", b"]"):
+                raise SplitError(f"unexpected {first!r} where a record starts")
+            if not self._more():
+                raise SplitError("file ends inside the array")
 
     def _follow_string(self, quote: int, cut_short: str) -> tuple[int, bool]:
         """The string whose opening quote is at `quote` (relative), read on until it closes: (just
