@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import click
 
@@ -47,7 +48,9 @@ from chatetl.tables.keepsakes import keepsake_rows
 def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_messages: int, quiet: bool, progress: bool | None) -> None:
     """Load chat exports (INPUTS: zips, folders, files, s3://bucket/prefix) into a Neo4j graph:
     Conversation and Message nodes, and each chat's text as a Document in searchable chunks. The
-    server is NEO4J_URI (NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE); a rerun writes only what changed."""
+    server is NEO4J_URI (NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE); a rerun writes only what changed.
+    Projects, memories and canvases arrive when the load reads them: of two states of one that tie on
+    their own time, the one a later load read wins."""
     from neo4j.exceptions import DriverError, Neo4jError
 
     try:
@@ -73,13 +76,14 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
         if documents:
             process_documents(driver, batch, docs, database=database, content=content, chunking=chunking, embedder=embedder)
 
+    read_at = time.time()  # the keepsakes' arrival (keepsake_order), as an upload's arrival in raw/ is the pipeline's
     try:
         with meter:
             summary = load_conversations(
                 driver, read_inputs(inputs, report, meter), database=database, batch_messages=batch_messages, deep=deep,
                 on_batch=load_batch_documents,
             )
-            kept = load_keepsakes(driver, keepsake_rows(report.kept), links, database)
+            kept = load_keepsakes(driver, keepsake_rows(report.kept), links, database, arrived_at=read_at)
     except (Neo4jError, DriverError, OSError) as exc:
         click.echo(f"error: writing the graph at {conf['uri']} failed: {type(exc).__name__}: {one_line(str(exc))}", err=True)
         sys.exit(USAGE_OR_GRAPH)

@@ -116,3 +116,27 @@ def test_load_keeps_what_an_export_holds_beside_its_chats_linked_only_where_it_s
         {"c": "c-linked", "p": "Named"}]
     assert q(clean_graph, "MATCH (p:Project)-[:HAS_DOC]->(d:ProjectDoc) RETURN p.name AS p, d.filename AS f") == [
         {"p": "Baking", "f": "hydration.md"}]
+
+
+def test_of_two_loads_of_one_keepsake_the_later_read_wins(clean_graph, tmp_path):
+    """A keepsake with no time of its own, loaded from two exports by `chatetl load`: the state the
+    later load read is kept, whichever of the two it is (not the one whose hash sorts higher)."""
+    import io
+    import zipfile
+
+    project = "p0000000-0000-4000-8000-000000000002"
+
+    def projects_zip(name: str) -> str:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            zf.writestr("projects.json", json.dumps([{"uuid": project, "name": name, "is_private": False, "docs": []}]))
+        path = tmp_path / f"{name}.zip"
+        path.write_bytes(buf.getvalue())
+        return str(path)
+
+    first, second = projects_zip("First"), projects_zip("Second")
+    for earlier, later, kept in ((first, second, "Second"), (second, first, "First")):
+        for path in (earlier, later):
+            result, _ = run(path, "--no-documents")
+            assert result.exit_code == 0, result.stderr
+        assert q(clean_graph, "MATCH (p:Project {project_id: $id}) RETURN p.name AS name", id=project) == [{"name": kept}]
