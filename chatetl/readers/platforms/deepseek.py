@@ -54,6 +54,7 @@ from chatetl.readers.convert import json_text
 from chatetl.readers.fields import expect_object, keep_unknown, text_or_none
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
+from chatetl.readers.tree import reply_kind
 
 PLATFORM = "deepseek"
 ROOT = "root"
@@ -271,18 +272,12 @@ def _read_tool_fragment(frag: dict[str, Any], ftype: str, call_id: str, tool_cal
         )
 
 
-def _kind_and_text(visible: str, attachments: list[Attachment], tool_calls: list[ToolCall], reasoning: str | None,
-                   extra: dict[str, Any]) -> tuple[MessageKind, str]:
-    """(kind, text): the empty-message rule of every reader (a turn is text a person could see, or an
-    attachment); else its tool calls' inputs, else its reasoning, else hidden and empty."""
-    if visible.strip() or attachments:
-        return MessageKind.TURN, visible
-    if tool_calls:
-        return MessageKind.TOOL_CALL, "\n".join(c.input for c in tool_calls)
-    if reasoning:
-        return MessageKind.REASONING, reasoning
-    extra["empty"] = True
-    return MessageKind.HIDDEN, ""  # a message with nothing in it (a stopped answer, an empty prompt)
+def _without_citation_markers(visible: str, extra: dict[str, Any]) -> str:
+    """The text without its `[citation:n]` markers (the text as written kept as `extra["raw_text"]`)."""
+    if "[citation:" not in visible:
+        return visible
+    extra["raw_text"] = visible
+    return _CITATION_MARKER.sub("", visible)
 
 
 def message_from_deepseek(raw: dict[str, Any], report: ReadReport, message_id: str, parent_id: str | None) -> Message:
@@ -341,10 +336,11 @@ def message_from_deepseek(raw: dict[str, Any], report: ReadReport, message_id: s
     role = named or (Role.USER if "REQUEST" in types or (types and set(types) <= {"FILE"}) else Role.ASSISTANT)
     visible = "\n\n".join(t for t in (requests if role is Role.USER else responses) if t.strip())
     joined_reasoning = "\n\n".join(reasoning) or None
-    if "[citation:" in visible:
-        extra["raw_text"] = visible
-        visible = _CITATION_MARKER.sub("", visible)
-    kind, text = _kind_and_text(visible, attachments, tool_calls, joined_reasoning, extra)
+    visible = _without_citation_markers(visible, extra)
+    # (role is a user's or an assistant's: the shared rule, with an empty message's text empty)
+    kind, text = reply_kind(role, visible, attachments, tool_calls, joined_reasoning, extra)
+    if kind is MessageKind.HIDDEN:
+        text = ""  # a message with nothing in it (a stopped answer, an empty prompt)
 
     model = raw.get("model")
     return Message.fast(
