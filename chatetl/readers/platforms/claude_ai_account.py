@@ -23,7 +23,7 @@ from typing import Any
 from chatetl.keepsakes import Memory, MemoryScope, Project, ProjectDoc
 from chatetl.readers.convert import raw_bytes
 from chatetl.readers.entry import Entry
-from chatetl.readers.fields import expect_object, keep_unknown, list_field, text_or_none
+from chatetl.readers.fields import expect_object, keep_unknown, list_field, object_or_empty, text_or_none
 from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_iso_time
@@ -57,9 +57,7 @@ def project_from_claude_ai(record: dict[str, Any], report: ReadReport, file: str
     project_id = text_or_none(record.get("uuid"))
     if project_id is None:
         raise ValueError("project has no uuid")
-    creator = record.get("creator")
-    if not isinstance(creator, dict):
-        creator = {}
+    creator = object_or_empty(record, "creator")
     docs = []
     for i, doc in enumerate(list_field(record, "docs", "project docs")):
         if not isinstance(doc, dict) or not isinstance(doc.get("content"), str):

@@ -25,7 +25,7 @@ from typing import Any
 from chatetl.model import Attachment, Conversation, Message, MessageKind, Role, Source, ToolCall, ToolResult
 from chatetl.readers.convert import convert_records, json_text, raw_bytes
 from chatetl.readers.entry import Entry
-from chatetl.readers.fields import text_or_none
+from chatetl.readers.fields import list_or_empty, text_or_none
 from chatetl.readers.jsonscan.records import Shape, iter_records
 from chatetl.readers.platforms.claude_code import session_lines
 from chatetl.readers.report import ReadReport
@@ -50,9 +50,7 @@ def read(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conv
         if not isinstance(record, dict):
             report.error(entry.name, where, f"a session is a JSON object (got {type(record).__name__})", raw=raw_bytes(record))
             return None
-        messages = record.get("messages")
-        if not isinstance(messages, list):
-            messages = []
+        messages = list_or_empty(record, "messages")
         header = {k: v for k, v in record.items() if k != "messages"}
         records = [("header", header)] + [(f"messages[{i}]", m) for i, m in enumerate(messages)]
         return conversation_from_records(entry, iter(records), report)
