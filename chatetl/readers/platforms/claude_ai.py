@@ -166,10 +166,7 @@ def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id:
     parent = text_or_none(raw.get("parent_message_uuid"))
     parent_id = parent if parent != ROOT_PARENT else None
 
-    blocks = _Blocks()
-    content = raw.get("content")
-    for block in content if isinstance(content, list) else []:
-        blocks.read(block, report)
+    blocks = _Blocks(raw.get("content"), report)
     reasoning, summaries, tool_calls, tool_results = blocks.reasoning, blocks.summaries, blocks.tool_calls, blocks.tool_results
     block_types, unknown_blocks = blocks.types, blocks.unknown
 
@@ -210,48 +207,51 @@ def message_from_claude_ai(raw: dict[str, Any], report: ReadReport, fallback_id:
 
 
 class _Blocks:
-    """What a message's `content` blocks hold, read one block at a time."""
+    """What a message's `content` blocks hold (read in one pass, into local lists: the hot path)."""
 
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.reasoning: list[str] = []
-        self.summaries: list[str] = []
-        self.tool_calls: list[ToolCall] = []
-        self.tool_results: list[ToolResult] = []
-        self.citations: list[Citation] = []
-        self.unknown: list[Any] = []
-        self.types: list[str] = []  # the block types, in the order they first appear
-        self.other = False  # thinking / tool blocks seen (the `text` field is then no fallback)
+    __slots__ = ("citations", "other", "reasoning", "summaries", "texts", "tool_calls", "tool_results", "types", "unknown")
 
-    def read(self, block: Any, report: ReadReport) -> None:
-        btype = block.get("type") if isinstance(block, dict) else None
-        if isinstance(btype, str) and btype not in self.types:
-            self.types.append(btype)
-        if btype == "text":
-            if isinstance(block.get("text"), str):
-                self.texts.append(block["text"])
-            self.citations.extend(_text_citations(block.get("citations")))
-        elif btype == "thinking":
-            self.other = True
-            self._thinking(block)
-        elif btype == "tool_use":
-            self.other = True
-            self.tool_calls.append(_tool_call(block))
-        elif btype == "tool_result":
-            self.other = True
-            result, knowledge = _tool_result(block)
-            self.tool_results.append(result)
-            self.citations.extend(knowledge)
-        else:
-            report.unknown(f"claude-ai.block:{btype if isinstance(btype, str) else type(block).__name__}")
-            self.unknown.append(block)
+    def __init__(self, content: Any, report: ReadReport) -> None:
+        texts: list[str] = []
+        reasoning: list[str] = []
+        summaries: list[str] = []
+        tool_calls: list[ToolCall] = []
+        tool_results: list[ToolResult] = []
+        citations: list[Citation] = []
+        unknown: list[Any] = []
+        types: list[str] = []  # the block types, in the order they first appear
+        other = False  # thinking / tool blocks seen (the `text` field is then no fallback)
+        for block in content if isinstance(content, list) else []:
+            btype = block.get("type") if isinstance(block, dict) else None
+            if isinstance(btype, str) and btype not in types:
+                types.append(btype)
+            if btype == "text":
+                if isinstance(block.get("text"), str):
+                    texts.append(block["text"])
+                citations.extend(_text_citations(block.get("citations")))
+            elif btype == "thinking":
+                other = True
+                if isinstance(block.get("thinking"), str) and block["thinking"]:
+                    reasoning.append(block["thinking"])
+                summaries.extend(_summaries(block))
+            elif btype == "tool_use":
+                other = True
+                tool_calls.append(_tool_call(block))
+            elif btype == "tool_result":
+                other = True
+                result, knowledge = _tool_result(block)
+                tool_results.append(result)
+                citations.extend(knowledge)
+            else:
+                report.unknown(f"claude-ai.block:{btype if isinstance(btype, str) else type(block).__name__}")
+                unknown.append(block)
+        self.texts, self.reasoning, self.summaries, self.types, self.unknown = texts, reasoning, summaries, types, unknown
+        self.tool_calls, self.tool_results, self.citations, self.other = tool_calls, tool_results, citations, other
 
-    def _thinking(self, block: dict[str, Any]) -> None:
-        if isinstance(block.get("thinking"), str) and block["thinking"]:
-            self.reasoning.append(block["thinking"])
-        for s in block.get("summaries") or []:
-            if isinstance(s, dict) and isinstance(s.get("summary"), str):
-                self.summaries.append(s["summary"])
+
+def _summaries(block: dict[str, Any]) -> list[str]:
+    """A thinking block's summaries."""
+    return [s["summary"] for s in block.get("summaries") or [] if isinstance(s, dict) and isinstance(s.get("summary"), str)]
 
 
 def _kind_text_role(role: Role, visible: str, attachments: list[Attachment], tool_calls: list[ToolCall], tool_results: list[ToolResult],
