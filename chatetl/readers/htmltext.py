@@ -31,9 +31,7 @@ _PARAGRAPHS = frozenset(
 _LINES = frozenset({"dt", "dd", "summary", "caption", "tr"})
 _INLINE_MARKS = {"strong": "**", "b": "**", "em": "*", "i": "*", "del": "~~", "s": "~~", "strike": "~~"}
 _SAFE_LINK = ("http://", "https://", "mailto:")
-_MARKUP_START = re.compile(r"<(?=[A-Za-z/!?])")
-_UNCOLLAPSED = re.compile("[\n\t\r\f]|  ")  # text _collapse_spaces would change
-_MARKDOWN_SIGNS = re.compile(r"[\[\]<`]")  # text _escaped_outside_code may change  # a "<" Markdown would read as a tag or an autolink
+_MARKUP_START = re.compile(r"<(?=[A-Za-z/!?])")  # a "<" Markdown would read as a tag or an autolink
 _MAX_NESTING = 16  # quote and list levels shown as prefixes
 _PADDED_CELLS = 4096  # empty cells a table's short rows may gain beyond its own cells
 
@@ -587,9 +585,9 @@ class _TextWriter:
                 data = data.removeprefix("\n")
             self._write_lines(data)
             return
-        if _UNCOLLAPSED.search(data):
-            data = _collapse_spaces(data)
-        text = self._escaped_outside_code(data) if _MARKDOWN_SIGNS.search(data) else data
+        text = _collapse_spaces(data)
+        if "[" in text or "]" in text or "<" in text or "`" in text:  # (else nothing to escape)
+            text = self._escaped_outside_code(text)
         if text.startswith(" ") and (self.col0 or self.breaks or not self.parts or self.parts[-1].endswith(" ")):
             text = text[1:]
         if not text:
