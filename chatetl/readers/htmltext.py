@@ -331,8 +331,8 @@ class _TextWriter:
         if self.fence is None and self.pre:
             self._write_lines("```")
         text = "".join(self.parts)
-        text = "\n".join(line.rstrip() for line in text.split("\n"))
-        return _BLANK_RUNS.sub("\n\n", text).strip("\n")
+        text = "\n".join([line.rstrip() for line in text.split("\n")])
+        return (_BLANK_RUNS.sub("\n\n", text) if "\n\n\n" in text else text).strip("\n")
 
     # ---- tags ----
 
