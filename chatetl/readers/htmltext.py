@@ -171,7 +171,7 @@ class _TextWriter:
         self.deeper = 0  # quotes and list items nested past _MAX_NESTING: no prefix of their own
         self.quotes = 0  # the quotes the last text was in
         self.marker: str | None = None  # a list item's "- " / "3. ", written before its first text
-        self.lists: list[list] = []  # [ordered, next number, an item open]
+        self.lists: list[list[int]] = []  # [ordered, next number, an item open] (bools as ints)
         self.skip = 0  # inside script/style/...: nothing shows
         self.pre = 0  # inside <pre>: whitespace kept
         self.fence: str | None = None  # a code block's opening fence, written with its first text
