@@ -8,14 +8,16 @@ code blocks fenced, tables as `| a | b |` rows, links as `text (url)`, images as
 `![alt](src)`; entities decoded, whitespace collapsed as a browser does (kept inside `pre`).
 Nothing of the markup is kept: `script`, `style` and the like go with their content, a
 `javascript:` link keeps only its text; a table's first row is its header. The markup is cut
-into tags and text by one regular expression (no HTML library is installed, and the standard
-library's `html.parser` alone takes longer than this whole conversion); it is lenient: unclosed,
-stray or broken tags never raise, a `<` that opens no tag is text.
+into tags and text by one regular expression's split where every `<` opens a tag that ends, else
+by an exact forward scan (the standard library's `html.parser` alone takes longer than this whole
+conversion); it is lenient: unclosed, stray or broken tags never raise, a `<` that opens no tag is
+text.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import unescape
 
@@ -148,7 +150,16 @@ class _TagEnds:
 
 _ATTRIBUTE = re.compile(r"""([A-Za-z_:][-A-Za-z0-9_:.]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?""")
 _ATTRIBUTES_READ = frozenset({"a", "img", "code", "ol"})  # the only tags whose attributes matter here
-_NO_ATTRIBUTES: dict[str, str] = {}
+_NO_ATTRIBUTES: dict[str, str | None] = {}
+_Attrs = list[tuple[str, str | None]]
+# A tag that ends where the exact scan (_TagEnds) ends it: its name, then attributes holding no "<",
+# ">" or "'" but in double-quoted values free of "<" and ">"; split() gives (text, "/" or "", name,
+# attributes) per tag. A fragment where each "<" opens one needs no other scan.
+_PLAIN_TAG = re.compile(r'<(/?)([A-Za-z][A-Za-z0-9-]*)([^<>"\']*(?:"[^"<>]*"[^<>"\']*)*)>')
+
+
+def _attributes(raw: str) -> list[tuple[str, str | None]]:
+    return [(a.lower(), unescape(v or w or x)) for a, v, w, x in _ATTRIBUTE.findall(raw)]
 
 
 class _TextWriter:
@@ -160,7 +171,7 @@ class _TextWriter:
         self.deeper = 0  # quotes and list items nested past _MAX_NESTING: no prefix of their own
         self.quotes = 0  # the quotes the last text was in
         self.marker: str | None = None  # a list item's "- " / "3. ", written before its first text
-        self.lists: list[list] = []  # [ordered, next number, an item open]
+        self.lists: list[list[int]] = []  # [ordered, next number, an item open] (bools as ints)
         self.skip = 0  # inside script/style/...: nothing shows
         self.pre = 0  # inside <pre>: whitespace kept
         self.fence: str | None = None  # a code block's opening fence, written with its first text
@@ -173,6 +184,32 @@ class _TextWriter:
         self.code_span = False  # inside inline code: text kept as it is
 
     def feed(self, markup: str) -> None:
+        """Cut `markup` into tags and text: at C speed when every "<" opens a tag that ends
+        (`_PLAIN_TAG`, the common case), else by the exact scan (`_feed_exact`)."""
+        pieces = _PLAIN_TAG.split(markup)
+        if len(pieces) // 4 != markup.count("<"):
+            self._feed_exact(markup)
+            return
+        data, start, end = self.handle_data, self.handle_starttag, self.handle_endtag
+        text = pieces[0]
+        if text:
+            data(unescape(text) if "&" in text else text)
+        for closing, name, raw, text in zip(pieces[1::4], pieces[2::4], pieces[3::4], pieces[4::4]):
+            tag = name.lower()
+            if closing:
+                end(tag)
+            elif not raw:
+                start(tag, [])
+            else:
+                attrs = _attributes(raw) if tag in _ATTRIBUTES_READ else []
+                if raw.endswith("/"):
+                    self.handle_startendtag(tag, attrs)
+                else:
+                    start(tag, attrs)
+            if text:
+                data(unescape(text) if "&" in text else text)
+
+    def _feed_exact(self, markup: str) -> None:
         """Cut `markup` into comments, tags and text in one forward pass: a comment, a tag (its
         attributes may hold a quoted ">"), a doctype or processing instruction, text; a "<" that
         opens none of them is text."""
@@ -200,11 +237,7 @@ class _TextWriter:
                     if opening.group(1):
                         end(tag)
                         continue
-                    attrs = (
-                        [(a.lower(), unescape(v or w or x)) for a, v, w, x in _ATTRIBUTE.findall(raw)]
-                        if raw and tag in _ATTRIBUTES_READ
-                        else []
-                    )
+                    attrs = _attributes(raw) if raw and tag in _ATTRIBUTES_READ else []
                     if raw.endswith("/"):
                         self.handle_startendtag(tag, attrs)
                     else:
@@ -227,8 +260,8 @@ class _TextWriter:
     def _block(self, n: int) -> None:
         if self.cell is not None:
             self.cell.append(" ")
-        elif self.marker is None:  # a paragraph right inside a list item starts on the marker's line
-            self.breaks = max(self.breaks, n)
+        elif self.marker is None and n > self.breaks:  # a paragraph right inside a list item starts on the marker's line
+            self.breaks = n
 
     def _write(self, text: str) -> None:
         """Text in the current line (no newlines in it)."""
@@ -237,29 +270,34 @@ class _TextWriter:
         if self.cell is not None:
             self.cell.append(text)
             return
-        if self.parts and self.breaks:
-            if self.breaks > 1:  # a blank line between two lines of one quote stays in it (">")
-                quotes = min(self.prefixes.count("> "), self.quotes) if self.quotes else 0
-                self.parts.append("\n" + ("> " * quotes).rstrip() + "\n" if quotes else "\n\n")
-            else:
-                self.parts.append("\n")
-            self.col0 = True
-        self.breaks = 0
+        parts = self.parts
+        if self.breaks:
+            if parts:
+                if self.breaks > 1:  # a blank line between two lines of one quote stays in it (">")
+                    quotes = min(self.prefixes.count("> "), self.quotes) if self.quotes else 0
+                    parts.append("\n" + ("> " * quotes).rstrip() + "\n" if quotes else "\n\n")
+                else:
+                    parts.append("\n")
+                self.col0 = True
+            self.breaks = 0
         if self.col0:
             self.quotes = self.prefixes.count("> ") if self.prefixes else 0
             if self.marker is not None:
-                self.parts.append("".join(self.prefixes if self.deeper else self.prefixes[:-1]) + self.marker)
+                parts.append("".join(self.prefixes if self.deeper else self.prefixes[:-1]) + self.marker)
                 self.marker = None
             elif self.prefixes:
-                self.parts.append("".join(self.prefixes))
+                parts.append("".join(self.prefixes))
             text = text.lstrip(" ") if not self.pre else text
             self.col0 = False
             if not text:
                 return
-        self.parts.append(text)
+        parts.append(text)
 
     def _write_lines(self, text: str) -> None:
         """Text kept as it is (a code block's lines, a table's rows): one line at a time."""
+        if self.pre and self.cell is None and self.marker is None and not self.prefixes and text[:1] not in ("", "\n"):
+            self._write_code_lines(text.split("\n"))
+            return
         for i, line in enumerate(text.split("\n")):
             if i:
                 self.breaks = max(self.breaks, 1) if self.cell is None else 0
@@ -273,12 +311,28 @@ class _TextWriter:
                 self.breaks = 0
                 self.col0 = True
 
+    def _write_code_lines(self, lines: list[str]) -> None:
+        """What _write_lines does with a code block's lines, the first one not empty, when no prefix
+        starts a line: they go as they are, apart by line ends; the empty lines that end them stay
+        parts of their own (a closing `</pre>` drops them)."""
+        self._write(lines[0])
+        if len(lines) == 1:
+            return
+        blank = len(lines)
+        while not lines[blank - 1]:
+            blank -= 1
+        if blank > 1:
+            self.parts.append("\n" + "\n".join(lines[1:blank]))
+            self.quotes = 0
+        self.parts += ["\n"] * (len(lines) - blank)
+        self.col0 = blank < len(lines)
+
     def result(self) -> str:
         if self.fence is None and self.pre:
             self._write_lines("```")
         text = "".join(self.parts)
-        text = "\n".join(line.rstrip() for line in text.split("\n"))
-        return _BLANK_RUNS.sub("\n\n", text).strip("\n")
+        text = "\n".join([line.rstrip() for line in text.split("\n")])
+        return (_BLANK_RUNS.sub("\n\n", text) if "\n\n\n" in text else text).strip("\n")
 
     # ---- tags ----
 
@@ -287,76 +341,9 @@ class _TextWriter:
             if tag in _SKIPPED:
                 self.skip += 1
             return
-        if tag in _SKIPPED:
-            self.skip += 1
-            return
-        attr = dict(attrs) if attrs else _NO_ATTRIBUTES
-        if tag == "br":
-            if self.cell is not None:
-                self.cell.append(" ")
-            elif self.pre:
-                self._write_lines("\n")
-            else:
-                self.breaks = min(self.breaks + 1, 2) if self.parts else 0
-        elif tag in _PARAGRAPHS:
-            self._block(2)
-        elif tag in _LINES:
-            self._block(1)
-        elif tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
-            self._block(2)
-            self._write("#" * int(tag[1]) + " ")
-        elif tag in ("ul", "ol"):
-            self._block(1 if self.lists else 2)
-            start = attr.get("start")
-            self.lists.append([tag == "ol", int(start) if start and start.isdigit() else 1, False])
-        elif tag == "li":
-            self._open_item()
-        elif tag == "blockquote":
-            self._block(2)
-            self._nest("> ")
-        elif tag == "pre":
-            self._block(2)
-            self.pre += 1
-            self.fence = "```"
-        elif tag == "code":
-            if self.pre:
-                language = next((c[9:] for c in (attr.get("class") or "").split() if c.startswith("language-")), "")
-                if self.fence == "```" and language:
-                    self.fence = "```" + language
-            else:
-                self._write("`")
-        elif tag in _INLINE_MARKS:
-            self._write(_INLINE_MARKS[tag])
-        elif tag == "a":
-            if self.links:  # links do not nest: a new one ends the open one, as in a browser
-                self.handle_endtag("a")
-            self.links.append((attr.get("href"), []))
-        elif tag == "img":
-            src, alt = (attr.get("src") or "").strip(), (attr.get("alt") or "").strip()
-            self.images.append((src, alt))
-            shown = src if src.startswith(("http://", "https://")) or (src and ":" not in src.split("/")[0]) else ""
-            alt = _escaped(_collapse_spaces(alt))
-            glued = not self.breaks and bool(self.parts) and not self.parts[-1][-1:].isspace() and self.cell is None
-            if glued:  # right after a word: its own block, never glued to the sentence before it
-                self._block(2)
-            self._write(f"![{alt}]({shown})" if shown else f"![{alt}]")
-            if glued:
-                self._block(2)
-        elif tag == "hr":
-            self._block(2)
-            self._write("---")
-            self._block(2)
-        elif tag == "table":
-            self.table_depth += 1
-            if self.table_depth == 1:
-                self._block(2)
-                self.table = []
-        elif tag == "tr" and self.table_depth == 1:
-            self.row = []
-        elif tag in ("td", "th") and self.table_depth == 1:
-            if self.row is None:
-                self.row = []
-            self.cell = []
+        opener = _OPENERS.get(tag)
+        if opener is not None:
+            opener(self, tag, attrs)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -368,53 +355,162 @@ class _TextWriter:
             if tag in _SKIPPED:
                 self.skip -= 1
             return
-        if tag in _PARAGRAPHS or tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
-            self._block(2)
-        elif tag in _LINES and tag != "tr":
-            self._block(1)
-        elif tag in ("ul", "ol"):
-            if self.lists:
-                self._close_item()
-                self.lists.pop()
-            self._block(1 if self.lists else 2)
-        elif tag == "li":
-            self._close_item()
-        elif tag == "blockquote":
-            if self.deeper:
-                self.deeper -= 1
-            elif "> " in self.prefixes:
-                self.prefixes.reverse()
-                self.prefixes.remove("> ")
-                self.prefixes.reverse()
-            self._block(2)
-        elif tag == "pre":
-            if self.pre:
-                self.pre -= 1
-                if self.fence is None:  # the block had text: close it on the line after its last one
-                    while self.parts and not self.parts[-1].strip("\n"):
-                        self.parts.pop()
-                    self.breaks = 1
-                    self._write("```")
-                self.fence = None
-                self._block(2)
-        elif tag == "code" and not self.pre:
+        closer = _CLOSERS.get(tag)
+        if closer is not None:
+            closer(self, tag)
+
+    # each opening and closing tag's effect (_OPENERS, _CLOSERS: the tags that have one)
+
+    def _open_skipped(self, tag: str, attrs: _Attrs) -> None:
+        self.skip += 1
+
+    def _open_paragraph(self, tag: str, attrs: _Attrs) -> None:
+        self._block(2)
+
+    def _open_line(self, tag: str, attrs: _Attrs) -> None:
+        self._block(1)
+
+    def _open_br(self, tag: str, attrs: _Attrs) -> None:
+        if self.cell is not None:
+            self.cell.append(" ")
+        elif self.pre:
+            self._write_lines("\n")
+        else:
+            self.breaks = min(self.breaks + 1, 2) if self.parts else 0
+
+    def _open_heading(self, tag: str, attrs: _Attrs) -> None:
+        self._block(2)
+        self._write("#" * int(tag[1]) + " ")
+
+    def _open_list(self, tag: str, attrs: _Attrs) -> None:
+        self._block(1 if self.lists else 2)
+        start = dict(attrs).get("start") if attrs else None
+        self.lists.append([tag == "ol", int(start) if start and start.isdigit() else 1, False])
+
+    def _open_li(self, tag: str, attrs: _Attrs) -> None:
+        self._open_item()
+
+    def _open_blockquote(self, tag: str, attrs: _Attrs) -> None:
+        self._block(2)
+        self._nest("> ")
+
+    def _open_pre(self, tag: str, attrs: _Attrs) -> None:
+        self._block(2)
+        self.pre += 1
+        self.fence = "```"
+
+    def _open_code(self, tag: str, attrs: _Attrs) -> None:
+        if not self.pre:
             self._write("`")
-        elif tag in _INLINE_MARKS:
-            self._write(_INLINE_MARKS[tag])
-        elif tag == "a" and self.links:
-            href, texts = self.links.pop()
-            if href and href.startswith(_SAFE_LINK) and self.cell is None:
-                shown = "".join(texts).strip()
-                if shown != href and shown != href.removeprefix("mailto:"):
-                    self._write(f" ({href})" if shown else href)
-        elif tag in ("td", "th") and self.table_depth == 1 and self.cell is not None and self.row is not None:
+            return
+        classes = (dict(attrs).get("class") or "") if attrs else ""
+        language = next((c[9:] for c in classes.split() if c.startswith("language-")), "")
+        if self.fence == "```" and language:
+            self.fence = "```" + language
+
+    def _open_mark(self, tag: str, attrs: _Attrs) -> None:
+        self._write(_INLINE_MARKS[tag])
+
+    def _open_a(self, tag: str, attrs: _Attrs) -> None:
+        if self.links:  # links do not nest: a new one ends the open one, as in a browser
+            self.handle_endtag("a")
+        self.links.append((dict(attrs).get("href") if attrs else None, []))
+
+    def _open_img(self, tag: str, attrs: _Attrs) -> None:
+        attr = dict(attrs) if attrs else _NO_ATTRIBUTES
+        src, alt = (attr.get("src") or "").strip(), (attr.get("alt") or "").strip()
+        self.images.append((src, alt))
+        shown = src if src.startswith(("http://", "https://")) or (src and ":" not in src.split("/")[0]) else ""
+        alt = _escaped(_collapse_spaces(alt))
+        glued = not self.breaks and bool(self.parts) and not self.parts[-1][-1:].isspace() and self.cell is None
+        if glued:  # right after a word: its own block, never glued to the sentence before it
+            self._block(2)
+        self._write(f"![{alt}]({shown})" if shown else f"![{alt}]")
+        if glued:
+            self._block(2)
+
+    def _open_hr(self, tag: str, attrs: _Attrs) -> None:
+        self._block(2)
+        self._write("---")
+        self._block(2)
+
+    def _open_table(self, tag: str, attrs: _Attrs) -> None:
+        self.table_depth += 1
+        if self.table_depth == 1:
+            self._block(2)
+            self.table = []
+
+    def _open_cell(self, tag: str, attrs: _Attrs) -> None:
+        if self.table_depth == 1:
+            if self.row is None:
+                self.row = []
+            self.cell = []
+
+    def _close_paragraph(self, tag: str) -> None:
+        self._block(2)
+
+    def _close_line(self, tag: str) -> None:
+        self._block(1)
+
+    def _close_list(self, tag: str) -> None:
+        if self.lists:
+            self._close_item()
+            self.lists.pop()
+        self._block(1 if self.lists else 2)
+
+    def _close_li(self, tag: str) -> None:
+        self._close_item()
+
+    def _close_blockquote(self, tag: str) -> None:
+        if self.deeper:
+            self.deeper -= 1
+        elif "> " in self.prefixes:
+            self.prefixes.reverse()
+            self.prefixes.remove("> ")
+            self.prefixes.reverse()
+        self._block(2)
+
+    def _close_pre(self, tag: str) -> None:
+        if not self.pre:
+            return
+        self.pre -= 1
+        if self.fence is None:  # the block had text: close it on the line after its last one
+            while self.parts and not self.parts[-1].strip("\n"):
+                self.parts.pop()
+            self.breaks = 1
+            self._write("```")
+        self.fence = None
+        self._block(2)
+
+    def _close_code(self, tag: str) -> None:
+        if not self.pre:
+            self._write("`")
+
+    def _close_mark(self, tag: str) -> None:
+        self._write(_INLINE_MARKS[tag])
+
+    def _close_a(self, tag: str) -> None:
+        if not self.links:
+            return
+        href, texts = self.links.pop()
+        if href and href.startswith(_SAFE_LINK) and self.cell is None:
+            shown = "".join(texts).strip()
+            if shown != href and shown != href.removeprefix("mailto:"):
+                self._write(f" ({href})" if shown else href)
+
+    def _close_cell(self, tag: str) -> None:
+        if self.table_depth == 1 and self.cell is not None and self.row is not None:
             self.row.append(_collapse_spaces("".join(self.cell)).strip().replace("|", "\\|"))
             self.cell = None
-        elif tag == "tr" and self.table_depth == 1 and self.row is not None and self.table is not None:
+
+    def _close_tr(self, tag: str) -> None:
+        if self.table_depth == 1 and self.row is not None and self.table is not None:
             if self.row:
                 self.table.append(self.row)
             self.row = None
-        elif tag == "table" and self.table_depth:
+
+    def _close_table(self, tag: str) -> None:
+        if self.table_depth:
             self.table_depth -= 1
             if self.table_depth == 0:
                 self._write_table()
@@ -489,7 +585,9 @@ class _TextWriter:
                 data = data.removeprefix("\n")
             self._write_lines(data)
             return
-        text = self._escaped_outside_code(_collapse_spaces(data))
+        text = _collapse_spaces(data)
+        if "[" in text or "]" in text or "<" in text or "`" in text:  # (else nothing to escape)
+            text = self._escaped_outside_code(text)
         if text.startswith(" ") and (self.col0 or self.breaks or not self.parts or self.parts[-1].endswith(" ")):
             text = text[1:]
         if not text:
@@ -497,3 +595,27 @@ class _TextWriter:
         for _, texts in self.links:
             texts.append(text)
         self._write(text)
+
+
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# the tags that do something, and what: a tag of neither table shows only its text
+_OPENERS: dict[str, Callable[[_TextWriter, str, _Attrs], None]] = {
+    **dict.fromkeys(_SKIPPED, _TextWriter._open_skipped),
+    **dict.fromkeys(_PARAGRAPHS, _TextWriter._open_paragraph),
+    **dict.fromkeys(_LINES, _TextWriter._open_line),  # (a row too: its cells are read at their own tags)
+    **dict.fromkeys(_HEADINGS, _TextWriter._open_heading),
+    **dict.fromkeys(_INLINE_MARKS, _TextWriter._open_mark),
+    "br": _TextWriter._open_br, "ul": _TextWriter._open_list, "ol": _TextWriter._open_list, "li": _TextWriter._open_li,
+    "blockquote": _TextWriter._open_blockquote, "pre": _TextWriter._open_pre, "code": _TextWriter._open_code,
+    "a": _TextWriter._open_a, "img": _TextWriter._open_img, "hr": _TextWriter._open_hr, "table": _TextWriter._open_table,
+    "td": _TextWriter._open_cell, "th": _TextWriter._open_cell,
+}
+_CLOSERS: dict[str, Callable[[_TextWriter, str], None]] = {
+    **dict.fromkeys(_PARAGRAPHS | set(_HEADINGS), _TextWriter._close_paragraph),
+    **dict.fromkeys(_LINES - {"tr"}, _TextWriter._close_line),
+    **dict.fromkeys(_INLINE_MARKS, _TextWriter._close_mark),
+    "ul": _TextWriter._close_list, "ol": _TextWriter._close_list, "li": _TextWriter._close_li,
+    "blockquote": _TextWriter._close_blockquote, "pre": _TextWriter._close_pre, "code": _TextWriter._close_code,
+    "a": _TextWriter._close_a, "td": _TextWriter._close_cell, "th": _TextWriter._close_cell, "tr": _TextWriter._close_tr,
+    "table": _TextWriter._close_table,
+}

@@ -163,6 +163,21 @@ def row_from_activity(record: Any, index: int, where: str, report: ReadReport) -
             extra[key] = record[key]
     keep_unknown(record, KNOWN_ACTIVITY_FIELDS, extra, report, "gemini.activity_field")
 
+    answers, images = _answers(record, extra, report)
+    subtitles = [s for s in list_field(record, "subtitles", "subtitles") if isinstance(s, dict)]
+    files = _prompt_files(record, subtitles)
+    links: list[str] = []
+    for d in list_field(record, "details", "details"):
+        if isinstance(d, dict):
+            links += [v for v in (d.get("url"), d.get("name")) if isinstance(v, str)]
+    if isinstance(record.get("titleUrl"), str):
+        links.append(record["titleUrl"])
+    uploads = frozenset({record["imageFile"]} if isinstance(record.get("imageFile"), str) else ())
+    return make_row(index, where, when.timestamp(), to_second(when), title, answers, images, files, links, subtitles, extra, report, uploads)
+
+
+def _answers(record: dict[str, Any], extra: dict[str, Any], report: ReadReport) -> tuple[list[str], list[list[list[str]]]]:
+    """The text of each `safeHtmlItem` and its images' [src, alt]; an item without HTML is kept in `extra`."""
     answers: list[str] = []
     images: list[list[list[str]]] = []
     for item in list_field(record, "safeHtmlItem", "answers"):
@@ -175,8 +190,11 @@ def row_from_activity(record: Any, index: int, where: str, report: ReadReport) -
         rendered = html_to_text(item["html"])
         answers.append(rendered.text)
         images.append([[src, alt] for src, alt in rendered.images])
+    return answers, images
 
-    subtitles = [s for s in list_field(record, "subtitles", "subtitles") if isinstance(s, dict)]
+
+def _prompt_files(record: dict[str, Any], subtitles: list[dict[str, Any]]) -> list[list[Any]]:
+    """[pointer, shown name] of the prompt's files: attached ones, its image, and subtitles linking a file beside the activity."""
     files: list[list[Any]] = []
     for f in list_field(record, "attachedFiles", "files"):
         name = f if isinstance(f, str) else text_or_none(f.get("name")) if isinstance(f, dict) else None
@@ -188,15 +206,7 @@ def row_from_activity(record: Any, index: int, where: str, report: ReadReport) -
         url = text_or_none(s.get("url"))
         if url and is_local_file(url):
             files.append([url, shown_file_name(s.get("name"))])
-
-    links: list[str] = []
-    for d in list_field(record, "details", "details"):
-        if isinstance(d, dict):
-            links += [v for v in (d.get("url"), d.get("name")) if isinstance(v, str)]
-    if isinstance(record.get("titleUrl"), str):
-        links.append(record["titleUrl"])
-    uploads = frozenset({record["imageFile"]} if isinstance(record.get("imageFile"), str) else ())
-    return make_row(index, where, when.timestamp(), to_second(when), title, answers, images, files, links, subtitles, extra, report, uploads)
+    return files
 
 
 
@@ -314,7 +324,7 @@ def _derived_id(row: Row) -> str:
 def _conversation(conv_id: str, rows: list[Row]) -> Conversation:
     """The rows of one conversation (any order) as a Conversation: turns in time order, regenerated
     answers as siblings (the last active), other activities in meta."""
-    rows.sort(key=lambda r: (r.time if r.time is not None else float("-inf"), -r.index))
+    rows.sort(key=lambda r: (r.time if r.time is not None else float("-inf"), -r.place))
     messages: list[Message] = []
     activities: list[dict[str, Any]] = []
     used_keys: dict[str, int] = {}

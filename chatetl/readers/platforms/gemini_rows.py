@@ -46,7 +46,7 @@ IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "heic", "heif
 class Row(NamedTuple):
     """One activity, as compact as a conversation needs it (held until the file's end)."""
 
-    index: int  # place in the file (0: the first, the newest)
+    place: int  # place in the file (0: the first, the newest)
     where: str  # the place in the file, for errors
     time: float | None  # epoch seconds (the JSON's with milliseconds, the HTML's to the second)
     second: str  # the time to the second, as both variants carry it (or the HTML's own words)
@@ -71,7 +71,7 @@ def is_gemini(header: Any, products: list[str]) -> bool:
 
 def make_row(
     index: int, where: str, time: float | None, second: str, title: str, answers: list[str], images: list[list[list[str]]],
-    files: list[list[Any]], links: list[str], subtitles: list[dict], extra: dict[str, Any], report: ReadReport,
+    files: list[list[Any]], links: list[str], subtitles: list[dict[str, Any]], extra: dict[str, Any], report: ReadReport,
     uploads: frozenset[str] = frozenset(),
 ) -> Row:
     """The parts both variants read, made one row the same way."""
@@ -112,7 +112,7 @@ def make_row(
     return Row(index, where, time, second, activity, text, answers, images, list(seen.values()), conversations, model, extra)
 
 
-def _generated_to_answer(files: dict[str, list[Any]], images: list[list[list[str]]], subtitles: list[dict], uploads: frozenset[str]) -> None:
+def _generated_to_answer(files: dict[str, list[Any]], images: list[list[list[str]]], subtitles: list[dict[str, Any]], uploads: frozenset[str]) -> None:
     """A row lists the images its answer generated among its files: a file the answer shows (an
     `<img>` of the same name) is the answer's alone, and when a subtitle says "N generated
     image(s)." the row's other image files are too (added to the last answer), but for the
