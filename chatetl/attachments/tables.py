@@ -8,14 +8,18 @@ their state).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from chatetl.attachments.find import Finder
+from chatetl.attachments.inline import inline_files
 from chatetl.attachments.refs import hold
-from chatetl.attachments.store import StoredFile, store_member
+from chatetl.attachments.store import StoredFile, store_bytes, store_member
 from chatetl.layout import TABLES
 from chatetl.model import Attachment
+from chatetl.readers.data_url import INLINE_ID_PREFIX
 from chatetl.readers.entry import Entry
 from chatetl.readers.inputs.archive import DAMAGED_MEMBER
 from chatetl.readers.inputs.members import Members, upload_members
@@ -44,13 +48,17 @@ def resolve_attachments(store: ObjectStore, upload: Entry, uid: str, paths: dict
 
 def _resolved(store: ObjectStore, upload: Entry, paths: dict[str, Path], report: ReadReport, workdir: Path) -> AttachmentCounts:
     counts = AttachmentCounts()
-    counts.attachments = sum(len(row["attachments"] or ()) for row in read_rows(paths["messages"], ["attachments"]))
+    inline_ids: set[str] = set()
+    for row in read_rows(paths["messages"], ["attachments"]):
+        counts.attachments += len(row["attachments"] or ())
+        inline_ids.update(a["id"] for a in row["attachments"] or () if (a["id"] or "").startswith(INLINE_ID_PREFIX))
     if not counts.attachments:
         return counts
     with upload_members(upload) as members:
-        if not members:
+        if not members and not inline_ids:
             return counts
         finder = Finder(members)
+        inline = _Inline(store, upload, members, inline_ids, workdir)
         stored: dict[str, StoredFile | None] = {}
         out = {t: workdir / f"attachments-{t}.parquet" for t in TABLES}
         with TableWriter(out["conversations"], out["messages"]) as writer:
@@ -58,20 +66,22 @@ def _resolved(store: ObjectStore, upload: Entry, paths: dict[str, Path], report:
                 changed = False
                 for message in conv.messages:
                     for att in message.attachments:
-                        found = finder.find(conv, att)
-                        if found is None:
-                            continue
-                        name, original = found
-                        if name not in stored:
-                            stored[name] = _stored(store, members, name, report, upload.name, workdir)
-                        if (kept := stored[name]) is not None:
+                        kept, original = None, None
+                        if att.id in inline_ids:
+                            kept = inline.get(conv.source_file, att.id)
+                        elif (found := finder.find(conv, att)) is not None:
+                            name, original = found
+                            if name not in stored:
+                                stored[name] = _stored(store, members, name, report, upload.name, workdir)
+                            kept = stored[name]
+                        if kept is not None:
                             _set(att, kept, original)
                             counts.in_export += 1
                             changed = True
                 if changed:
                     conv.messages = conv.messages  # (assigned: its state hash is computed anew)
                 writer.add(conv, upload_key=upload_key)
-        files = [s for s in stored.values() if s is not None]
+        files = [s for s in (*stored.values(), *inline.stored.values()) if s is not None]
         counts.hashes = sorted({s.content_hash for s in files})
         counts.files = len(counts.hashes)
         counts.new_files = len({s.content_hash for s in files if s.new})
@@ -93,6 +103,34 @@ def _stored(store: ObjectStore, members: Members, name: str, report: ReadReport,
     except (*DAMAGED_MEMBER, OSError) as exc:  # type: ignore[misc]  # (a damaged member: the attachment stays without its bytes)
         report.warn(f"{upload}!{name}", "", f"attachment not kept: {exc}")
         return None
+
+
+class _Inline:
+    """The upload's data: URL files (chatetl.attachments.inline), each chat file scanned once, when a chat of
+    it first names one: every inline file the upload's tables name is stored from that pass."""
+
+    def __init__(self, store: ObjectStore, upload: Entry, members: Members, wanted: set[str], workdir: Path) -> None:
+        self.store, self.upload, self.members, self.wanted, self.workdir = store, upload, members, wanted, workdir
+        self.scanned: set[str | None] = set()
+        self.stored: dict[str, StoredFile] = {}
+
+    def get(self, source_file: str | None, ident: str | None) -> StoredFile | None:
+        if ident is None:
+            return None
+        if ident not in self.stored and source_file not in self.scanned:
+            self.scanned.add(source_file)
+            opener = self._opener(source_file)
+            if opener is not None:
+                for found, _mime, data in inline_files(opener, self.wanted - set(self.stored)):
+                    self.stored[found] = store_bytes(self.store, data, self.workdir)
+        return self.stored.get(ident)
+
+    def _opener(self, source_file: str | None) -> Callable[[], BinaryIO] | None:
+        """The chat file a conversation came from: the upload itself, or the member it names."""
+        if source_file == self.upload.name:
+            return self.upload.open
+        member = self.members.get(source_file.split("!", 1)[1]) if source_file and "!" in source_file else None
+        return member.open if member is not None else None
 
 
 def _set(att: Attachment, kept: StoredFile, original: str | None) -> None:

@@ -121,3 +121,22 @@ def test_a_file_leaves_with_the_last_upload_that_refers_to_it(tmp_path):
     fewer = zip_files({"conversations.json": json.dumps([chatgpt_conversation()]), f"{UPLOADED}.dat": png(1)})
     ingested(store, "raw/c.zip", fewer)  # its new version holds one file of the three
     assert [i.key for i in store.list(ATTACHMENTS_PREFIX)] == [attachment_key(hashlib.sha256(png(1)).hexdigest())]
+
+
+def test_open_webui_data_url_images_stored_decoded_once(tmp_path):
+    from attachments.layouts import open_webui_json
+
+    store = LocalObjectStore(tmp_path)
+    images = [png(21), png(22, pad=5000)]
+    for key, data in (("raw/owui.json", open_webui_json(images)), ("raw/owui.zip", zip_files({"chats/export.json": open_webui_json(images, escaped=True)}))):
+        result = ingested(store, key, data)
+        (atts,) = _attachments(store, result).values()
+        kept = [a for a in atts if a.in_export]
+        assert [a.content_hash for a in kept] == [hashlib.sha256(d).hexdigest() for d in images], key
+        assert all(a.kind == "image" and a.mime_type == "image/png" for a in kept)
+        assert [a.size for a in kept] == [len(d) for d in images]
+        assert len(atts) == 3 and not atts[2].in_export  # (the damaged URL: a row, no bytes)
+        for a, d in zip(kept, images, strict=True):
+            assert store.get_bytes(attachment_key(a.content_hash)) == d
+        assert "base64" not in json.dumps([a.model_dump() for a in atts])  # the tables never hold the bytes
+    assert len(list(store.list(ATTACHMENTS_PREFIX))) == 2  # the second upload stored nothing new
