@@ -16,19 +16,24 @@ _BLOCK = 1024 * 1024
 _START = b'"data:'
 
 
-def inline_files(opener: Callable[[], BinaryIO], wanted: set[str]) -> Iterator[tuple[str, str | None, bytes]]:
-    """(id, stated MIME type, bytes) of each data: URL in the file whose id is in `wanted`, each once."""
-    left = set(wanted)
+def inline_files(opener: Callable[[], BinaryIO], wanted: set[str] | None) -> Iterator[tuple[str, str | None, bytes]]:
+    """(id, stated MIME type, bytes) of each data: URL in the file whose id is in `wanted` (None: every one),
+    each once."""
+    left = None if wanted is None else set(wanted)
+    seen: set[str] = set()
+    if left is not None and not left:
+        return
     for url in _data_urls(opener):
         decoded = decode_data_url(url)
         if decoded is None:
             continue
         ident = inline_id(decoded[1])
-        if ident in left:
-            left.discard(ident)
-            yield ident, decoded[0], decoded[1]
-            if not left:
-                return
+        if ident in seen or (left is not None and ident not in left):
+            continue
+        seen.add(ident)
+        yield ident, decoded[0], decoded[1]
+        if left is not None and not (left - seen):
+            return
 
 
 def _data_urls(opener: Callable[[], BinaryIO]) -> Iterator[bytes]:
