@@ -14,7 +14,10 @@ from typing import BinaryIO
 
 from chatetl.attachments.find import Finder
 from chatetl.attachments.inline import inline_files
-from chatetl.attachments.store import StoredFile, store_bytes, store_member
+from chatetl.attachments.manifest import Known
+from chatetl.attachments.store import StoredFile, held, store_bytes, store_member
+from chatetl.attachments.text import WORDS_TYPES
+from chatetl.layout import attachment_key
 from chatetl.model import Attachment, Conversation
 from chatetl.readers.data_url import INLINE_ID_PREFIX
 from chatetl.readers.entry import Entry
@@ -26,11 +29,13 @@ from chatetl.storage import ObjectStore
 
 class UploadFiles:
     """The attachments of `upload` (its `members` listed once) resolved into `store`. `inline`: the ids of the
-    inline files wanted (None: every one a chat file carries, each chat file scanned once)."""
+    inline files wanted (None: every one a chat file carries, each chat file scanned once); `known`: the
+    files an upload of the same bytes found, taken without reading them again while the store holds them."""
 
     def __init__(self, store: ObjectStore, upload: Entry, members: Members, report: ReadReport, workdir: Path,
-                 inline: set[str] | None = None) -> None:
+                 inline: set[str] | None = None, known: Known | None = None) -> None:
         self.store, self.upload, self.members, self.report, self.workdir = store, upload, members, report, workdir
+        self.known = known or {}  # what an upload with the same bytes found (chatetl.attachments.manifest)
         self.finder = Finder(members)
         self.wanted = inline
         self.stored: dict[str, StoredFile | None] = {}  # by member name
@@ -59,6 +64,11 @@ class UploadFiles:
             conv.messages = conv.messages  # (assigned: its state hash is computed anew)
         return found
 
+    def found(self) -> Known:
+        """The members read whose file has no words (chatetl.attachments.manifest keeps them)."""
+        return {name: (s.content_hash, s.size, s.mime_type) for name, s in self.stored.items()
+                if s is not None and s.text is None and s.mime_type not in WORDS_TYPES}
+
     def files(self) -> list[StoredFile]:
         """Every file stored (or found stored) so far."""
         return [s for s in (*self.stored.values(), *self.inline.values()) if s is not None]
@@ -71,6 +81,8 @@ class UploadFiles:
         if not self.members.take(member):
             self.report.warn(where, "", "attachment not kept: the upload's inflate cap (CHATETL_MAX_INFLATED_BYTES) is reached")
             return None
+        if (known := self.known.get(name)) is not None and held(self.store, attachment_key(known[0])):
+            return StoredFile(known[0], known[1], known[2], None, new=False)
         try:
             return store_member(self.store, member, self.workdir)
         except (*DAMAGED_MEMBER, OSError) as exc:  # type: ignore[misc]  # (a damaged member: the attachment stays without its bytes)

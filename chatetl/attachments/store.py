@@ -30,6 +30,12 @@ class StoredFile:
     new: bool  # written now (False: the bucket held it already)
 
 
+def held(store: ObjectStore, key: str) -> bool:
+    """Whether the store holds `key` (a local store's file looked at, not read: its head digests it)."""
+    path = store.local_path(key)
+    return path.is_file() if path is not None else store.head(key) is not None
+
+
 def store_member(store: ObjectStore, member: Member, workdir: str | Path | None = None) -> StoredFile:
     """Stream `member` once (hashed as it is copied to a local file), then put it unless the bucket holds it."""
     return store_stream(store, member.open, workdir)
@@ -58,7 +64,7 @@ def store_stream(store: ObjectStore, opener: Callable[[], BinaryIO], workdir: st
         content_hash = digest.hexdigest()
         mime = mime_of(head) or ("text/plain" if is_text(head) else None)
         key = attachment_key(content_hash)
-        new = store.head(key) is None
+        new = not held(store, key)
         if new:
             store.put_file(key, tmp.name, mime or "application/octet-stream")
         text = file_text(Path(tmp.name), mime, head, size)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chatetl.attachments.manifest import read_manifest, write_manifest
 from chatetl.attachments.refs import hold
 from chatetl.attachments.resolve import UploadFiles
 from chatetl.layout import TABLES
@@ -34,10 +35,11 @@ class AttachmentCounts:
 
 
 def resolve_attachments(store: ObjectStore, upload: Entry, uid: str, paths: dict[str, Path], report: ReadReport,
-                        workdir: Path) -> AttachmentCounts:
+                        workdir: Path, digest: str | None = None) -> AttachmentCounts:
     """Set the attachments of the tables at `paths` to the bytes `upload` (id `uid`) holds for them, stored in
-    `store`; the upload's references to stored files follow (chatetl.attachments.refs)."""
-    counts = _resolved(store, upload, paths, report, workdir)
+    `store`; the upload's references to stored files follow (chatetl.attachments.refs). `digest`: the upload's
+    content digest (chatetl.attachments.manifest.upload_digest), so the same bytes again are not re-read."""
+    counts = _resolved(store, upload, paths, report, workdir, digest)
     hold(store, uid, counts.hashes)
     return counts
 
@@ -68,7 +70,8 @@ def rewrite_resolved(paths: dict[str, Path], resolve: Callable[[Conversation], i
     return found
 
 
-def _resolved(store: ObjectStore, upload: Entry, paths: dict[str, Path], report: ReadReport, workdir: Path) -> AttachmentCounts:
+def _resolved(store: ObjectStore, upload: Entry, paths: dict[str, Path], report: ReadReport, workdir: Path,
+              digest: str | None) -> AttachmentCounts:
     counts = AttachmentCounts()
     counts.attachments, inline_ids = attachment_ids(paths["messages"])
     if not counts.attachments:
@@ -76,8 +79,9 @@ def _resolved(store: ObjectStore, upload: Entry, paths: dict[str, Path], report:
     with upload_members(upload) as members:
         if not members and not inline_ids:
             return counts
-        files = UploadFiles(store, upload, members, report, workdir, inline_ids)
+        files = UploadFiles(store, upload, members, report, workdir, inline_ids, read_manifest(store, digest))
         counts.in_export = rewrite_resolved(paths, files.resolve, workdir)
+        write_manifest(store, digest, files.found())
         stored = files.files()
         counts.hashes = sorted({s.content_hash for s in stored})
         counts.files = len(counts.hashes)

@@ -140,3 +140,28 @@ def test_open_webui_data_url_images_stored_decoded_once(tmp_path):
             assert store.get_bytes(attachment_key(a.content_hash)) == d
         assert "base64" not in json.dumps([a.model_dump() for a in atts])  # the tables never hold the bytes
     assert len(list(store.list(ATTACHMENTS_PREFIX))) == 2  # the second upload stored nothing new
+
+
+def test_same_bytes_uploaded_again_are_not_read_again_unless_a_file_left(tmp_path, monkeypatch):
+    import chatetl.attachments.resolve as resolve
+    from attachments.layouts import text_file_zip
+
+    store = LocalObjectStore(tmp_path)
+    first = ingested(store, "raw/a/chatgpt.zip", chatgpt_zip())
+    ingested(store, "raw/a/lechat.zip", text_file_zip())
+    read = []
+    real = resolve.store_member
+    monkeypatch.setattr(resolve, "store_member", lambda store, member, workdir=None: read.append(member.name) or real(store, member, workdir))
+    again = ingested(store, "raw/b/chatgpt-copy.zip", chatgpt_zip())  # the same bytes under another name
+    assert read == [] and again.attachments.in_export == first.attachments.in_export == 4
+    assert _attachments(store, again) == _attachments(store, first)
+    again = ingested(store, "raw/b/lechat-copy.zip", text_file_zip())
+    assert len(read) == 2 and again.attachments.in_export == 2  # (a text file and a PDF: their words are read again)
+    read.clear()
+    gone = next(a.content_hash for atts in _attachments(store, first).values() for a in atts if a.content_hash)
+    store.delete(attachment_key(gone))  # a file that left the bucket meanwhile is read and stored again
+    ingested(store, "raw/c/chatgpt-copy.zip", chatgpt_zip())
+    assert len(read) == 1 and store.head(attachment_key(gone)) is not None
+    other = zip_files({"conversations.json": json.dumps([chatgpt_conversation()]), f"{UPLOADED}.dat": png(50)})
+    result = ingested(store, "raw/c/other.zip", other)  # other bytes, the same member names: read
+    assert hashlib.sha256(png(50)).hexdigest() in result.attachments.hashes
