@@ -143,8 +143,9 @@ def test_open_webui_data_url_images_stored_decoded_once(tmp_path):
 
 
 def test_same_bytes_uploaded_again_are_not_read_again_unless_a_file_left(tmp_path, monkeypatch):
-    import chatetl.attachments.resolve as resolve
     from attachments.layouts import text_file_zip
+
+    from chatetl.attachments import resolve
 
     store = LocalObjectStore(tmp_path)
     first = ingested(store, "raw/a/chatgpt.zip", chatgpt_zip())
