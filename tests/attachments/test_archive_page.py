@@ -1,6 +1,6 @@
-"""The archive in a real headless Chromium: a conversation page opened from the archive page shows an
-image the upload held and a visible placeholder for one it lacked, also once the export folder is moved
-or unzipped (its CSP kept, nothing fetched from outside the folder)."""
+"""The archive in a real headless Chromium: its search finds a chat by an attachment's name; a conversation
+page opened from it shows an image the upload held and a visible placeholder for one it lacked, also once
+the export folder is moved or unzipped (its CSP kept, nothing fetched from outside the folder)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def _check_conversation_page(browser, archive_page):
     from selenium.webdriver.common.by import By
 
     browser.get(archive_page.as_uri())
+    browser.find_element(By.ID, "filter").send_keys("screensh")  # (only an attachment's name holds it)
+    assert [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#conversations tbody td.title") if r.is_displayed()] == ["Photo help"]
     browser.find_element(By.LINK_TEXT, "Photo help").click()
     assert browser.title == "Photo help"
     assert "<meta http-equiv=\"Content-Security-Policy\"" in browser.page_source
