@@ -19,6 +19,7 @@ folder can be moved or zipped; a file the export did not contain is a placeholde
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -64,7 +65,7 @@ from chatetl.exports.meta import export_views
 from chatetl.model import Conversation, state_hash, with_state_hash
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
-from chatetl.storage import LocalObjectStore, ObjectStore
+from chatetl.storage import LocalObjectStore
 
 # what `export` writes when no --format is given: the page a person opens first, with every chat's html page
 DEFAULT_FORMATS = (ARCHIVE,)
@@ -165,17 +166,25 @@ class _Written:
     linked: dict[str, list[str]] = field(default_factory=dict)  # conversation key -> the attachment copies its md/html link
     copied: set[str] = field(default_factory=set)  # the copies in OUT/files/
 
-    def copy_files(self, conv: Conversation, names: list[str], store: ObjectStore) -> None:
+    def copy_files(self, conv: Conversation, names: list[str], store: LocalObjectStore) -> None:
         """The attachment copies `conv`'s md and html files link, into OUT/files/ (each once; the name is the content)."""
         self.linked[conv.key] = names
         if not any(f in self.request.chosen for f in LINKING_FORMATS):
             return
         for name in names:
-            if name not in self.copied:
-                _write_inside(self.out, f"{FILES_FOLDER}/{name}", store.get_bytes(source_key(name)))
-                self.copied.add(name)
+            source = store.local_path(source_key(name))
+            if name in self.copied or source is None:
+                continue
+            target = _inside(self.out, f"{FILES_FOLDER}/{name}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:  # (streamed, never whole in memory; a full disk leaves no cut file behind)
+                shutil.copyfile(source, target)
+            except OSError:
+                target.unlink(missing_ok=True)
+                raise
+            self.copied.add(name)
 
-    def zip_files(self, store: ObjectStore) -> list[tuple[str, Path]]:
+    def zip_files(self, store: LocalObjectStore) -> list[tuple[str, Path]]:
         """The zip's `files/` members: the copies the winning states' md and html files link."""
         if not any(f in self.request.bundle for f in LINKING_FORMATS):
             return []
