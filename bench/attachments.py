@@ -9,6 +9,10 @@ the attachment stage by a no-op, the baseline. Runs alternate; medians. A last r
 export again into the bucket the "with" run filled: it must store nothing new.
 
     .venv/bin/python bench/attachments.py [--conversations 1000] [--per-chat 5] [--kb 64] [--runs 5]
+
+Then the day's zip (`chatetl.exports.partition.write_day_exports`, md and html, every file rendered anew) of
+each of those buckets, in a process of its own, alternating: "with" holds the 5,000 images under `files/`,
+"without" the same pages with placeholders only (the baseline).
 """
 
 from __future__ import annotations
@@ -47,6 +51,24 @@ print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 10
 """
 
 
+_ZIP = """
+import json, resource, shutil, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from chatetl.storage import LocalObjectStore
+from chatetl.exports.partition import ExportPlan, write_day_exports
+from chatetl.layout import bundle_key
+for folder in ("exports", "cache"):
+    shutil.rmtree(Path(sys.argv[2], folder), ignore_errors=True)
+store = LocalObjectStore(sys.argv[2])
+start = time.perf_counter()
+result = write_day_exports(store, "2026-03-01", ExportPlan(formats=("md", "html"), bundle_formats=("md", "html")))
+seconds = time.perf_counter() - start
+print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "s": seconds,
+                  "members": result.bundle_files, "mib": store.head(bundle_key("2026-03-01")).size / 1024**2}))
+"""
+
+
 def write_export(path: Path, conversations: int, per_chat: int, kb: int) -> int:
     spec = importlib.util.spec_from_file_location("layouts", ROOT / "tests" / "attachments" / "layouts.py")  # (the tests' layouts)
     assert spec is not None and spec.loader is not None
@@ -77,6 +99,18 @@ def run(export: Path, bucket: Path, mode: str) -> dict[str, float]:
     return json.loads(out.stdout)
 
 
+def day_zip(bucket: Path) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", _ZIP, str(ROOT), str(bucket)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def _table(results: dict[str, list[dict[str, float]]]) -> None:
+    print("| | without | with |\n|---|---:|---:|")
+    for what, key in (("seconds (median)", "s"), ("peak RSS MiB (median)", "rss")):
+        row = [statistics.median(r[key] for r in results[m]) for m in ("without", "with")]
+        print(f"| {what} | {row[0]:.1f} | {row[1]:.1f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", type=int, default=1000)
@@ -94,14 +128,21 @@ def main() -> None:
                 bucket = Path(folder, f"bucket-{mode}")
                 subprocess.run(["rm", "-rf", str(bucket)], check=True)
                 results[mode].append(run(export, bucket, mode))
-        again = run(export, Path(folder, "bucket-with"), "with")
-        print("| | without the attachment stage | with it |\n|---|---:|---:|")
-        for what, key in (("seconds (median)", "s"), ("peak RSS MiB (median)", "rss")):
-            row = [statistics.median(r[key] for r in results[m]) for m in ("without", "with")]
-            print(f"| {what} | {row[0]:.1f} | {row[1]:.1f} |")
+        again = [run(export, Path(folder, "bucket-with"), "with") for _ in range(args.runs)]
+        print("ingest (without: the attachment stage a no-op)")
+        _table(results)
         last = results["with"][-1]
         print(f"with: {last['attachments']} attachments, {last['in_export']} in the export, {last['new_files']} files stored; "
-              f"the same export again: {again['new_files']} new files, {again['s']:.1f} s")
+              f"the same export again: {sum(a['new_files'] for a in again)} new files, "
+              f"{statistics.median(a['s'] for a in again):.1f} s (median)")
+        zips: dict[str, list[dict[str, float]]] = {"without": [], "with": []}
+        for n in range(args.runs):
+            for mode in ("without", "with") if n % 2 == 0 else ("with", "without"):
+                zips[mode].append(day_zip(Path(folder, f"bucket-{mode}")))
+        print("the day's zip, md and html (without: no attachment resolved, placeholders only)")
+        _table(zips)
+        for mode in ("without", "with"):
+            print(f"{mode}: {zips[mode][-1]['members']} members, {zips[mode][-1]['mib']:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@
 cache/ holds what lets a run redo only what changed: deleting it costs time (the next run of each day
 renders and chunks everything again), never data.
     state/attachments/by-upload/<upload-id>.json         the attachments an upload refers to
+    state/attachments/by-content/<etag>-<size>.json      which member of an upload with these bytes holds which file
 
 Every output key is derived from the upload's key, so a rerun overwrites instead of
 adding (and `chatetl.storage.put_if_changed` skips writes whose bytes are unchanged).
@@ -55,6 +56,7 @@ COVERAGE_KEY = f"{INDEX_PREFIX}coverage.json"
 LOCATION_PREFIX = f"{INDEX_PREFIX}by-key/"
 CACHE_PREFIX = "cache/"
 ATTACHMENTS_BY_UPLOAD_PREFIX = f"{STATE_PREFIX}attachments/by-upload/"
+ATTACHMENTS_BY_CONTENT_PREFIX = f"{STATE_PREFIX}attachments/by-content/"
 EXPORT_FILES_PREFIX = f"{EXPORTS_PREFIX}files/"
 
 
@@ -135,6 +137,13 @@ def attachment_key(content_hash: str) -> str:
 
 def attachments_of_upload_key(uid: str) -> str:
     return f"{ATTACHMENTS_BY_UPLOAD_PREFIX}{uid}.json"
+
+
+def attachments_of_content_key(digest: str) -> str:
+    """What an upload's members hold (member -> sha256), by the upload's own content digest (`<etag>-<size>`)."""
+    if not digest or len(digest) > 100 or any(c not in "0123456789abcdef-" for c in digest):
+        raise ValueError(f"not an upload digest: {digest!r}")
+    return f"{ATTACHMENTS_BY_CONTENT_PREFIX}{digest}.json"
 
 
 def export_file_prefix(content_hash: str) -> str:

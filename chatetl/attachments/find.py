@@ -37,12 +37,13 @@ class Finder:
         self._grok = {m.group(1): name for name in members.by_name if (m := _GROK_ASSET.search(name))}
         self._asset_names = _asset_names(members)
 
-    def find(self, conv: Conversation, att: Attachment) -> tuple[str, str | None] | None:
-        """The member holding `att`'s bytes and the original name the export gives it, or None."""
+    def find(self, conv: Conversation, att: Attachment, source_file: str | None = None) -> tuple[str, str | None] | None:
+        """The member holding `att`'s bytes and the original name the export gives it, or None (`source_file`:
+        `upload!member`, the chat file `conv` came from, default its own)."""
         if conv.source is Source.CHATGPT:
             return self._chatgpt(att)
         if conv.source is Source.GEMINI and att.pointer:
-            return self._beside(conv.source_file, html.unescape(att.pointer))
+            return self._beside(source_file or conv.source_file, html.unescape(att.pointer))
         if conv.source is Source.GROK:
             return self._grok_asset(att)
         if conv.source is Source.LE_CHAT and att.pointer:

@@ -1,24 +1,25 @@
 """Each attachment of an upload's new tables (on local disk, before they are put) set to its stored bytes.
 
-Runs only where the tables hold an attachment and the upload holds files beside its chat files; each
-member is stored once however many attachments name it. The conversations whose attachments changed are
+Runs only where the tables hold an attachment and the upload holds files (beside its chat files, or inside
+them as data: URLs); each file is stored once however many attachments name it (chatetl.attachments.resolve). The conversations whose attachments changed are
 written with their state hash computed anew (their `content_hash`, sniffed type and true size are part of
 their state).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chatetl.attachments.find import Finder
+from chatetl.attachments.manifest import read_manifest, write_manifest
 from chatetl.attachments.refs import hold
-from chatetl.attachments.store import StoredFile, store_member
+from chatetl.attachments.resolve import UploadFiles
 from chatetl.layout import TABLES
-from chatetl.model import Attachment
+from chatetl.model import Conversation
+from chatetl.readers.data_url import INLINE_ID_PREFIX
 from chatetl.readers.entry import Entry
-from chatetl.readers.inputs.archive import DAMAGED_MEMBER
-from chatetl.readers.inputs.members import Members, upload_members
+from chatetl.readers.inputs.members import upload_members
 from chatetl.readers.report import ReadReport
 from chatetl.storage import ObjectStore
 from chatetl.tables import TableWriter, iter_conversations, read_rows
@@ -34,70 +35,55 @@ class AttachmentCounts:
 
 
 def resolve_attachments(store: ObjectStore, upload: Entry, uid: str, paths: dict[str, Path], report: ReadReport,
-                        workdir: Path) -> AttachmentCounts:
+                        workdir: Path, digest: str | None = None) -> AttachmentCounts:
     """Set the attachments of the tables at `paths` to the bytes `upload` (id `uid`) holds for them, stored in
-    `store`; the upload's references to stored files follow (chatetl.attachments.refs)."""
-    counts = _resolved(store, upload, paths, report, workdir)
+    `store`; the upload's references to stored files follow (chatetl.attachments.refs). `digest`: the upload's
+    content digest (chatetl.attachments.manifest.upload_digest), so the same bytes again are not re-read."""
+    counts = _resolved(store, upload, paths, report, workdir, digest)
     hold(store, uid, counts.hashes)
     return counts
 
 
-def _resolved(store: ObjectStore, upload: Entry, paths: dict[str, Path], report: ReadReport, workdir: Path) -> AttachmentCounts:
+def attachment_ids(messages: Path) -> tuple[int, set[str]]:
+    """How many attachments the messages table at `messages` holds, and the ids of its inline files among them."""
+    rows, inline = 0, set[str]()
+    for row in read_rows(messages, ["attachments"]):
+        rows += len(row["attachments"] or ())
+        inline.update(a["id"] for a in row["attachments"] or () if (a["id"] or "").startswith(INLINE_ID_PREFIX))
+    return rows, inline
+
+
+def rewrite_resolved(paths: dict[str, Path], resolve: Callable[[Conversation], int], workdir: Path) -> int:
+    """The tables at `paths` with each conversation through `resolve` (which sets its attachments' bytes, giving
+    how many it found), rewritten in place only where one was found; how many were."""
+    found = 0
+    out = {t: workdir / f"attachments-{t}.parquet" for t in TABLES}
+    with TableWriter(out["conversations"], out["messages"]) as writer:
+        for conv, upload_key in iter_conversations(paths["conversations"], paths["messages"]):
+            found += resolve(conv)
+            writer.add(conv, upload_key=upload_key)
+    for t in TABLES:
+        if found:
+            out[t].replace(paths[t])
+        else:
+            out[t].unlink(missing_ok=True)
+    return found
+
+
+def _resolved(store: ObjectStore, upload: Entry, paths: dict[str, Path], report: ReadReport, workdir: Path,
+              digest: str | None) -> AttachmentCounts:
     counts = AttachmentCounts()
-    counts.attachments = sum(len(row["attachments"] or ()) for row in read_rows(paths["messages"], ["attachments"]))
+    counts.attachments, inline_ids = attachment_ids(paths["messages"])
     if not counts.attachments:
         return counts
     with upload_members(upload) as members:
-        if not members:
+        if not members and not inline_ids:
             return counts
-        finder = Finder(members)
-        stored: dict[str, StoredFile | None] = {}
-        out = {t: workdir / f"attachments-{t}.parquet" for t in TABLES}
-        with TableWriter(out["conversations"], out["messages"]) as writer:
-            for conv, upload_key in iter_conversations(paths["conversations"], paths["messages"]):
-                changed = False
-                for message in conv.messages:
-                    for att in message.attachments:
-                        found = finder.find(conv, att)
-                        if found is None:
-                            continue
-                        name, original = found
-                        if name not in stored:
-                            stored[name] = _stored(store, members, name, report, upload.name, workdir)
-                        if (kept := stored[name]) is not None:
-                            _set(att, kept, original)
-                            counts.in_export += 1
-                            changed = True
-                if changed:
-                    conv.messages = conv.messages  # (assigned: its state hash is computed anew)
-                writer.add(conv, upload_key=upload_key)
-        files = [s for s in stored.values() if s is not None]
-        counts.hashes = sorted({s.content_hash for s in files})
+        files = UploadFiles(store, upload, members, report, workdir, inline_ids, read_manifest(store, digest))
+        counts.in_export = rewrite_resolved(paths, files.resolve, workdir)
+        write_manifest(store, digest, files.found())
+        stored = files.files()
+        counts.hashes = sorted({s.content_hash for s in stored})
         counts.files = len(counts.hashes)
-        counts.new_files = len({s.content_hash for s in files if s.new})
-    if counts.in_export:
-        for t in TABLES:
-            out[t].replace(paths[t])
+        counts.new_files = len({s.content_hash for s in stored if s.new})
     return counts
-
-
-def _stored(store: ObjectStore, members: Members, name: str, report: ReadReport, upload: str, workdir: Path) -> StoredFile | None:
-    member = members.get(name)
-    if member is None:
-        return None
-    if not members.take(member):
-        report.warn(f"{upload}!{name}", "", "attachment not kept: the upload's inflate cap (CHATETL_MAX_INFLATED_BYTES) is reached")
-        return None
-    try:
-        return store_member(store, member, workdir)
-    except (*DAMAGED_MEMBER, OSError) as exc:  # type: ignore[misc]  # (a damaged member: the attachment stays without its bytes)
-        report.warn(f"{upload}!{name}", "", f"attachment not kept: {exc}")
-        return None
-
-
-def _set(att: Attachment, kept: StoredFile, original: str | None) -> None:
-    att.__dict__.update(content_hash=kept.content_hash, size=kept.size, mime_type=kept.mime_type or att.mime_type,
-                        name=att.name or original, text=att.text or kept.text)
-    if att.kind == "file" and kept.mime_type and kept.mime_type.startswith("image/"):
-        att.__dict__["kind"] = "image"
-

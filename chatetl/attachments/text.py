@@ -15,6 +15,7 @@ MAX_TEXT_BYTES = 4 * 1024**2
 MAX_PDF_BYTES = 64 * 1024**2
 MAX_PDF_PAGES = 500
 MAX_TEXT_CHARS = 1_000_000
+WORDS_TYPES = ("text/plain", "application/pdf")  # the sniffed types whose words are read
 
 
 def file_text(path: Path, mime_type: str | None, head: bytes, size: int) -> str | None:

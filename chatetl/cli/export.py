@@ -11,11 +11,15 @@ once (the same chat in two files, a resync) is written once, in its winning stat
 (model.state_order, the state the graph and the bucket keep), whatever order the inputs are given in.
 What goes out is the visible branch; --include-* (or CHATETL_EXPORT_INCLUDE_* /
 CHATETL_INCLUDE_* in the environment) let in reasoning, tool internals, hidden context, branches.
+The files the local inputs hold for the chats' attachments (images, uploads) go to DIR/files/<sha256><ext>,
+each once, linked from the md and html files as ../files/… (and into the zip beside them), so the
+folder can be moved or zipped; a file the export did not contain is a placeholder naming it.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -25,6 +29,7 @@ from typing import Any
 
 import click
 
+from chatetl.attachments.local import LocalAttachments
 from chatetl.cli.inputs import input_meter, read_inputs
 from chatetl.cli.options import (
     INPUT_ERRORS,
@@ -42,6 +47,7 @@ from chatetl.exports.archive import (
     archive_entry,
     render_archive,
 )
+from chatetl.exports.attachments import FILES_FOLDER, LINKING_FORMATS, linked_names, source_key
 from chatetl.exports.files import (
     ExportCollector,
     ExportFile,
@@ -59,6 +65,7 @@ from chatetl.exports.meta import export_views
 from chatetl.model import Conversation, state_hash, with_state_hash
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
+from chatetl.storage import LocalObjectStore
 
 # what `export` writes when no --format is given: the page a person opens first, with every chat's html page
 DEFAULT_FORMATS = (ARCHIVE,)
@@ -77,7 +84,11 @@ FORMAT is one of (repeat --format, or separate with commas):
   yaml              YAML per chat
   sharegpt-jsonl    one ShareGPT JSON Lines training file of every chat
   all               every format above
-(md-frontmatter, the former name of md, still works.)"""
+(md-frontmatter, the former name of md, still works.)
+
+The files the inputs hold for the chats' attachments (uploaded and generated
+images, shared files) go to OUT/files/ once each, linked from md and html (and
+the zip); a file the export lacked shows as a placeholder naming it."""
 
 
 def _inside(root: Path, relative: str) -> Path:
@@ -152,6 +163,33 @@ class _Written:
     rows: dict[str, ArchiveEntry] = field(default_factory=dict)  # conversation key -> its archive row
     records: int = 0  # the training file's
     archived: int = 0  # the archive pages in OUT
+    linked: dict[str, list[str]] = field(default_factory=dict)  # conversation key -> the attachment copies its md/html link
+    copied: set[str] = field(default_factory=set)  # the copies in OUT/files/
+
+    def copy_files(self, conv: Conversation, names: list[str], store: LocalObjectStore) -> None:
+        """The attachment copies `conv`'s md and html files link, into OUT/files/ (each once; the name is the content)."""
+        self.linked[conv.key] = names
+        if not any(f in self.request.chosen for f in LINKING_FORMATS):
+            return
+        for name in names:
+            source = store.local_path(source_key(name))
+            if name in self.copied or source is None:
+                continue
+            target = _inside(self.out, f"{FILES_FOLDER}/{name}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:  # (streamed, never whole in memory; a full disk leaves no cut file behind)
+                shutil.copyfile(source, target)
+            except OSError:
+                target.unlink(missing_ok=True)
+                raise
+            self.copied.add(name)
+
+    def zip_files(self, store: LocalObjectStore) -> list[tuple[str, Path]]:
+        """The zip's `files/` members: the copies the winning states' md and html files link."""
+        if not any(f in self.request.bundle for f in LINKING_FORMATS):
+            return []
+        names = sorted({n for names in self.linked.values() for n in names})
+        return [(f"{FILES_FOLDER}/{n}", path) for n in names if (path := store.local_path(source_key(n))) is not None]
 
     def write(self, conv: Conversation, files: list[ExportFile]) -> int:
         """A winning state's files written to OUT, an earlier state's files it does not overwrite removed: how many
@@ -183,7 +221,7 @@ class _Written:
         return counts
 
 
-def _write_collected(collector: ExportCollector, written: _Written) -> None:
+def _write_collected(collector: ExportCollector, written: _Written, store: LocalObjectStore) -> None:
     """What is written once every input is read: the training file, the archive page and the zip (each as
     chosen), counted in `written` as each is done."""
     out, request = written.out, written.request
@@ -203,7 +241,7 @@ def _write_collected(collector: ExportCollector, written: _Written) -> None:
         if ARCHIVE in bundle:
             (collector.workdir / "archive.html").write_bytes(page)
             extra.append((f"{ARCHIVE}/{ARCHIVE_PAGE}", collector.workdir / "archive.html"))
-        collector.write_zip(_inside(out, "chats.zip"), extra)
+        collector.write_zip(_inside(out, "chats.zip"), [*extra, *written.zip_files(store)])
     if TRAINING in chosen and not records:  # nothing to train on: no (stale) training file
         training_target.unlink(missing_ok=True)
         if not any(training_target.parent.iterdir()):
@@ -243,9 +281,13 @@ def export(
     conversations = empty = superseded = exported = 0
     meter = input_meter(inputs, progress, quiet, "export")
     # a full disk (temp or OUT) stops the writing: the summary still says what was written
-    with output_errors(str(out), tempfile.gettempdir()) as stop, temporary_collector(request.bundle) as collector, meter:
+    with (output_errors(str(out), tempfile.gettempdir()) as stop, temporary_collector(request.bundle) as collector, meter,
+          tempfile.TemporaryDirectory(prefix="chatetl-attachments-") as tmp):
+        store = LocalObjectStore(tmp)  # (the attachments' bytes, once by content, until they are copied to OUT/files/)
+        local = LocalAttachments(inputs, store, report, Path(tmp))
         for conv in read_inputs(inputs, report, meter):
             conversations += 1
+            local.resolve(conv)
             conv = with_state_hash(conv, state_hash(conv))  # hashed once: the collector and the archive row order by it
             views = export_views(conv, options)  # one selection of turns for every format and the training lines
             files = conversation_files(conv, rendered, options, views)
@@ -256,8 +298,10 @@ def export(
                 superseded += 1
             else:
                 superseded += written.write(conv, files)
+                written.copy_files(conv, linked_names(views), store)
                 exported = collector.conversations
-        _write_collected(collector, written)
+        local.close()
+        _write_collected(collector, written, store)
 
     report_errors(report.errors, quiet)
     if stop.reason:
@@ -269,6 +313,8 @@ def export(
         "written": written.counts(),
         "errors": len(report.errors),
     }
+    if written.copied:
+        summary["attachments"] = len(written.copied)
     if empty:
         summary["empty"] = empty
     if superseded:

@@ -60,6 +60,26 @@ def _write_keepsakes(report: ReadReport, out: Path) -> dict[str, int]:
     return counts
 
 
+def _resolve_attachments(inputs: tuple[str, ...], out: Path, report: ReadReport) -> dict[str, int]:
+    """The files the local inputs hold for their chats' attachments, stored once by content under
+    OUT/attachments/sha256/ (the bucket's layout) and the messages' attachments set to them: the attachment
+    rows, those whose file the inputs held, the distinct files (nothing where no table names one)."""
+    from chatetl.attachments.local import LocalAttachments
+    from chatetl.attachments.tables import attachment_ids, rewrite_resolved
+    from chatetl.storage import LocalObjectStore
+
+    rows = found = 0
+    parts = sorted((out / "messages").glob("part-*.parquet"))
+    with tempfile.TemporaryDirectory(dir=out) as tmp, LocalAttachments(inputs, LocalObjectStore(out), report, Path(tmp)) as local:
+        for messages in parts:
+            n, _ = attachment_ids(messages)
+            if n:
+                rows += n
+                found += rewrite_resolved({"conversations": out / "conversations" / messages.name, "messages": messages}, local.resolve, Path(tmp))
+        files = len(local.hashes)
+    return {"rows": rows, "in_export": found, "files": files} if rows else {}
+
+
 @click.command(
     short_help="Two Parquet tables, conversations and messages.",
     epilog=with_examples(
@@ -79,7 +99,10 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     """Read chat exports (INPUTS: zips, folders, files, s3://bucket/prefix) into two Parquet tables:
     OUT/conversations/ (one row per chat) and OUT/messages/ (one row per message), each a set of
     part-NNNNN.parquet files to read as one table; what the exports keep beside
-    the chats goes to OUT/projects, OUT/project_docs, OUT/memories and OUT/canvases. Needs no Java, Neo4j or server."""
+    the chats goes to OUT/projects, OUT/project_docs, OUT/memories and OUT/canvases. The files the local
+    inputs hold for the chats' attachments (images, uploads) are stored once by content in
+    OUT/attachments/sha256/<2 hex>/<sha256>, each message's attachment naming its file by that hash
+    (content_hash; none where the export did not contain it). Needs no Java, Neo4j or server."""
     from chatetl.normalize.processes import processes_for, start_server
 
     size = None if workers else _input_bytes(inputs)
@@ -102,6 +125,9 @@ def normalize(inputs: tuple[str, ...], out: Path, workers: int | None, quiet: bo
     report_errors(report.errors, quiet)
     summary: dict[str, object] = {"files": report.files, "conversations": writer.conversations, "messages": writer.messages,
                                   "errors": len(report.errors)}
+    attachments = _resolve_attachments(inputs, out, report)
+    if attachments:
+        summary["attachments"] = attachments
     kept = _write_keepsakes(report, out)
     if kept:
         summary["kept"] = kept

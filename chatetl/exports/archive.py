@@ -9,7 +9,8 @@ activity chart: visible messages per month per platform, stacked bars drawn here
 (rectangles computed in Python, written by the template; no charting library). The page's script
 (`templates/archive_filter.js.j2`, plain JavaScript) filters: a row stays when every typed word is
 in its title, platform or date, or begins a word of its messages (a prebuilt inverted index of the
-messages' words, `search_index`, in an attribute of the page); a menu picks a platform. Columns
+messages' words and its attachments' names and kept text, `search_index`, in an attribute of the
+page); a menu picks a platform. Columns
 sort; the month chart and the charts the script draws from the rows' attributes (activity by hour
 and weekday, platforms, conversation lengths, models over time) follow the filter; the table shows
 the first rows that match and the rest on request, so 10,000 conversations stay readable.
@@ -39,7 +40,7 @@ import json
 import re
 from base64 import b64encode
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -52,7 +53,7 @@ from chatetl.exports.html import TEMPLATES
 from chatetl.exports.meta import without_controls
 from chatetl.labels import chat_title
 from chatetl.layout import EXPORTS_PREFIX, export_prefix
-from chatetl.model import Conversation, StateOrder, order_of, state_hash, state_version
+from chatetl.model import Conversation, Message, StateOrder, order_of, state_hash, state_version
 from chatetl.readers.platform_names import platform_label
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
@@ -145,8 +146,16 @@ def archive_entry(conv: Conversation, html: str | None) -> ArchiveEntry:
         model=conv.model or "",
         hours=hours if any(hours) else [],
         weekdays=weekdays if any(weekdays) else [],
-        words=" ".join(chat_words([conv.title or "", *(m.text for m in turns)])),
+        words=" ".join(chat_words([conv.title or "", *(m.text for m in turns), *_attachment_texts(turns)])),
     )
+
+
+def _attachment_texts(turns: Iterable[Message]) -> Iterator[str]:
+    """The names and kept text of the turns' attachments: the page's search finds a chat by the files it shared."""
+    for m in turns:
+        for att in m.attachments:
+            yield att.name or ""
+            yield att.text or ""
 
 
 def chat_words(texts: Iterable[str]) -> list[str]:

@@ -164,12 +164,16 @@ class ExportCollector:
         return records
 
     def write_zip(self, path: str | Path, extra: Iterable[tuple[str, str | Path]] = (),
-                  streams: Iterable[tuple[str, Callable[[], BinaryIO]]] = ()) -> int:
-        """A zip of the bundle formats' files (and `extra` (name, file) members, and `streams` (name, opener) members
-        copied from the reader each opener gives); byte-identical for the same inputs."""
+                  streams: Iterable[tuple[str, Callable[[], BinaryIO], int]] = (), zip64_limit: int = zipfile.ZIP64_LIMIT) -> int:
+        """A zip of the bundle formats' files (and `extra` (name, file) members, and `streams` (name, opener, size)
+        members copied from the reader each opener gives); byte-identical for the same inputs. A copied member
+        whose size comes near `zip64_limit` (zipfile's own bound) is written with zip64 fields: zipfile cannot
+        know a streamed member's size before it is written, and would refuse it past 2 GiB."""
         deflated = {(arc, src): (crc, size) for e in self.entries.values() for arc, src, crc, size in e.files}
         openers: dict[tuple[str, str], Callable[[], BinaryIO]] = {(a, str(s)): _reader(s) for a, s in extra}
-        openers.update(((a, ""), opener) for a, opener in streams)
+        sizes = {(a, str(s)): Path(s).stat().st_size for a, s in extra}
+        for a, opener, size in streams:
+            openers[(a, "")], sizes[(a, "")] = opener, size
         members = sorted([*deflated, *openers])
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
             for arcname, src in members:
@@ -181,7 +185,8 @@ class ExportCollector:
                     crc, size = deflated[(arcname, src)]
                     append_deflated(zf, info, Deflated(Path(src).read_bytes(), crc, size))
                     continue
-                with openers[(arcname, src)]() as f, zf.open(info, "w") as dst:
+                zip64 = sizes[(arcname, src)] * 1.05 > zip64_limit  # (zipfile's rule, on the size it cannot see)
+                with openers[(arcname, src)]() as f, zf.open(info, "w", force_zip64=zip64) as dst:
                     shutil.copyfileobj(f, dst, BLOCK)
         return len(members)
 

@@ -222,11 +222,11 @@ def write_partition_exports(
     return result
 
 
-def _attachment_streams(store: ObjectStore, names: list[str]) -> list[tuple[str, Callable[[], BinaryIO]]]:
+def _attachment_streams(store: ObjectStore, names: list[str]) -> list[tuple[str, Callable[[], BinaryIO], int]]:
     """The zip's `files/` members: each linked copy whose bytes the attachment store holds, read from there as the
-    zip is written (never whole in memory)."""
-    return [(f"{FILES_FOLDER}/{name}", partial(store.open, source_key(name))) for name in names
-            if store.head(source_key(name)) is not None]
+    zip is written (never whole in memory), with its size."""
+    heads = ((name, store.head(source_key(name))) for name in names)
+    return [(f"{FILES_FOLDER}/{name}", partial(store.open, source_key(name)), head.size) for name, head in heads if head is not None]
 
 
 @dataclass

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from chatetl.attachments import AttachmentCounts, resolve_attachments
+from chatetl.attachments.manifest import upload_digest
 from chatetl.ingest.states import keep_newest_states, keep_previous_newer, summary_rows
 from chatetl.layout import KEEPSAKE_TABLES, TABLES, quarantine_prefix, table_key, upload_id
 from chatetl.normalize import normalize_into
@@ -72,7 +73,8 @@ def normalize_upload(
         with TableWriter(paths["conversations"], paths["messages"]) as writer:
             normalize_into(writer, [upload_entry(store, info)], report, workers, upload_key=info.key, workdir=tmp)
         result.conversations, result.messages = writer.conversations, writer.messages
-        result.attachments = resolve_attachments(store, upload_entry(store, info), uid, paths, report, Path(tmp))
+        result.attachments = resolve_attachments(store, upload_entry(store, info), uid, paths, report, Path(tmp),
+                                                 upload_digest(info.etag, info.size))
         if previous:
             result.kept_newer = keep_previous_newer(store, day, uid, paths, previous, Path(tmp))
         result.duplicates = keep_newest_states(paths, Path(tmp))

@@ -123,3 +123,25 @@ def text_file_zip() -> bytes:
         f"chat-{chat}-files/notes.txt": "Packing: bring the marmalade umbrella.\n",
         f"chat-{chat}-files/report.pdf": pdf(),
     })
+
+
+def open_webui_json(images: list[bytes], escaped: bool = False) -> bytes:
+    """An Open WebUI export (one chat) whose first message carries `images` as data: URLs, plus a damaged one;
+    `escaped`: the JSON escapes `/` as `\\/` (as PHP's and some other encoders do)."""
+    import base64
+
+    files = [{"type": "image", "url": f"data:image/png;base64,{base64.b64encode(data).decode()}"} for data in images]
+    files.append({"type": "image", "url": "data:image/png;base64,!!not base64!!"})
+    t = int(BASE_TIME)
+    messages = {
+        "u": {"id": "u", "parentId": None, "childrenIds": ["a"], "role": "user", "content": "Which bird is this?", "timestamp": t,
+              "models": ["llama3"], "files": files},
+        "a": {"id": "a", "parentId": "u", "childrenIds": [], "role": "assistant", "content": "A robin.", "timestamp": t + 1,
+              "model": "llama3", "modelName": "Llama3", "modelIdx": 0, "done": True},
+    }
+    chat = {"id": "owui-1", "title": "Bird", "models": ["llama3"], "params": {}, "history": {"messages": messages, "currentId": "a"},
+            "messages": [messages["u"], messages["a"]], "tags": [], "timestamp": t * 1000, "files": []}
+    row = {"id": "owui-1", "user_id": "user-1", "title": "Bird", "chat": chat, "updated_at": t + 1, "created_at": t,
+           "share_id": None, "archived": False, "pinned": False, "meta": {"tags": []}, "folder_id": None}
+    text = json.dumps([row], indent=1)
+    return (text.replace("/", "\\/") if escaped else text).encode()

@@ -121,3 +121,48 @@ def test_a_file_leaves_with_the_last_upload_that_refers_to_it(tmp_path):
     fewer = zip_files({"conversations.json": json.dumps([chatgpt_conversation()]), f"{UPLOADED}.dat": png(1)})
     ingested(store, "raw/c.zip", fewer)  # its new version holds one file of the three
     assert [i.key for i in store.list(ATTACHMENTS_PREFIX)] == [attachment_key(hashlib.sha256(png(1)).hexdigest())]
+
+
+def test_open_webui_data_url_images_stored_decoded_once(tmp_path):
+    from attachments.layouts import open_webui_json
+
+    store = LocalObjectStore(tmp_path)
+    images = [png(21), png(22, pad=5000)]
+    for key, data in (("raw/owui.json", open_webui_json(images)), ("raw/owui.zip", zip_files({"chats/export.json": open_webui_json(images, escaped=True)}))):
+        result = ingested(store, key, data)
+        (atts,) = _attachments(store, result).values()
+        kept = [a for a in atts if a.in_export]
+        assert [a.content_hash for a in kept] == [hashlib.sha256(d).hexdigest() for d in images], key
+        assert all(a.kind == "image" and a.mime_type == "image/png" for a in kept)
+        assert [a.size for a in kept] == [len(d) for d in images]
+        assert len(atts) == 3 and not atts[2].in_export  # (the damaged URL: a row, no bytes)
+        for a, d in zip(kept, images, strict=True):
+            assert store.get_bytes(attachment_key(a.content_hash)) == d
+        assert "base64" not in json.dumps([a.model_dump() for a in atts])  # the tables never hold the bytes
+    assert len(list(store.list(ATTACHMENTS_PREFIX))) == 2  # the second upload stored nothing new
+
+
+def test_same_bytes_uploaded_again_are_not_read_again_unless_a_file_left(tmp_path, monkeypatch):
+    from attachments.layouts import text_file_zip
+
+    from chatetl.attachments import resolve
+
+    store = LocalObjectStore(tmp_path)
+    first = ingested(store, "raw/a/chatgpt.zip", chatgpt_zip())
+    ingested(store, "raw/a/lechat.zip", text_file_zip())
+    read = []
+    real = resolve.store_member
+    monkeypatch.setattr(resolve, "store_member", lambda store, member, workdir=None: read.append(member.name) or real(store, member, workdir))
+    again = ingested(store, "raw/b/chatgpt-copy.zip", chatgpt_zip())  # the same bytes under another name
+    assert read == [] and again.attachments.in_export == first.attachments.in_export == 4
+    assert _attachments(store, again) == _attachments(store, first)
+    again = ingested(store, "raw/b/lechat-copy.zip", text_file_zip())
+    assert len(read) == 2 and again.attachments.in_export == 2  # (a text file and a PDF: their words are read again)
+    read.clear()
+    gone = next(a.content_hash for atts in _attachments(store, first).values() for a in atts if a.content_hash)
+    store.delete(attachment_key(gone))  # a file that left the bucket meanwhile is read and stored again
+    ingested(store, "raw/c/chatgpt-copy.zip", chatgpt_zip())
+    assert len(read) == 1 and store.head(attachment_key(gone)) is not None
+    other = zip_files({"conversations.json": json.dumps([chatgpt_conversation()]), f"{UPLOADED}.dat": png(50)})
+    result = ingested(store, "raw/c/other.zip", other)  # other bytes, the same member names: read
+    assert hashlib.sha256(png(50)).hexdigest() in result.attachments.hashes

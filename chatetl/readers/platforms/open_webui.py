@@ -17,7 +17,8 @@ body) becomes Message.reasoning, `type="tool_calls"` (attributes `id`, `name`, `
 (older versions) is reasoning too. `sources` (older: `citations`) are the retrieved documents:
 `{source: {id, name, url}, document: [text], metadata: [{source, name, title, url}]}`, one
 Citation per cited source. `files` are the uploads (and generated images): Attachments, with
-data: URLs kept out of the pointer. Unknown fields are drift, kept in meta / extra.
+data: URLs kept out of the pointer (an inline image's id is its bytes' digest,
+chatetl.readers.data_url). Unknown fields are drift, kept in meta / extra.
 
 Layout researched from open-webui/open-webui (backend/open_webui/utils/middleware.py
 `serialize_content_blocks`, models/chats.py, the Citations component), the export examples of
@@ -48,6 +49,7 @@ from chatetl.model import (
     ToolResult,
 )
 from chatetl.readers.convert import json_text, raw_bytes
+from chatetl.readers.data_url import decode_data_url, inline_id
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, list_or_empty, object_or_empty, text_or_none
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
@@ -490,9 +492,13 @@ def _attachments(raw: Any) -> list[Attachment]:
         url = text_or_none(f.get("url"))
         mime = text_or_none(fmeta.get("content_type")) or text_or_none(f.get("content_type"))
         size = f.get("size") if isinstance(f.get("size"), int) else fmeta.get("size")
+        inline = None
         if url is not None and url.startswith("data:"):
             mime = mime or text_or_none(url[5:].split(";", 1)[0].split(",", 1)[0])
-            if size is None:
+            decoded = decode_data_url(url)
+            if decoded is not None:  # its id: the bytes' digest, by which the attachment stage stores them
+                inline, size = inline_id(decoded[1]), len(decoded[1])
+            elif size is None:
                 size = len(url.split(",", 1)[-1]) * 3 // 4  # the decoded size of the base64 payload
             url = None  # the bytes themselves are no pointer (and would bloat every table row)
         data = object_or_empty(inner, "data")
@@ -500,7 +506,7 @@ def _attachments(raw: Any) -> list[Attachment]:
         out.append(
             Attachment.fast(
                 kind=kind,
-                id=text_or_none(f.get("id")) or text_or_none(inner.get("id")),
+                id=text_or_none(f.get("id")) or text_or_none(inner.get("id")) or inline,
                 name=text_or_none(f.get("name")) or text_or_none(fmeta.get("name")) or text_or_none(inner.get("filename")),
                 mime_type=mime,
                 size=size if isinstance(size, int) and not isinstance(size, bool) else None,
