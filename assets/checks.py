@@ -7,11 +7,13 @@ with all their messages (or were replaced by a newer state, which newest-wins al
 a failure stops the documents.
 
 One check warns without blocking: `uploads_read_cleanly`, per partition (WARN severity), says
-which of the day's uploads could not be read, whole or in part, and what went to quarantine/,
-so a bad upload shows in the lineage while the readable rest flows on.
+which of the day's uploads could not be read, whole or in part, what went to quarantine/, and
+which held what their reader did not know (format drift, kept per upload in the ledger), so a
+bad upload or a platform's new export format shows in the lineage while the readable rest flows on.
 """
 
 
+from collections import Counter
 from collections.abc import Iterator
 
 from dagster import (
@@ -101,24 +103,29 @@ def graph_matches_normalized(context: AssetCheckExecutionContext, object_store: 
     blocking=False,
     partitions_def=normalized.partitions_def,
     retry_policy=NETWORK_RETRY,
-    description="Every upload of the day was read whole: none unreadable, no record refused, nothing in quarantine/ "
+    description="Every upload of the day was read whole: none unreadable, no record refused, nothing in quarantine/, "
+    "no format drift (fields or types the reader does not know) "
     "(WARN: the readable rest still flows on; see the upload list and quarantine/date=D/).",
 )
 def uploads_read_cleanly(context: AssetCheckExecutionContext, object_store: ObjectStoreResource) -> AssetCheckResult:
     store = object_store.store
     days = check_days(context, normalized.key)
     groups = partition_groups(context) if context.has_partition_key or context.has_partition_key_range else [UploadGroup(day) for day in days]
-    rows, unreadable, quarantined = [], [], []
+    rows, unreadable, quarantined, drifted = [], [], [], []
+    drift: Counter[str] = Counter()
     for group in groups:
         uids = set()
         for key, entry in sorted(Ledger.load(store, group.day, group.uploader).entries.items()):
             if not group.holds(key):
                 continue
             uids.add(entry.upload_id)
-            if entry.errors or entry.quarantined:
-                rows.append((group.day, key, entry.conversations, entry.errors, entry.quarantined))
+            if entry.errors or entry.quarantined or entry.drift:
+                rows.append((group.day, key, entry.conversations, entry.errors, entry.quarantined, sum(entry.drift.values())))
             if entry.errors and not entry.conversations:
                 unreadable.append(key)
+            if entry.drift:
+                drifted.append(key)
+                drift.update(entry.drift)
         # quarantine/date=D/ holds every uploader's parts: a group's check names its own uploads'
         quarantined += [o.key for uid in sorted(uids) for o in store.list(quarantine_prefix(group.day, uid))]
     partly = [r for r in rows if r[3] and r[2]]
@@ -126,7 +133,8 @@ def uploads_read_cleanly(context: AssetCheckExecutionContext, object_store: Obje
     said = (
         "every upload read whole"
         if passed
-        else f"{len(unreadable)} unreadable upload(s), {len(partly)} read in part, {len(quarantined)} file(s) in quarantine"
+        else f"{len(unreadable)} unreadable upload(s), {len(partly)} read in part, {len(quarantined)} file(s) in quarantine, "
+        f"{len(drifted)} with format drift"
     )
     return AssetCheckResult(
         passed=passed,
@@ -136,8 +144,10 @@ def uploads_read_cleanly(context: AssetCheckExecutionContext, object_store: Obje
             "unreadable_uploads": len(unreadable),
             "uploads_read_in_part": len(partly),
             "quarantined_files": len(quarantined),
-            "uploads_with_problems": md_table(["day", "upload", "conversations read", "errors", "quarantined parts"], rows),
+            "uploads_with_drift": len(drifted),
+            "uploads_with_problems": md_table(["day", "upload", "conversations read", "errors", "quarantined parts", "unknown items (drift)"], rows),
             "quarantine": key_list(quarantined),
+            "format_drift": counts_table(drift, "unknown type or field"),
         },
     )
 

@@ -26,6 +26,7 @@ from assets.exports import exports_asset
 from assets.graph import graph_asset
 from assets.ingest import normalized, raw_uploads
 from assets.jobs import ingest_job
+from assets.policies import as_dagster_knows_it
 from assets.schedules import daily_schedule
 from assets.sensors import upload_sensor
 from chatetl.settings import REQUIRED_IN_PRODUCTION, Settings
@@ -85,12 +86,15 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     s = settings or Settings.from_env()
     return Definitions(
         assets=[
-            raw_uploads,
-            normalized,
-            graph_asset(GraphConfig.for_settings(s)),
-            rag_files_asset(DocumentsConfig.for_settings(s)),
-            documents_asset(),
-            exports_asset(ExportsConfig.for_settings(s)),
+            asset.map_asset_specs(as_dagster_knows_it)
+            for asset in (
+                raw_uploads,
+                normalized,
+                graph_asset(GraphConfig.for_settings(s)),
+                rag_files_asset(DocumentsConfig.for_settings(s)),
+                documents_asset(),
+                exports_asset(ExportsConfig.for_settings(s)),
+            )
         ],
         asset_checks=load_asset_checks_from_modules([assets.checks]),
         jobs=[ingest_job],

@@ -11,10 +11,11 @@ from dagster import (
 )
 
 from assets.config import DocumentsConfig, checked_at_launch
-from assets.metadata import counts_table, key_list, md_fenced, md_list, md_text
+from assets.metadata import counts_table, key_list, md_fenced, md_list, md_text, run_and_totals
 from assets.partitions import partition_days
 from assets.policies import NEO4J_POOL, RAG_FILES_POOL, daily_asset
 from chatetl.graph.chunks import FULLTEXT_INDEX
+from chatetl.graph.totals import graph_totals
 from chatetl.layout import RAG_CHUNKS_PREFIX, RAG_DOCUMENTS_PREFIX, RAG_EMBEDDINGS_PREFIX
 from chatetl.rag.embeddings import load_embedder
 from chatetl.rag.partition import DocumentsResult
@@ -80,8 +81,10 @@ def write_documents(context: AssetExecutionContext, object_store: ObjectStoreRes
         metadata={
             "documents": total.documents,
             "chunks": total.chunks,
-            "documents_in_graph": total.documents_in_graph,
-            "chunks_in_graph": graph_chunks.chunks,
+            **run_and_totals(  # written to the graph by this run; what it holds now
+                {"documents": total.documents_in_graph, "chunks": graph_chunks.chunks},
+                {k: v for k, v in graph_totals(neo4j.driver, neo4j.database).items() if k in ("documents", "chunks")},
+            ),
             "chunks_unchanged_in_graph": graph_chunks.unchanged,
             "stale_chunks_removed": graph_chunks.deleted,
             "documents_with_another_state_in_graph": graph_chunks.skipped_other_state,

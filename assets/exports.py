@@ -11,7 +11,7 @@ from dagster import (
 )
 
 from assets.config import ExportsConfig
-from assets.metadata import counts_table, key_list, md_fenced
+from assets.metadata import counts_table, key_list, md_fenced, run_and_totals
 from assets.partitions import partition_days
 from assets.policies import EXPORTS_POOL, daily_asset
 from chatetl.exports.archive import ARCHIVE, write_archive
@@ -40,6 +40,8 @@ def write_exports(context: AssetExecutionContext, config: ExportsConfig, object_
         "files_per_format": counts_table(total.files, "format"),
         "written": key_list(total.written),
         "written_count": len(total.written),
+        # the archive page counts every conversation of the bucket
+        **run_and_totals({"conversations": total.conversations}, {"conversations": archive.conversations if archive else None}),
         "unchanged_count": len(total.unchanged),
         "stale_removed": key_list(total.deleted),
         "training_records": total.training_records,

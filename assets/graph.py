@@ -9,11 +9,12 @@ from dagster import (
 )
 
 from assets.config import GraphConfig
-from assets.metadata import counts_table, md_list
+from assets.metadata import counts_table, md_list, run_and_totals
 from assets.partitions import partition_days
 from assets.policies import NEO4J_POOL, daily_asset
 from chatetl.graph.load import LoadSummary, load_graph_partition
 from chatetl.graph.retract import RetractSummary, apply_graph_retractions
+from chatetl.graph.totals import graph_totals
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
@@ -35,6 +36,10 @@ def load_graph(context: AssetExecutionContext, config: GraphConfig, object_store
             "summary": counts_table(summary.to_dict()),
             "failed_conversations": md_list(summary.failures),
             "conversations_retracted": gone.conversations,
+            **run_and_totals(
+                {"conversations": summary.conversations_created + summary.conversations_updated, "messages": summary.messages_written},
+                graph_totals(neo4j.driver, neo4j.database),
+            ),
             "messages_retracted": gone.messages,
             "deep_mode": MetadataValue.bool(config.deep),
             "deep_mode_setting": MetadataValue.text("run config `deep` (default: CHATETL_GRAPH_DEEP)"),

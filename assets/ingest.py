@@ -12,7 +12,7 @@ from typing import Any
 from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue
 
 from assets.config import NormalizedConfig
-from assets.metadata import contract_metadata, counts_table, key_list, md_list, md_table
+from assets.metadata import contract_metadata, counts_table, key_list, md_list, md_table, run_and_totals
 from assets.partitions import partition_groups
 from assets.policies import REPROCESS_TAG, daily_asset
 from chatetl.ingest.groups import UploadGroup
@@ -118,6 +118,8 @@ def normalized_metadata(store: ObjectStore, r: PartitionIngest, groups: list[Upl
         "conversations": r.conversations,
         "messages": r.messages,
         "conversations_in_skipped_uploads": r.conversations_in_skipped,
+        **run_and_totals({"conversations_in_partition": r.conversations},
+                         {"conversations_in_partition": r.conversations + r.conversations_in_skipped}),
         "rows_written": r.rows_written["conversations"] + r.rows_written["messages"],
         "bytes_read": r.bytes_read,
         "bytes_written": r.bytes_written,

@@ -1,5 +1,5 @@
 """Metadata for the UI: text from uploads (keys, titles, errors) made inert in Markdown, lists and
-tables; the Parquet contract as Dagster table schemas."""
+tables; this run's counts beside the totals; the Parquet contract as Dagster table schemas."""
 
 
 from collections.abc import Iterable, Mapping
@@ -58,6 +58,20 @@ def md_table(headers: Iterable[str], rows: Iterable[Iterable[Any]]) -> MetadataV
 
 def counts_table(counts: Mapping[str, Any], what: str = "what") -> MetadataValue:
     return md_table([what, "count"], ((f"{k}", v) for k, v in sorted(counts.items())))
+
+
+def run_and_totals(this_run: Mapping[str, int], totals: Mapping[str, int | None]) -> dict[str, Any]:
+    """Counts that say whose they are: `<what>_this_run` is what this run wrote (a rerun that changes
+    nothing writes 0), `<what>_total` what the graph or bucket holds now, whatever run wrote it (None:
+    not known to this step, left out); and both side by side in one table."""
+    metadata: dict[str, Any] = {f"{what}_this_run": int(n) for what, n in this_run.items()}
+    metadata |= {f"{what}_total": int(n) for what, n in totals.items() if n is not None}
+    whats = list(dict.fromkeys([*this_run, *totals]))
+    metadata["this_run_and_total"] = md_table(
+        ["what", "this run", "total now"],
+        ((what, this_run.get(what, "-"), "-" if totals.get(what) is None else totals[what]) for what in whats),
+    )
+    return metadata
 
 
 def table_schema(schema: pa.Schema) -> TableSchema:

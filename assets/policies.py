@@ -1,13 +1,27 @@
-"""How the steps run: the retry policy, the pools, the reprocess run tag, and `daily_asset`."""
+"""How the steps run: the retry policy, the pools, the reprocess run tag, `daily_asset`, and what
+Dagster itself is told of each asset: when it may run by itself, how fresh it should be, which code made it."""
 
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
-from dagster import AssetsDefinition, Backoff, Jitter, RetryPolicy, asset
+from dagster import (
+    AssetsDefinition,
+    AssetSpec,
+    AutomationCondition,
+    Backoff,
+    FreshnessPolicy,
+    Jitter,
+    RetryPolicy,
+    asset,
+)
 
 from assets import pool_slots
 from assets.partitions import range_backfill_policy, upload_partitions
+from chatetl.exports.pieces import render_fingerprint
+from chatetl.ingest.ledger import parser_fingerprint
+from chatetl.rag.stamps import rag_fingerprint
 
 # Steps that talk to S3 or Neo4j retry transient failures with backoff (2 s, 4 s, 8 s, jittered).
 # Data problems raise dagster.Failure(allow_retries=False): retrying cannot fix them.
@@ -40,3 +54,35 @@ def daily_asset(**kwargs: Any) -> Callable[[Callable[..., Any]], AssetsDefinitio
         partitions_def=upload_partitions, backfill_policy=range_backfill_policy, retry_policy=NETWORK_RETRY, **kwargs
     )
     return decorator
+
+
+# Declarative automation (the `default_automation_condition_sensor`, off until turned on in the UI): an asset
+# after `normalized` runs by itself once its upstream partition is updated, and never while a blocking check
+# of an upstream asset failed (the tables' checks hold back graph and exports, the graph's the documents).
+BEHIND_BLOCKING_CHECKS = (AutomationCondition.eager() & AutomationCondition.all_deps_blocking_checks_passed()).with_label(
+    "eager, once upstream's blocking checks passed"
+)
+DOWNSTREAM = ("graph", "rag_files", "documents", "exports")
+
+# "An upload is searchable within SEARCHABLE_WITHIN": Dagster's time-window freshness counts from the
+# asset's latest materialization, so `documents` shows as stale when no upload has been made searchable
+# for that long (with uploads arriving all the time, a sign the pipeline stalled; on a quiet day, only that).
+SEARCHABLE_WITHIN = timedelta(minutes=30)
+SEARCHABLE = FreshnessPolicy.time_window(fail_window=SEARCHABLE_WITHIN)
+
+
+def code_versions() -> dict[str, str]:
+    """Each asset whose output follows a digest of the library's code: the UI shows its partitions made by
+    other code as needing reprocessing, and a rerun redoes them (the ledger, the rag/ stamps and the export
+    pieces compare the same digest)."""
+    return {"normalized": parser_fingerprint(), "rag_files": rag_fingerprint(), "exports": render_fingerprint()}
+
+
+def as_dagster_knows_it(spec: AssetSpec) -> AssetSpec:
+    """`spec` with its automation condition, freshness policy and code version."""
+    name = spec.key.to_user_string()
+    return spec.replace_attributes(
+        automation_condition=BEHIND_BLOCKING_CHECKS if name in DOWNSTREAM else spec.automation_condition,
+        freshness_policy=SEARCHABLE if name == "documents" else spec.freshness_policy,
+        code_version=code_versions().get(name, spec.code_version),
+    )

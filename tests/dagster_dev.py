@@ -31,11 +31,25 @@ def free_port() -> int:
 @contextmanager
 def dagster_dev(args: list[str], env: dict[str, str], cwd: Path, log: Path, timeout: float = 180) -> Iterator[str]:
     """`dagster dev ARGS -h 127.0.0.1 -p <free port>`; its URL once it serves."""
+    with serving(["dagster", "dev", *args], env, cwd, log, timeout) as url:
+        yield url
+
+
+@contextmanager
+def dagster_webserver(args: list[str], env: dict[str, str], cwd: Path, log: Path, timeout: float = 120) -> Iterator[str]:
+    """`dagster-webserver ARGS -h 127.0.0.1 -p <free port>` (the UI alone, no daemon); its URL once it serves."""
+    with serving(["dagster-webserver", *args], env, cwd, log, timeout) as url:
+        yield url
+
+
+@contextmanager
+def serving(command: list[str], env: dict[str, str], cwd: Path, log: Path, timeout: float) -> Iterator[str]:
+    """The venv's `command` on a free loopback port, in its own process group; its URL once it serves."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    dagster = Path(sys.executable).parent / "dagster"
+    program = Path(sys.executable).parent / command[0]
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(dagster), "dev", *args, "-h", "127.0.0.1", "-p", str(port)], cwd=cwd, env=env,
+        proc = subprocess.Popen([str(program), *command[1:], "-h", "127.0.0.1", "-p", str(port)], cwd=cwd, env=env,
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + timeout
@@ -47,7 +61,7 @@ def dagster_dev(args: list[str], env: dict[str, str], cwd: Path, log: Path, time
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"dagster dev did not serve on {url}:\n{log.read_text(errors='replace')[-4000:]}")
+                pytest.fail(f"{command[0]} did not serve on {url}:\n{log.read_text(errors='replace')[-4000:]}")
             time.sleep(1)
         yield url
     finally:

@@ -224,7 +224,7 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
             ("user", "What is the mean of 3, 5, 10?"),
             ("assistant", "The mean is **6**.\n\n```python\nsum([3, 5, 10]) / 3  # 6.0\n```"),
         ]},
-        {"platform": "chatgpt", "id": TRAM, "name": f"conv-{TRAM}", "search": "low-floor tram", "tools": ["browser"], "turns": [
+        {"platform": "chatgpt", "id": TRAM, "name": "Untitled", "search": "low-floor tram", "tools": ["browser"], "turns": [
             ("user", "What tram is this?"),
             ("assistant", "It looks like a ULF low-floor tram  used in Vienna."),
         ]},
@@ -237,7 +237,7 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
             ("user", "Thanks!"),
             ("assistant", "You're welcome."),
         ]},
-        {"platform": "claude-ai", "id": CLAUDE_LONG, "name": f"conv-{CLAUDE_LONG}", "search": "numbered list of words", "turns": [
+        {"platform": "claude-ai", "id": CLAUDE_LONG, "name": "Untitled", "search": "numbered list of words", "turns": [
             ("user", LONG_PASTE),
             ("assistant", "It is a numbered list of words."),
         ]},
@@ -251,7 +251,7 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
         ]},
     ],
     "sharegpt": [
-        {"platform": "unknown", "id": SHAREGPT_CONV_ID, "name": f"conv-{SHAREGPT_CONV_ID}", "search": "kilometre log", "tools": ["convert"], "turns": [
+        {"platform": "unknown", "id": SHAREGPT_CONV_ID, "name": "Untitled", "search": "kilometre log", "tools": ["convert"], "turns": [
             ("user", "Convert 5 km to miles for my kilometre log."),
             ("assistant", "5 km is about 3.11 miles."),
             ("user", "And 10 km?"),

@@ -57,6 +57,7 @@ from chatetl.exports.formats import (
 )
 from chatetl.exports.meta import export_views
 from chatetl.exports.pieces import ConversationPiece, PieceHead, PieceWriter, read_head, render_fingerprint
+from chatetl.heartbeat import heartbeat
 from chatetl.layout import (
     EXPORT_MANIFEST_PREFIX,
     EXPORTS_PREFIX,
@@ -190,7 +191,7 @@ def write_partition_exports(
         else:
             for number, (_uid, convs) in enumerate(uploads, start=1):
                 rendered = 0
-                for conv, _ in convs:
+                for conv, _ in heartbeat(convs, progress, f"exports {day}: upload {number}, conversations rendered"):
                     walk.rendered(conv)
                     rendered += 1
                 if progress is not None:
@@ -333,7 +334,7 @@ def _stored_uploads(store: ObjectStore, day: str, walk: _Walk, progress: Callabl
             writer = PieceWriter(Path(tmp, "piece.zip"), stamp)
             c_path, m_path = store.download(conv_key, Path(tmp, "c.parquet")), store.download(msg_key, Path(tmp, "m.parquet"))
             rendered = 0
-            for conv, _ in iter_conversations(c_path, m_path):
+            for conv, _ in heartbeat(iter_conversations(c_path, m_path), progress, f"{done}, conversations rendered"):
                 writer.add(walk.rendered(conv))
                 rendered += 1
             head_bytes = writer.close()

@@ -15,5 +15,5 @@ the load: `decide` (which state of a conversation the graph keeps), `statements`
 `writer` (one conversation failing alone), `summary` (what a load did), `load` (the batched load,
 a day's partition); `retract` (conversations out of the graph), `documents` (Document nodes,
 following their Conversation's state), `chunks` (Chunk nodes and their indexes), `chunk_search`
-(searching them), `checks` (the graph against a partition's tables).
+(searching them), `checks` (the graph against a partition's tables), `totals` (what it holds now).
 """

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from chatetl.labels import chat_title
 from chatetl.model import (
     SOURCE_FIDELITY,
     Conversation,
@@ -54,7 +55,7 @@ def conversation_props(conv: Conversation) -> dict[str, Any]:
     """Properties of the state that won; `sources`/`source_files` are kept by the load itself."""
     return {
         "key": conv.key,
-        "name": conv.title if conv.title else f"conv-{conv.conversation_id}",
+        "name": chat_title(conv.title),  # `Untitled` when it has none, as every page, file and Document says
         "title": conv.title,
         "conversation_id": conv.conversation_id,
         "source": conv.platform,  # `source` is the platform (see above); `sources` holds the formats

@@ -20,6 +20,7 @@ from collections import Counter
 from typing import Any
 
 from chatetl.graph.properties import cut, message_key
+from chatetl.labels import chat_title
 from chatetl.model import Conversation, Message, MessageKind, Role, ToolResult
 
 OBSERVATION_LIMIT = 500  # TraceStep.observation is cut at 500 characters
@@ -142,7 +143,7 @@ def _trace_row(conv: Conversation, steps: list[dict[str, Any]], unanswered: int)
     calls = [s for s in steps if s["kind"] == "tool_use"]
     results = [s for s in steps if s["kind"] == "tool_result"]
     errors = sum(1 for s in results if s["is_error"])
-    title = conv.title or f"conv-{conv.conversation_id}"
+    title = chat_title(conv.title)
     return {
         "id": tid,
         "conversation_key": conv.key,

@@ -56,6 +56,7 @@ class LedgerEntry:
     sources: dict[str, int] = field(default_factory=dict)  # source -> conversations
     quarantined: int = 0
     processed_at: str = ""
+    drift: dict[str, int] = field(default_factory=dict)  # what the reader found it did not know ("chatgpt.content_type:x" -> count)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LedgerEntry:

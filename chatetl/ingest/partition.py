@@ -261,6 +261,7 @@ def _ingest_upload(store: ObjectStore, day: str, info: ObjectInfo, outputs_now: 
         outputs=outputs,
         sources=dict(per_source),
         quarantined=len(result.quarantined),
+        drift=dict(sorted(result.report.drift.items())),
     )
 
 

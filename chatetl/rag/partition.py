@@ -39,6 +39,7 @@ from chatetl.graph.chunks import (
 )
 from chatetl.graph.documents import load_documents, superseded_documents
 from chatetl.graph.summary import FAILURES_LISTED
+from chatetl.heartbeat import heartbeat
 from chatetl.layout import (
     RAG_CHUNKS_PREFIX,
     RAG_DOCUMENTS_PREFIX,
@@ -394,7 +395,8 @@ def write_partition_documents(
     if uploads is not None or (driver is not None and write_graph):  # (a graph written here is not stamped)
         for number, (uid, convs) in enumerate(iter_partition(store, day) if uploads is None else uploads, start=1):
             before = result.documents, result.chunks
-            write_upload_documents(store, driver, day, uid, (c for c, _ in convs), result, **options)
+            documents = heartbeat((c for c, _ in convs), progress, f"rag files {day}: upload {number}, conversations read")
+            write_upload_documents(store, driver, day, uid, documents, result, **options)
             upload_done(progress, f"rag files {day}: upload {number}", result, before, "written")
         return result
     model = as_embedder(embedder) if embedder is not None else None
@@ -418,7 +420,8 @@ def write_partition_documents(
             continue
         with tempfile.TemporaryDirectory(prefix="chatetl-rag-tables-") as tmp:
             convs = iter_conversations(store.download(conv_key, Path(tmp, "c.parquet")), store.download(msg_key, Path(tmp, "m.parquet")))
-            write_upload_documents(store, driver, day, uid, (c for c, _ in convs), result, stamp=stamp, **options)
+            documents = heartbeat((c for c, _ in convs), progress, f"rag files {day}: upload {number}/{len(pairs)}, conversations read")
+            write_upload_documents(store, driver, day, uid, documents, result, stamp=stamp, **options)
         write_files_stamp(store, day, uid, stamp)
         upload_done(progress, f"rag files {day}: upload {number}/{len(pairs)}", result, before, "written")
     drop_stale_stamps(store, day, uids)

@@ -55,10 +55,12 @@ def test_assets_produce_documents_chunks_and_every_format_for_every_upload(defin
 
     docs = mats["documents"]
     # (each run writes to the graph what it brings: alice's three Documents, then bob's one)
-    written = [{k: e.materialization.metadata[k].value for k in ("documents_in_graph", "chunks_in_graph")}
+    written = [{k: e.materialization.metadata[k].value for k in ("documents_this_run", "chunks_this_run")}
                for r in runs for e in r.get_asset_materialization_events() if e.materialization.asset_key.to_user_string() == "documents"]
-    assert docs["documents"].value == 4 and sum(w["documents_in_graph"] for w in written) == 4
-    assert docs["chunks"].value == sum(w["chunks_in_graph"] for w in written) >= 4
+    assert docs["documents"].value == 4 and sum(w["documents_this_run"] for w in written) == 4
+    assert docs["chunks"].value == sum(w["chunks_this_run"] for w in written) >= 4
+    # ... and the totals say what the graph holds now, after both
+    assert (docs["documents_total"].value, docs["chunks_total"].value) == (4, docs["chunks"].value)
     assert len(list(store.list("rag/documents/"))) == 2 and len(list(store.list("rag/chunks/"))) == 2
     assert "ChatGPT: " in docs["preview"].value or "Grok: " in docs["preview"].value
 

@@ -76,7 +76,7 @@ def test_upload_flows_end_to_end_and_reruns_change_nothing(definitions, clean_gr
         "MATCH (c:Conversation) WHERE c.source = 'chatgpt' RETURN c.name AS name, c.message_count AS n, c.created_at AS created ORDER BY c.created_at DESC"
     )
     assert [(r["name"], r["n"]) for r in records] == [
-        ("conv-" + records[0]["name"].removeprefix("conv-"), 2),
+        ("Untitled", 2),
         ("Mean of a list", 2),
         ("Planning a rail trip", 4),
     ]

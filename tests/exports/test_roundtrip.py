@@ -207,3 +207,14 @@ def test_markdown_equivalent_drops_exactly_the_trailing_blank_lines():
     for _ in range(20000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 10)))
         assert markdown_equivalent(text) == by_lines(text), repr(text)
+
+
+def test_note_markdown_is_refused_by_name_not_as_malformed_yaml(tmp_path):
+    """`md` (note Markdown: YAML front matter, then the turns) is not read back: its front matter names a
+    title and `messages:` as a YAML export does, and the reader says what the file is, naming it."""
+    path = _write(tmp_path, chat(_turns(["a question", "## a heading in an answer"]), title="Notes"), "md")
+    report = ReadReport()
+    assert list(read_path(path, report)) == []
+    (error,) = [str(e) for e in report.errors]
+    assert path.name in error and "chatetl's note Markdown" in error and "not read back" in error
+    assert "malformed YAML" not in error

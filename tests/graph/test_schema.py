@@ -76,7 +76,7 @@ def test_seed_query_conversations_of_a_platform(loaded, source):
         assert len(rows) == len(expected)
         created = [r["c.created_at"] for r in rows]
         assert created == sorted(created, reverse=True)
-        of_source = {(c.title or f"conv-{c.conversation_id}"): iso(c.created_at) for c in read_back[source] if c.platform == platform}
+        of_source = {chat_title(c.title): iso(c.created_at) for c in read_back[source] if c.platform == platform}
         assert {r["c.name"]: r["c.created_at"] for r in rows if r["c.name"] in of_source} == of_source
 
 

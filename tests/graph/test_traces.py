@@ -38,7 +38,7 @@ WITH_TOOLS = [c for source in sorted(EXPECTED) for c in EXPECTED[source] if c.ge
 ACTIONS = {
     "Mean of a list": ["tool_use:python", "tool_result:python"],
     "Weather in Oslo": ["tool_use:web_search", "tool_result:web_search", "tool_use:repl", "tool_result:repl"],
-    f"conv-{SHAREGPT_CONV_ID}": ["tool_use:convert", "tool_result:convert"] * 2,
+    SHAREGPT_CONV_ID: ["tool_use:convert", "tool_result:convert"] * 2,  # (untitled: by its id)
     "Check that pyproject.toml pins pytest": ["tool_use:Read", "tool_result:Read", "tool_use:Bash", "tool_result:Bash"],
 }
 
@@ -99,7 +99,7 @@ def test_steps_in_order_with_each_result_paired_to_its_own_call(deep_graph, conv
     assert [s["s"]["index"] for s in steps] == list(range(len(steps)))
     actions = [s["s"]["action"] for s in steps]
     tools = conv["tools"]
-    assert actions == ACTIONS.get(conv["name"], [f"tool_use:{tools[0]}", f"tool_result:{tools[0]}"])
+    assert actions == ACTIONS.get(conv["id"] if conv["name"] == "Untitled" else conv["name"], [f"tool_use:{tools[0]}", f"tool_result:{tools[0]}"])
     # NEXT runs through the steps in order: one chain, starting at step 0
     [chain] = q(driver, """
         MATCH (:Conversation {key: $key})-[:HAS_TRACE]->(:DecisionTrace)-[:HAS_STEP]->(first:TraceStep)

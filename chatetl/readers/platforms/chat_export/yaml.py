@@ -177,10 +177,34 @@ else:  # pragma: no cover - PyYAML without LibYAML
     STREAM_LOADER = _PythonStreamLoader
 
 
+# chatetl's own note Markdown (`chatetl export --format md`) opens with YAML front matter that names a
+# title and `messages:`, as a YAML export does; its turns are `##` headings and verbatim bodies, which a
+# body's own headings make ambiguous, so it is refused by name rather than read back unfaithfully
+NOTE_MARKDOWN = (
+    "not a chat export file: this is chatetl's note Markdown (`export --format md`: YAML front matter, then "
+    "the turns under headings), which is not read back; read the export it was made from, or export "
+    "chat-export-json, chat-export-md or yaml to read back"
+)
+NOTE_HEAD_BYTES = 64 * 1024  # the front matter of a note: a title, a url and a few short keys
+
+
+def is_note_markdown(entry: Entry) -> bool:
+    """Front matter (`---` ... `---`) followed by a `# ` title: chatetl's note Markdown, not a YAML document."""
+    with entry.open() as raw:
+        head = raw.read(NOTE_HEAD_BYTES).decode("utf-8", "replace").lstrip("\ufeff").replace("\r\n", "\n")
+    if not head.startswith("---\n"):
+        return False
+    end = head.find("\n---\n", 3)
+    return end >= 0 and head[end + 5:].lstrip("\n").startswith("# ")
+
+
 def read_yaml(entry: Entry, shape: Shape | None, report: ReadReport) -> Iterator[Conversation]:
     """A YAML export: meta keys and a `messages:` list (block scalars for bodies)."""
 
     def records() -> Iterator[tuple[str, Any]]:
+        if is_note_markdown(entry):
+            report.error(entry.name, "", NOTE_MARKDOWN)
+            return
         try:
             with entry.open() as raw:
                 stream = _CountedText(raw, MAX_YAML_VALUE_CHARS)
