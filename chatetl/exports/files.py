@@ -90,13 +90,16 @@ class _Entry:
 class ExportCollector:
     """Collects rendered conversations on disk (never all in memory), their bundle files deflated once (the zip
     copies them: chatetl.exports.deflated); per key the winning state of model.state_order is kept (the same
-    state twice: the first seen), whatever order they come in.
+    state twice: the first seen), whatever order they come in. A kept state stands where it came in: a state that
+    replaces another takes its own place, not the replaced one's, so the order depends only on the winners and not on
+    whether the older states were seen (one run of a day's uploads, or one run per upload that skips them).
     """
 
     workdir: Path
     bundle_formats: tuple[str, ...] = ()
     entries: dict[str, _Entry] = field(default_factory=dict)
     replaced: int = 0  # conversations seen again in an older or equal state
+    kept: int = 0  # states kept so far: the next one's place
 
     def add(self, conv: Conversation, files: list[ExportFile], lines: list[bytes]) -> bool:
         """Keep this state's bundle files and training lines unless a winning (or the same) state is kept; True if
@@ -119,7 +122,6 @@ class ExportCollector:
         stored piece, chatetl.exports.pieces); `linked`: the attachments' copies those files link."""
         if not self._wins(key, state):
             return False
-        old = self.entries.get(key)
         slot = self.workdir / _slot(key)
         if slot.exists():
             shutil.rmtree(slot)
@@ -135,8 +137,8 @@ class ExportCollector:
             lines_path = str(slot / "lines.jsonl")
             with open(lines_path, "wb") as out:
                 out.writelines(lines)
-        order = old.order if old is not None else len(self.entries)
-        self.entries[key] = _Entry(state, order, kept, lines_path, tuple(linked))
+        self.entries[key] = _Entry(state, self.kept, kept, lines_path, tuple(linked))
+        self.kept += 1
         return True
 
     def linked(self) -> list[str]:
@@ -151,7 +153,7 @@ class ExportCollector:
         return sorted(self.entries.values(), key=lambda e: e.order)
 
     def write_training(self, path: str | Path) -> int:
-        """The ShareGPT JSONL file, conversations in the order first seen; the number of records."""
+        """The ShareGPT JSONL file, conversations in the order their kept states came in; the number of records."""
         records = 0
         with open(path, "wb") as out:
             for entry in self._ordered():

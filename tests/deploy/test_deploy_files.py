@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from assets.policies import EXPORTS_POOL, RAG_FILES_POOL
+
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 COMPOSE_FILE = DEPLOY / "docker-compose.yml"
@@ -316,6 +318,8 @@ def test_startup_order_waits_for_health(compose):
         assert services[name]["depends_on"][CODE_LOCATION]["condition"] == "service_healthy"
     init = " ".join(services["dagster-init"]["command"])
     assert "dagster instance migrate" in init and "dagster instance concurrency set neo4j" in init
+    for pool in (RAG_FILES_POOL, EXPORTS_POOL):  # one slot each, set whatever the instance's default
+        assert f"dagster instance concurrency set {pool} 1" in init
 
 
 # --------------------------------------------------------------------------- Dockerfile

@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from assets.policies import EXPORTS_POOL, RAG_FILES_POOL
+
 
 def _deploy_files():
     """The helpers of test_deploy_files.py (the compose stack's checks), shared: tests are
@@ -104,6 +106,8 @@ def test_the_migration_job_runs_after_install_and_before_upgrades(rendered, valu
     (container,) = migrate["spec"]["template"]["spec"]["containers"]
     command = " ".join(container["command"])
     assert "dagster instance migrate" in command and "dagster instance concurrency set neo4j" in command
+    for pool in (RAG_FILES_POOL, EXPORTS_POOL):  # one slot each, set whatever the instance's default
+        assert f"dagster instance concurrency set {pool} 1" in command
     assert {m["mountPath"] for m in container["volumeMounts"]} == {"/opt/dagster/dagster_home/dagster.yaml"}
 
 

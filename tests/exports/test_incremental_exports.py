@@ -63,13 +63,23 @@ def test_a_second_upload_renders_only_its_conversations_with_the_bytes_of_render
 
 
 def test_a_day_in_two_uploads_gives_the_bytes_of_one_run(tmp_path):
-    """(With the new upload after the first in the day's order: one before it holding an older state of a chat puts
-    that chat where it first came in the training file and the zip, as rendering everything does.)"""
+    """(With the new upload after the first in the day's order; before it: the test below.)"""
     once = LocalObjectStore(tmp_path / "once")
     put_upload(once, "u1", first_upload())
     put_upload(once, "u2", second_upload())
     write_day_exports(once, DAY, plan=PLAN)
     twice, _ = two_runs(tmp_path / "twice", "u2", PLAN)
+    assert exported(twice) == exported(once)
+
+
+def test_an_earlier_upload_holding_older_states_gives_the_bytes_of_one_run(tmp_path):
+    """The new upload sorts before the first and holds an older state of one of its chats: each chat stands where its
+    winning state comes in the day's order, in one run as in one run per upload (the training file, the zip)."""
+    once = LocalObjectStore(tmp_path / "once")
+    put_upload(once, "u1", first_upload())
+    put_upload(once, "u0", second_upload())
+    write_day_exports(once, DAY, plan=PLAN)
+    twice, _ = two_runs(tmp_path / "twice", "u0", PLAN)
     assert exported(twice) == exported(once)
 
 
