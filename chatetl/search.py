@@ -229,7 +229,7 @@ def asked_query(asked: Asked) -> tuple[str, int]:
     alternative; and how many words were left out."""
     words, left_out = searched_words(asked.text) if asked.text.strip() else ([], 0)
     if asked.phrases and words and all("".join(_WORD.findall(w)).lower() in _STOP for w in words):
-        words = []  # (only stop words beside a phrase or a date: the phrase, the date say it)
+        words = []  # (only stop words beside a phrase: the phrase says what is looked for)
     parts = [literal_word(w) for w in words] + [phrase_query(p) for p in asked.phrases]
     if asked.asks_date and parts:
         parts.append(DATE_WORDS)

@@ -1,9 +1,9 @@
 """What a search query asks, as people type it: its words, its quoted phrases, a time it names, a date it asks for.
 
-`read_query("when did I sell the bike in March 2024?", today)` gives the words worth searching
-(`sell`, `bike`: the question's own words are left out), the time named (March 2024, the days
-`since` to `until`, both inclusive) and that the question asks for a date (`asks_date`: the answer
-names one). Times: ISO days and months (`2024-03-12`, `2024-03`), a month with or without its day
+`read_query("when did I sell the bike in March 2024?", today)` gives the text left to search (the
+full-text index then leaves out the question's own words: chatetl.search), the time named (March
+2024, the days `since` to `until`, both inclusive) and that the question asks for a date
+(`asks_date`: the answer names one). Times: ISO days and months (`2024-03-12`, `2024-03`), a month with or without its day
 and year (`12 March 2024`, `March 12, 2024`, `March 2024`, `in March`: the last March up to today),
 `in 2024`, `last May`, `yesterday`, `today`, `last week`, `last month`, `last year`, `this month`,
 `this year`. A time only ever narrows what comes first (chatetl.search), never what is found.
@@ -22,7 +22,7 @@ _MONTH = r"(?P<month>" + "|".join(sorted(_MONTH_OF, key=len, reverse=True)) + r"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 
-# (pattern, what it is); tried in order, each match taken out of the words
+# (pattern, what it is), tried in order: the first that is a real date is the query's time
 _TIMES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b" + _YEAR + r"-(?P<mon>[01]\d)-(?P<dd>[0-3]\d)\b"), "iso day"),
     (re.compile(r"\b" + _YEAR + r"-(?P<mon>[01]\d)\b"), "iso month"),
