@@ -16,6 +16,12 @@ Modes:
   rank fusion (`fusion="rrf"`, Σ 1 / (60 + rank)) stays available: it reads ranks only, so a
   weak keyword hit on one common word ranked first weighs as much as the best vector hit.
 
+A query is read as people type it (chatetl.search_query): a quoted phrase must stand in the chunk
+as it is quoted; a question that asks when (`when did …`, `what is the date of …`) prefers chunks
+that name a month and is ordered by its words (`blend`'s `words_decide`: a date is said in words,
+and a chunk's vector does not tell one); a time it names (`in March 2024`, `last May`, `2024-03-12`)
+puts what was said then first (`in_window_first`, by the chunk's messages' times), the rest after.
+
 Each list is ranked by conversation (its best chunk), so a long conversation does not fill the
 list with its chunks (`per_conversation=False` ranks chunks); every candidate of each list takes
 part in the fusion, and chunks of equal score share a rank: their order in the index's answer
@@ -46,6 +52,7 @@ from chatetl.graph.chunk_search import FullTextQueryError, chunk_indexes, chunk_
 from chatetl.model import Role
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
 from chatetl.readers.platform_names import normalize_platform
+from chatetl.search_query import MONTHS, Asked, read_query
 from chatetl.storage import ObjectStore, S3ObjectStore
 
 if TYPE_CHECKING:
@@ -207,6 +214,28 @@ def text_query(query: str) -> str:
     return " ".join(literal_word(w) for w in searched_words(query)[0])
 
 
+def phrase_query(phrase: str) -> str:
+    """A quoted phrase as a Lucene phrase the chunk must hold (its words in this order; syntax escaped)."""
+    return '+"' + " ".join(lucene_escape(w) for w in phrase.split()) + '"'
+
+
+# a question that asks for a date prefers the chunks that name one (a month's name), below its own words
+DATE_WORDS = "(" + " ".join(MONTHS) + ")^0.5"
+
+
+def asked_query(asked: Asked) -> tuple[str, int]:
+    """The full-text query of a query read (chatetl.search_query): its words (`searched_words`), each
+    quoted phrase required, and, for a question that asks when, the months' names as a weaker
+    alternative; and how many words were left out."""
+    words, left_out = searched_words(asked.text) if asked.text.strip() else ([], 0)
+    if asked.phrases and words and all("".join(_WORD.findall(w)).lower() in _STOP for w in words):
+        words = []  # (only stop words beside a phrase: the phrase says what is looked for)
+    parts = [literal_word(w) for w in words] + [phrase_query(p) for p in asked.phrases]
+    if asked.asks_date and parts:
+        parts.append(DATE_WORDS)
+    return " ".join(parts), left_out
+
+
 def word_matches(text: str, terms: Sequence[str]) -> list[tuple[int, int]]:
     """Where these words stand in the text as whole words, any case (as the full-text index matches them)."""
     if not terms:
@@ -304,13 +333,16 @@ def word_share(text: str, terms: Sequence[str]) -> float:
 
 
 def blend(lists: dict[str, list[dict[str, Any]]], terms: Sequence[str], k: int, per_conversation: bool = True,
-          ) -> list[tuple[float, dict[str, int], dict[str, Any]]]:
+          words_decide: bool = False) -> list[tuple[float, dict[str, int], dict[str, Any]]]:
     """The full-text and vector lists blended by score (see the module doc): (score in [0, 1], ranks per
     list, the row shown), best first. The row shown is the entry's best-ranked chunk over the lists (the
-    full-text one on a tie: it holds the words); equal scores keep the better single rank first."""
+    full-text one on a tie: it holds the words); equal scores keep the better single rank first.
+    `words_decide`: the full-text list alone orders what it found (a question that asks when: its
+    answer is a date said in words, which a chunk's vector does not tell), the vector list's own
+    conversations follow."""
     text = _ranked(lists.get("text") or [], per_conversation)
     vector = _ranked(lists.get("vector") or [], per_conversation)
-    text_weight = (1.0 + word_share(text[0]["text"], terms)) / 2 if text else 0.0
+    text_weight = 1.0 if words_decide else (1.0 + word_share(text[0]["text"], terms)) / 2 if text else 0.0
     weights = {"text": text_weight if vector else 1.0, "vector": 1.0 - text_weight if text else 1.0}
     entries: dict[str, tuple[float, dict[str, int], dict[str, Any], int]] = {}
     for name, rows in (("text", text), ("vector", vector)):
@@ -330,6 +362,24 @@ def blend(lists: dict[str, list[dict[str, Any]]], terms: Sequence[str], k: int, 
             entries[key] = (score + weights[name] * scaled, ranks, shown, shown_rank)
     ordered = sorted(entries.values(), key=lambda e: (-e[0], min(e[1].values()), e[2]["chunk_id"]))
     return [(score, ranks, shown) for score, ranks, shown, _ in ordered[:k]]
+
+
+def in_window_first(fused: list[tuple[float, dict[str, int], dict[str, Any]]], window: tuple[date, date] | None,
+                    ) -> list[tuple[float, dict[str, int], dict[str, Any]]]:
+    """The entries said during the days a query names (`window`, both inclusive) first, each group in
+    its own order; the others follow (a time narrows what comes first, never what is found: the time
+    may be the event's, told in a later conversation). When is the shown chunk's messages' times,
+    else its conversation's time span."""
+    if window is None:
+        return fused
+    since, until = window[0].isoformat(), (window[1] + timedelta(days=1)).isoformat()
+
+    def inside(row: dict[str, Any]) -> bool:
+        start = row.get("said_from") or row.get("created_at")
+        end = row.get("said_until") or row.get("updated_at") or start
+        return bool(start) and str(start) < until and str(end) >= since
+
+    return sorted(fused, key=lambda entry: not inside(entry[2]))  # (a stable sort)
 
 
 # --------------------------------------------------------------------------- search
@@ -373,15 +423,18 @@ def search(
             raise SearchError("vector search needs embeddings (CHATETL_EMBEDDINGS is off)")
     lists: dict[str, list[dict[str, Any]]] = {}
     query_vector: list[float] | None = None
+    asked = read_query(query)
     indexes = chunk_indexes(driver, database)
     if mode != "vector" and indexes["fulltext"]:
-        lists["text"] = _text_list(driver, query, pool, depth, params, database)
+        lists["text"] = _text_list(driver, asked, pool, depth, params, database)
     if model is not None and indexes["vector_dimensions"] is not None:
         query_vector = model([query])[0]
         lists["vector"] = _vector_list(driver, query_vector, model.name, indexes["vector_dimensions"], pool, depth, params, database)
     terms = query_terms(query)
     lists = {name: rows for name, rows in lists.items() if rows}  # a list that found nothing: the other's own scores
-    fused = fuse(lists, k, per_conversation) if fusion == "rrf" else blend(lists, terms, k, per_conversation)
+    every = sum(len(rows) for rows in lists.values())
+    fused = fuse(lists, every, per_conversation) if fusion == "rrf" else blend(lists, terms, every, per_conversation, asked.asks_date)
+    fused = in_window_first(fused, asked.window)[:k]
     hits = []
     for rank, (score, ranks, row) in enumerate(fused, start=1):
         if len(lists) == 1:  # one list: its own score (BM25, cosine) says more than its fused one
@@ -435,16 +488,17 @@ def _vector_list(driver: Driver, vector: list[float], model: str, dims: int, poo
         raise EmbedderMismatch(None, len(vector), model) from exc
 
 
-def _text_list(driver: Driver, query: str, pool: int, depth: int, params: dict[str, Any], database: str | None) -> list[dict[str, Any]]:
-    """The full-text list: the query's words (a note when some were left out); what the index cannot
+def _text_list(driver: Driver, asked: Asked, pool: int, depth: int, params: dict[str, Any], database: str | None) -> list[dict[str, Any]]:
+    """The full-text list: `asked_query` (a note when some words were left out); what the index cannot
     take is a SearchError saying why on one line."""
-    words, left_out = searched_words(query)
+    lucene, left_out = asked_query(asked)
     if left_out:
-        log.warning("search: the full-text index takes %d words of this query, %d more were left out", len(words), left_out)
-    if not words:
+        log.warning("search: the full-text index takes %d words of this query, %d more were left out",
+                    len(searched_words(asked.text)[0]), left_out)
+    if not lucene:
         return []
     try:
-        return chunk_matches(driver, query=" ".join(literal_word(w) for w in words), limit=pool, pool=depth, filters=params, database=database)
+        return chunk_matches(driver, query=lucene, limit=pool, pool=depth, filters=params, database=database)
     except FullTextQueryError as exc:
         raise SearchError(str(exc)) from None
 

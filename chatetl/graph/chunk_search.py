@@ -87,7 +87,8 @@ WHERE ($platform IS NULL OR d.source = $platform)
 """
 _ROWS = """
 RETURN node.id AS chunk_id, node.text AS text, node.position AS position, node.char_start AS char_start,
-       node.char_end AS char_end, node.message_ids AS message_ids, score,
+       node.char_end AS char_end, node.message_ids AS message_ids,
+       node.created_at AS said_from, node.updated_at AS said_until, score,
        d.key AS document_key, d.title AS title, d.source AS platform, d.created_at AS created_at,
        d.updated_at AS updated_at, d.message_count AS message_count,
        c.conversation_id AS conversation_id, c.name AS conversation, c.url AS url, c.model_slug AS model

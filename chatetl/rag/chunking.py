@@ -11,7 +11,8 @@ over a word, as long as the chunk stays at least half full. The next chunk start
 that fit in `overlap_chars` (whole paragraphs where they fit, else the last words).
 
 Every chunk is an exact slice of its Document's content: `text == content[char_start:char_end]`,
-and `message_ids` names the messages whose text it holds.
+`message_ids` names the messages whose text it holds, `roles` who speaks in it (in order) and
+`created_at` / `updated_at` the times of its first and last message (the export's; None without).
 
 Chunks are written to the bucket (chatetl.rag.partition) and to Neo4j (chatetl.graph.chunks);
 their embeddings come from chatetl.rag.embeddings and go to the graph and to the bucket's
@@ -75,6 +76,9 @@ class Chunk(BaseModel):
     text: str
     message_ids: list[str]
     state_version: float
+    roles: list[str] = Field(default_factory=list)  # the roles of its messages, each once, in order
+    created_at: str | None = None  # its first message's time (ISO), where the export gives one
+    updated_at: str | None = None  # its last message's time
     text_sha256: str = ""  # filled from `text` when not given
     embedding: list[float] | None = None
     embedding_model: str | None = None  # the model the embedding comes from (chatetl.rag.embeddings)
@@ -85,7 +89,7 @@ class Chunk(BaseModel):
 
     def graph_row(self) -> dict[str, Any]:
         row = self.model_dump(exclude={"title"})
-        for name in ("embedding", "embedding_model"):
+        for name in ("embedding", "embedding_model", "created_at", "updated_at"):
             if row[name] is None:
                 del row[name]
         return row
@@ -292,16 +296,30 @@ def _next_start(content: str, held: list[_Piece], best_j: int, start: int, end: 
     return following.start
 
 
-def _message_ids(spans: Sequence[Span], ends: list[int], start: int, end: int) -> list[str]:
-    """The messages whose text overlaps [start, end) (spans are in order and do not overlap)."""
+class _Said(NamedTuple):
+    message_ids: list[str]
+    roles: list[str]
+    first_at: str | None
+    last_at: str | None
+
+
+def _said(spans: Sequence[Span], ends: list[int], start: int, end: int) -> _Said:
+    """The messages whose text overlaps [start, end) (spans are in order and do not overlap), their roles
+    and the times of the first and last that has one."""
     ids: list[str] = []
+    roles: list[str] = []
+    times: list[str] = []
     for k in range(bisect.bisect_right(ends, start), len(spans)):
         span = spans[k]
         if span.start >= end:
             break
         if span.message_id is not None and span.message_id not in ids:
             ids.append(span.message_id)
-    return ids
+        if span.role is not None and span.role not in roles:
+            roles.append(span.role)
+        if span.at is not None:
+            times.append(span.at)
+    return _Said(ids, roles, times[0] if times else None, times[-1] if times else None)
 
 
 def chunk_document(doc: Document, options: ChunkOptions | None = None) -> list[Chunk]:
@@ -318,6 +336,7 @@ def iter_chunks(doc: Document, options: ChunkOptions | None = None,
     props = doc.props
     ends = [span.end for span in doc.spans]
     for position, (start, end) in enumerate(iter_chunk_spans(content, doc.spans, options) if offsets is None else offsets, first):
+        said = _said(doc.spans, ends, start, end)
         yield Chunk(
             id=f"{props['key']}#{position}",
             document_key=props["key"],
@@ -328,8 +347,11 @@ def iter_chunks(doc: Document, options: ChunkOptions | None = None,
             char_start=start,
             char_end=end,
             text=content[start:end],
-            message_ids=_message_ids(doc.spans, ends, start, end),
+            message_ids=said.message_ids,
             state_version=props["state_version"],
+            roles=said.roles,
+            created_at=said.first_at,
+            updated_at=said.last_at,
         )
 
 

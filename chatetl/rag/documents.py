@@ -35,12 +35,15 @@ TURN_SEPARATOR = "\n\n"
 
 @dataclass(frozen=True)
 class Span:
-    """Where one turn (or a branch heading, message_id None) sits in a document's content: [start, end)."""
+    """Where one turn (or a branch heading, message_id None) sits in a document's content: [start, end),
+    and who said it when (the message's role and time; None for a heading)."""
 
     start: int
     end: int
     message_id: str | None
     label_end: int  # end of the `Label: ` prefix
+    role: str | None = None
+    at: str | None = None  # the message's time, ISO (None: the export gives none)
 
 
 @dataclass
@@ -64,26 +67,27 @@ def _content(conv: Conversation, options: ContentOptions) -> tuple[str, list[Spa
     spans: list[Span] = []
     pos = 0
 
-    def add(text: str, message_id: str | None, label_len: int) -> None:
+    def add(text: str, message_id: str | None, label_len: int, role: str | None = None) -> None:
         nonlocal pos
         if parts:
             parts.append(TURN_SEPARATOR)
             pos += len(TURN_SEPARATOR)
         parts.append(text)
-        spans.append(Span(pos, pos + len(text), message_id, pos + label_len))
+        spans.append(Span(pos, pos + len(text), message_id, pos + label_len, role, times.get(message_id) if message_id else None))
         pos += len(text)
 
     texts = _attachment_texts(conv)
+    times = {m.message_id: iso(m.created_at) for m in conv.messages if m.created_at is not None}
     for branch in branches(conv, options):
         if branch.index:
             add(f"[Other branch {branch.index}]", None, 0)
         for turn in branch.own_turns:
             if turn.text.strip():  # (an empty turn adds nothing to search)
                 label = f"{turn_label(turn)}: "
-                add(label + turn.text, turn.message_id, len(label))
+                add(label + turn.text, turn.message_id, len(label), turn.role.value)
             for name, text in texts.get(turn.message_id, ()) if turn.visible else ():
                 label = f"{turn_label(turn)} attachment {name}: "
-                add(label + text, turn.message_id, len(label))
+                add(label + text, turn.message_id, len(label), turn.role.value)
     return "".join(parts), spans
 
 

@@ -18,6 +18,7 @@ from chatetl.rag.documents import Span, build_document, document_for
 from chatetl.rag.embeddings import BUILTIN_MODEL, load_embedder
 from chatetl.rag.partition import DocumentsResult, write_upload_documents
 from chatetl.readers.platform_names import PLATFORM_ALIASES, platform_label
+from chatetl.readers.timeutil import iso
 from chatetl.selection import ContentOptions
 from chatetl.settings import Settings
 from chatetl.storage import LocalObjectStore
@@ -265,3 +266,22 @@ def test_a_long_message_splits_on_sentences_before_words():
     _check_invariants(doc, chunks, options)
     _never_mid_word(doc.content, chunks)
     assert all(c.text.rstrip().endswith("stops.") for c in chunks[:-1])  # every cut at a sentence's end
+
+
+def test_a_chunk_knows_who_speaks_in_it_and_when():
+    trip = next(c for c in sample_conversations() if c.title == "Planning a rail trip")
+    doc = build_document(trip)
+    times = {m.message_id: m.created_at for m in trip.messages}
+    assert [(s.role, s.at is not None) for s in doc.spans] == [("user", True), ("assistant", True)] * 2
+    whole = chunk_document(doc)
+    assert len(whole) == 1 and whole[0].roles == ["user", "assistant"]
+    first, last = times[doc.spans[0].message_id], times[doc.spans[-1].message_id]
+    assert first is not None and last is not None and first < last
+    assert whole[0].created_at == iso(first) and whole[0].updated_at == iso(last)
+    per_turn = chunk_document(doc, ChunkOptions(max_chars=90, overlap_chars=0))
+    assert [c.roles for c in per_turn] == [["user"], ["assistant"], ["user"], ["assistant"]]
+    assert [c.created_at for c in per_turn] == [s.at for s in doc.spans]
+    row = per_turn[0].graph_row()
+    assert row["roles"] == ["user"] and row["created_at"] == doc.spans[0].at
+    undated = chunk_document(build_document(chat([("user", "no time here")])))[0]
+    assert undated.roles == ["user"] and (undated.created_at is None) == ("created_at" not in undated.graph_row())
