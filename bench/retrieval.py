@@ -508,8 +508,9 @@ def latency(table: dict[str, dict[str, Any]]) -> str:
                      f"{statistics.quantiles(row['seconds'], n=20)[-1] * 1000:.0f} ms" for name, row in table.items())
 
 
-def model_throughput(embedder: Any, facts: list[dict[str, Any]], n: int = 1000, size: int = 1800) -> float:
-    """Chunks of `size` characters per second through the model (texts cut from the corpus, all distinct)."""
+def model_throughput(embedder: Any, facts: list[dict[str, Any]], n: int = 200, size: int = 1800) -> float:
+    """Chunks of `size` characters per second through the model (texts cut from the corpus, all distinct); the
+    models side by side, on the pipeline's chunks: bench/embedders.py."""
     rng = random.Random(3)
     texts = []
     for i in range(n):
