@@ -73,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "deploy"))
 
 from local_env import ensure_local_env
 
+import chatetl.search
 from chatetl.graph.connection import neo4j_settings, open_driver
 from chatetl.graph.load import load_conversations
 from chatetl.model import Conversation, Message, Role, Source
@@ -608,7 +609,11 @@ def main() -> None:
     parser.add_argument("--scale", default="", help="search latency at these chunk counts instead (e.g. 10000,100000)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's nodes in the graph")
     parser.add_argument("--model", default=None, help="the embedder, as CHATETL_EMBEDDER names it (default: that setting)")
+    parser.add_argument("--no-highlight", action="store_true",
+                        help="hits without the query's words get no nearest sentence (the ranks are the same; a slow model's run ends)")
     args = parser.parse_args()
+    if args.no_highlight:
+        chatetl.search._nearest_sentences = lambda *_: None  # after the ranking: the tables do not change
     ensure_local_env()
     conf = neo4j_settings()
     database = conf["database"] or None
