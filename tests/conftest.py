@@ -115,3 +115,17 @@ def s3_definitions(s3_bucket, services, monkeypatch):
 @pytest.fixture
 def definitions(s3_definitions):
     return s3_definitions()
+
+
+@pytest.fixture(autouse=True)
+def _no_dagster_instance_outlives_its_test():
+    """Each test starts with no instance's definitions-state storage in Dagster's context.
+
+    An instance entered as a context manager (as Dagster's own helpers do) and never exited leaves
+    its storage in a context variable; once that instance is collected, the next `Definitions` to
+    build its repository fails with "Attempted to resolve undefined DagsterInstance weakref", at a
+    moment that depends on the garbage collector, so in whichever test comes next."""
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    with set_defs_state_storage(None):
+        yield
