@@ -55,7 +55,7 @@ Import paths the refactors may move are the block below "the library's doors": u
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import importlib.util
 import io
 import json
 import os
@@ -65,12 +65,13 @@ import zipfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 GOLDEN = TESTS / "golden" / "pipeline"
-for _path in (str(REPO / "bench"), str(TESTS), str(REPO)):
+for _path in (str(TESTS), str(REPO)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
@@ -139,9 +140,21 @@ def repacked(data: bytes) -> bytes:
         return fixed_zip({i.filename: zf.read(i) for i in infos}, infos[0].compress_type if infos else zipfile.ZIP_DEFLATED)
 
 
+def bench_module(relative: str) -> ModuleType:
+    """A generator of bench/ loaded from its file: bench/ never goes on sys.path, where its modules
+    (bench/attachments.py…) would shadow the test packages of the same name."""
+    path = REPO / "bench" / relative
+    spec = importlib.util.spec_from_file_location("chatetl_bench_" + path.stem, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def platform_files() -> dict[str, bytes]:
     """bench/platforms' generated exports and bench/chatgpt_shaped's files, small (name -> bytes)."""
-    import chatgpt_shaped
+    chatgpt_shaped = bench_module("chatgpt_shaped.py")
 
     out: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="chatetl-golden-gen-") as tmp:
@@ -152,7 +165,7 @@ def platform_files() -> dict[str, bytes]:
             out[name] = repacked(data) if name.endswith(".zip") else data
 
         for module, name in PLATFORMS:
-            made(name, lambda p, m=module: importlib.import_module(f"platforms.{m}").write(p, PLATFORM_BYTES))
+            made(name, lambda p, m=module: bench_module(f"platforms/{m}.py").write(p, PLATFORM_BYTES))
         # (these share their seed: the same conversation ids in three uploads of one day, in other states)
         made("chatgpt-shaped.json", lambda p: chatgpt_shaped.write_chatgpt_file(p, SHAPED_BYTES))
         made("claude-shaped.json", lambda p: chatgpt_shaped.write_claude_file(p, SHAPED_BYTES))
