@@ -1,8 +1,9 @@
-"""Files a chat file carries inside itself as `data:` URLs (Open WebUI), found again by their id.
+"""Files a chat file carries inside itself as `data:` URLs (Open WebUI, Markdown), found again by their id.
 
 The reader gave each such attachment its bytes' digest as id (chatetl.readers.data_url); here the chat
-file is streamed once, each JSON string that is a base64 data: URL decoded (one at a time, at most the
-readers' bound on one value) and the wanted ones handed on. Memory stays that of one URL.
+file is streamed once, each base64 data: URL (a JSON string, or a Markdown image's target) decoded one
+at a time, at most the readers' bound on one value, and the wanted ones handed on. Memory stays that
+of one URL.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import BinaryIO
 from chatetl.readers.data_url import decode_data_url, inline_id, max_data_url_chars
 
 _BLOCK = 1024 * 1024
-_START = b'"data:'
+# where a data: URL starts, and the byte that ends it
+_STARTS = ((b'"data:', b'"'), (b"](data:", b")"), (b"](<data:", b">"))
 
 
 def inline_files(opener: Callable[[], BinaryIO], wanted: set[str] | None) -> Iterator[tuple[str, str | None, bytes]]:
@@ -37,22 +39,26 @@ def inline_files(opener: Callable[[], BinaryIO], wanted: set[str] | None) -> Ite
 
 
 def _data_urls(opener: Callable[[], BinaryIO]) -> Iterator[bytes]:
-    """The JSON strings of the file that start with `data:` (without their quotes); one past the bound is skipped."""
+    """The data: URLs of the file: JSON strings that start with `data:` (without their quotes) and the
+    targets of Markdown images (`](data:…)`, `](<data:…>)`), in file order; one past the bound is skipped."""
     limit = max_data_url_chars()
+    keep = max(len(start) for start, _ in _STARTS) - 1  # (a start cut at a block's end)
     buf = b""
     url: bytearray | None = None  # the URL being read, across blocks
-    skipping = False  # (a URL past the bound: its bytes let go until its closing quote)
+    close = b""  # the byte that ends it
+    skipping = False  # (a URL past the bound: its bytes let go until it ends)
     with opener() as f:
         while block := f.read(_BLOCK):
             buf += block
             while buf:
                 if url is None and not skipping:
-                    at = buf.find(_START)
-                    if at < 0:
-                        buf = buf[-(len(_START) - 1):]  # (a start cut at the block's end)
+                    found = [(at, start, end) for start, end in _STARTS if (at := buf.find(start)) >= 0]
+                    if not found:
+                        buf = buf[-keep:]
                         break
-                    url, buf = bytearray(), buf[at + 1:]
-                end = buf.find(b'"')
+                    at, start, close = min(found)
+                    url, buf = bytearray(), buf[at + len(start) - len(b"data:"):]
+                end = buf.find(close)
                 part = buf if end < 0 else buf[:end]
                 if url is not None and len(url) + len(part) > limit:
                     url, skipping = None, True

@@ -125,6 +125,35 @@ def text_file_zip() -> bytes:
     })
 
 
+def open_webui_markdown_json(images: list[bytes]) -> bytes:
+    """An Open WebUI export (one chat) whose answer writes `images` into its text as Markdown images
+    (`![robin N](data:…)`, the second in angle brackets), plus a damaged one."""
+    import base64
+
+    urls = [f"data:image/png;base64,{base64.b64encode(data).decode()}" for data in images]
+    shown = [f"![robin {i}]({url})" if i % 2 == 0 else f"![robin {i}](<{url}>)" for i, url in enumerate(urls)]
+    content = "Here it is:\n\n" + "\n\n".join(shown) + "\n\n![](data:image/png;base64,!!damaged!!) Enjoy."
+    t = int(BASE_TIME)
+    messages = {
+        "u": {"id": "u", "parentId": None, "childrenIds": ["a"], "role": "user", "content": "Draw a robin.", "timestamp": t},
+        "a": {"id": "a", "parentId": "u", "childrenIds": [], "role": "assistant", "content": content, "timestamp": t + 1,
+              "model": "painter", "done": True},
+    }
+    chat = {"id": "owui-2", "title": "Robin", "history": {"messages": messages, "currentId": "a"}, "timestamp": t * 1000}
+    row = {"id": "owui-2", "user_id": "user-1", "title": "Robin", "chat": chat, "updated_at": t + 1, "created_at": t}
+    return json.dumps([row], indent=1).encode()
+
+
+def markdown_chat(images: list[bytes]) -> bytes:
+    """A chat-export Markdown file whose answer shows `images` as Markdown data: URL images."""
+    import base64
+
+    shown = [f"![chart {i}](data:image/png;base64,{base64.b64encode(data).decode()})" for i, data in enumerate(images)]
+    lines = ["```md", "sys", "platform: chatgpt", "title: Charts", "exported: 2026-03-01T10:00:00Z", "chat_id: md-charts-1", "```", "",
+             "```md", "user:", "```", "", "Plot it.", "", "```md", "assistant:", "```", "", "Here:", "", *shown, ""]
+    return "\n".join(lines).encode()
+
+
 def open_webui_json(images: list[bytes], escaped: bool = False) -> bytes:
     """An Open WebUI export (one chat) whose first message carries `images` as data: URLs, plus a damaged one;
     `escaped`: the JSON escapes `/` as `\\/` (as PHP's and some other encoders do)."""

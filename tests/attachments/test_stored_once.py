@@ -142,6 +142,27 @@ def test_open_webui_data_url_images_stored_decoded_once(tmp_path):
     assert len(list(store.list(ATTACHMENTS_PREFIX))) == 2  # the second upload stored nothing new
 
 
+def test_markdown_images_written_as_data_urls_are_stored_and_leave_the_text(tmp_path):
+    from attachments.layouts import markdown_chat, open_webui_markdown_json
+
+    store = LocalObjectStore(tmp_path)
+    images = [png(23), png(24, pad=3000)]
+    for key, data in (("raw/owui.json", open_webui_markdown_json(images)), ("raw/chat.md", markdown_chat(images))):
+        result = ingested(store, key, data)
+        (atts,) = _attachments(store, result).values()
+        kept = [a for a in atts if a.in_export]
+        assert [a.content_hash for a in kept] == [hashlib.sha256(d).hexdigest() for d in images], key
+        assert [a.name for a in kept] == ([f"robin {i}" for i in range(2)] if key.endswith(".json") else [f"chart {i}" for i in range(2)])
+        for a, d in zip(kept, images, strict=True):
+            assert store.get_bytes(attachment_key(a.content_hash)) == d
+        (conv,) = conversations(store, result)
+        answer = conv.messages[-1]
+        assert "base64" not in answer.text and answer.text.startswith(("Here it is:", "Here:")), key
+        if key.endswith(".json"):
+            assert answer.text.endswith("Enjoy.") and len(atts) == 3 and not atts[2].in_export  # (damaged: a row, no bytes)
+    assert len(list(store.list(ATTACHMENTS_PREFIX))) == 2  # the same bytes, stored once
+
+
 def test_same_bytes_uploaded_again_are_not_read_again_unless_a_file_left(tmp_path, monkeypatch):
     from attachments.layouts import text_file_zip
 

@@ -49,7 +49,7 @@ from chatetl.model import (
     ToolResult,
 )
 from chatetl.readers.convert import json_text, raw_bytes
-from chatetl.readers.data_url import decode_data_url, inline_id
+from chatetl.readers.data_url import described, markdown_images
 from chatetl.readers.fields import expect_object, keep_unknown, known_role, list_or_empty, object_or_empty, text_or_none
 from chatetl.readers.report import ReadReport
 from chatetl.readers.timeutil import parse_time
@@ -280,10 +280,11 @@ def message_from_open_webui(raw: dict[str, Any], report: ReadReport, fallback_id
         shown = _read_output(raw["output"], reasoning, tool_calls, tool_results, extra, report)
         text = text if shown is None else shown
         content_types.append("output")
+    text, pictured = markdown_images(text)
     visible = text.strip()
 
     joined_reasoning = "\n\n".join(reasoning) or None
-    attachments = _attachments(raw.get("files"))
+    attachments = _attachments(raw.get("files")) + pictured
     kind, visible = reply_kind(role, visible, attachments, tool_calls, joined_reasoning, extra)
 
     return Message.fast(
@@ -494,12 +495,10 @@ def _attachments(raw: Any) -> list[Attachment]:
         size = f.get("size") if isinstance(f.get("size"), int) else fmeta.get("size")
         inline = None
         if url is not None and url.startswith("data:"):
-            mime = mime or text_or_none(url[5:].split(";", 1)[0].split(",", 1)[0])
-            decoded = decode_data_url(url)
-            if decoded is not None:  # its id: the bytes' digest, by which the attachment stage stores them
-                inline, size = inline_id(decoded[1]), len(decoded[1])
-            elif size is None:
-                size = len(url.split(",", 1)[-1]) * 3 // 4  # the decoded size of the base64 payload
+            # its id: the bytes' digest, by which the attachment stage stores them
+            inline, decoded_size, stated = described(url)
+            mime = mime or stated
+            size = decoded_size if inline is not None or size is None else size
             url = None  # the bytes themselves are no pointer (and would bloat every table row)
         data = object_or_empty(inner, "data")
         kind = "image" if f.get("type") == "image" or (mime or "").startswith("image/") else "file"

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chatetl.model import Citation, Conversation, Message, MessageKind, Role, Source
+from chatetl.readers.data_url import markdown_images
 from chatetl.readers.fields import expect_object, keep_unknown, list_field
 from chatetl.readers.platform_names import derived_id, id_from_url, normalize_platform
 from chatetl.readers.report import ReadReport
@@ -198,6 +199,7 @@ def conversation_from_export(
         text = _text(text) or ""
         if strip_block_newline and text.endswith("\n"):
             text = text[:-1]
+        text, pictured = markdown_images(text)
         extra: dict[str, Any] = {}
         if not sharegpt and raw.get("links"):
             extra["links"] = _plain(raw.get("links"))
@@ -209,6 +211,7 @@ def conversation_from_export(
                 "text": text,
                 "author_name": (None if sharegpt else _text(raw.get("name"))) or tag or (role_name if role_name else None),
                 "citations": [] if sharegpt else _citations(raw.get("sources")),
+                "attachments": pictured,
                 "extra": extra,
             })
         )
