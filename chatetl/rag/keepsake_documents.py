@@ -1,12 +1,11 @@
 """Documents for what people keep beside their chats: a project's documents, memories, canvases.
 
-One Document a keepsake with text, searched like a conversation's: `kind` (`project_doc`, `memory`,
-`canvas`) says what it is, `name` (what a hit shows instead of a conversation's title), `title` and the
-label its text starts with name it (the project and the file name, the memory's scope, the canvas's title), and its chunks are cut, embedded and stored as a
-conversation's are (chatetl.rag.partition). A Document follows the state of the keepsake node it comes
-from (`owner_key`, `state_hash`: chatetl.graph.keepsakes.load_keepsake_documents), so the newest state
-wins, a changed text replaces its chunks, and a keepsake that leaves the graph takes them along. A
-keepsake whose text is empty still has its (empty) Document: a text emptied since takes its chunks away.
+One Document a keepsake, searched like a conversation's (chunked and embedded by chatetl.rag.partition):
+`kind` says what it is (`project_doc`, `memory`, `canvas`), `name` is what a hit shows instead of a
+conversation's title, and its text starts with a label naming it. It follows the state its keepsake
+node shows (`owner_key`, `state_hash`: chatetl.graph.keepsakes), so the newest state wins and a
+changed text replaces its chunks; a keepsake with blank text keeps an empty Document, so a text
+emptied since takes its chunks away.
 """
 
 from __future__ import annotations
@@ -47,7 +46,8 @@ def keepsake_documents(tables: Mapping[str, list[dict[str, Any]]]) -> list[Docum
     for m in tables.get("memories", []):
         project = projects.get(m["project_key"] or "")
         name = (project.get("name") if project else None) or (m["project_key"] or "").split(":", 1)[-1] or None
-        what = f"memory of project {name}" if m["scope"] == "project" else f"memory file {m['path']}" if m.get("path") else "memory"
+        what = (f"memory of project {name}" if m["scope"] == "project" else f"memory file {m['path']}" if m.get("path")
+                else "account memory")
         docs.append(_document(
             MEMORY, m["memory_key"], ("Memory", m["memory_key"]), digests, platform=m["platform"], label=what[0].upper() + what[1:],
             text=m["text"], title=f"{platform_label(m['platform'])} {what}", when=None,

@@ -85,7 +85,7 @@ def test_a_project_document_is_found_kept_up_to_date_and_leaves_with_its_upload(
     assert hit.text.startswith("planting.md (project Garden): Plant the marigolds")
     assert hit.conversation["document_title"] == "Claude AI project Garden: planting.md"
     assert ("project_doc", "Garden / planting.md") in _found(clean_graph, "marigolds beside the tomatoes", mode="hybrid")
-    assert _found(clean_graph, "bees roof") == [("memory", "Memory")]
+    assert _found(clean_graph, "bees roof") == [("memory", "Account memory")]
     assert _chunks_of(clean_graph, "project_doc") == [("planting.md (project Garden): Plant the marigolds beside the tomatoes to keep "
                                                      "whiteflies away.")]  # (the blank document: no chunk)
     linked, _, _ = clean_graph.execute_query(
@@ -174,4 +174,4 @@ def test_chatetl_load_then_search_finds_a_project_document_by_its_project_and_fi
     assert head.startswith(" 1. Baking / hydration.md  ·  Claude AI project document  ·  ") and "file:" not in result.stdout
     assert "**country** **loaf**" in snippet
     hits = CliRunner().invoke(main, ["search", "sourdough at home", "--mode", "text", "--json"], env={"CHATETL_STORE": "local", "CHATETL_LOCAL_STORE_ROOT": str(tmp_path / "bucket")})
-    assert [(h["kind"], h["conversation"]["title"]) for h in map(json.loads, hits.stdout.splitlines())][:1] == [("memory", "Memory")]
+    assert [(h["kind"], h["conversation"]["title"]) for h in map(json.loads, hits.stdout.splitlines())][:1] == [("memory", "Account memory")]
