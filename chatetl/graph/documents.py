@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatetl.graph.connection import quiet, value_fault, write_measured, write_session
 from chatetl.graph.keepsakes import is_keepsake_document, load_keepsake_documents, superseded_keepsake_documents
+from chatetl.graph.properties import SET_CHANGED_DOCUMENTS
 from chatetl.graph.schema import ensure_schema
 from chatetl.model import SOURCE_FIDELITY
 
@@ -29,11 +30,7 @@ WHERE c IS NOT NULL OR d.state_version IS NULL
    OR [row.state_version, coalesce($fidelity[row.arrived_via], 0), row.state_hash]
       >= [d.state_version, coalesce($fidelity[d.arrived_via], 0), coalesce(d.state_hash, '')]
 FOREACH (_ IN CASE WHEN c IS NULL THEN [] ELSE [1] END | MERGE (c)-[:HAS_DOCUMENT]->(d))
-WITH d, row
-WHERE any(k IN keys(row) WHERE coalesce(d[k] <> row[k], (d[k] IS NULL) <> (row[k] IS NULL)))
-SET d += row
-RETURN count(d) AS written
-"""
+""" + SET_CHANGED_DOCUMENTS
 
 
 # the Documents whose Conversation holds another state: left out of the rag/ files (model.state_order)

@@ -4,10 +4,10 @@
 project no longer has is removed), `(:Project)-[:HAS_MEMORY]->(:Memory)` (a project memory: the
 export's own link), `(:Conversation)-[:IN_PROJECT]->(:Project)` only where the conversation record
 names its project, `(:Conversation)-[:HAS_CANVAS]->(:Canvas)` only where the canvas row names its
-chat, `(:ProjectDoc|Memory|Canvas)-[:HAS_DOCUMENT]->(:Document)` its text for search (written by the
-documents stage from the state its node shows, `load_keepsake_documents`; removed with the node, or when
-the state it showed leaves). Every node is keyed as its table row (chatetl.tables.keepsakes). A state is written only
-over an older one (`keepsake_order`, decided under the node's lock), and a node
+chat, `(:ProjectDoc|Memory|Canvas)-[:HAS_DOCUMENT]->(:Document)` its text for search (written by
+the documents stage from the state its node shows, `load_keepsake_documents`; removed with the node,
+or when the state it showed leaves). Every node is keyed as its table row (chatetl.tables.keepsakes).
+A state is written only over an older one (`keepsake_order`, decided under the node's lock), and a node
 records the uploads that hold it (`uploads`, "day/upload-id"): when the last leaves, so does the
 node; when the one whose state it shows leaves, the newest state the others hold takes over.
 """
@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from chatetl.graph.connection import quiet, run_read, run_write, value_fault, write_session
+from chatetl.graph.properties import SET_CHANGED_DOCUMENTS
 from chatetl.layout import KEEPSAKE_TABLES, NORMALIZED_PREFIX, table_key
 from chatetl.model import order_of
 from chatetl.storage import ObjectStore
@@ -391,11 +392,7 @@ WHERE o.state_hash = row.state_hash
 {node}
 MERGE (d:Document {{key: row.key}})
 MERGE (n)-[:HAS_DOCUMENT]->(d)
-WITH d, row
-WHERE any(k IN keys(row) WHERE coalesce(d[k] <> row[k], (d[k] IS NULL) <> (row[k] IS NULL)))
-SET d += row
-RETURN count(d) AS written
-"""
+""" + SET_CHANGED_DOCUMENTS
 
 
 # (labels come from DOCUMENT_OWNERS) the Documents no node of their owner's label shows the state of: another
@@ -424,7 +421,7 @@ def superseded_keepsake_documents(driver: Driver, docs: Iterable[Mapping[str, An
     label's nodes are read whole."""
     by_owner: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for doc in docs:
-        by_owner[DOCUMENT_OWNERS[doc["key"].split(":", 1)[0]]].append({"key": doc["key"], "state_hash": doc["state_hash"]})
+        by_owner[DOCUMENT_OWNERS[document_kind(doc["key"]) or ""]].append({"key": doc["key"], "state_hash": doc["state_hash"]})
     return {r["key"] for owner, rows in by_owner.items()
             for r in run_read(driver, database, _SUPERSEDED_KEEPSAKE_DOCUMENTS.format(owner=owner), rows=rows)}
 
@@ -437,7 +434,7 @@ def load_keepsake_documents(driver: Driver, docs: Iterable[dict[str, Any]], data
     holds fails alone (key, error), the others written."""
     by_owner: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for doc in docs:
-        by_owner[DOCUMENT_OWNERS[doc["key"].split(":", 1)[0]]].append(doc)
+        by_owner[DOCUMENT_OWNERS[document_kind(doc["key"]) or ""]].append(doc)
     written = 0
     for owner, rows in by_owner.items():
         cypher = _UPSERT_KEEPSAKE_DOCUMENTS.format(owner=owner, node=_DOCUMENT_NODE[owner])

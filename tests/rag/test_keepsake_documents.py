@@ -35,14 +35,14 @@ SMALL = ChunkOptions(max_chars=200, overlap_chars=40)
 pytestmark = pytest.mark.integration
 
 
-def _export(doc_text: str, when: str = "2026-03-01T10:00:05Z", memory: str = "Keeps bees on the roof.") -> bytes:
+def _export(doc_text: str, when: str = "2026-03-01T10:00:05Z", memory: str = "Keeps bees on the roof.", blank: bool = True) -> bytes:
     chat = {"uuid": "c-1", "name": "Weekend plans", "created_at": "2026-03-01T10:00:00Z", "updated_at": when,
             "project_uuid": PROJECT, "chat_messages": [
                 {"uuid": "c-1-h", "sender": "human", "text": "What should I do this weekend?",
                  "content": [{"type": "text", "text": "What should I do this weekend?"}], "created_at": "2026-03-01T10:00:00Z"}]}
     project = {"uuid": PROJECT, "name": "Garden", "updated_at": when, "docs": [
         {"uuid": "d-1", "filename": "planting.md", "content": doc_text, "created_at": "2026-02-20T09:00:00Z"},
-        {"uuid": "d-2", "filename": "empty.md", "content": "   "}]}
+        {"uuid": "d-2", "filename": "empty.md", "content": "   "}][:2 if blank else 1]}
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("conversations.json", json.dumps([chat]))
@@ -97,10 +97,12 @@ def test_a_project_document_is_found_kept_up_to_date_and_leaves_with_its_upload(
     again = _run(store, clean_graph)
     assert again.documents_in_graph == 0 and again.chunks_in_graph.chunks == 0 and graph_dump(clean_graph, DB) == before
 
-    # the upload replaced with the document changed: its old text is no longer found, the new one is
-    normalize_upload(store, store.put_bytes(key, _export("Sow the sunflowers along the fence in May.", when="2026-03-01T11:00:00Z")),
-                     DAY, workdir=tmp_path)
+    # the upload replaced with the document changed (and the blank one gone): its old text is no longer found, the new one is
+    changed = _export("Sow the sunflowers along the fence in May.", when="2026-03-01T11:00:00Z", blank=False)
+    normalize_upload(store, store.put_bytes(key, changed), DAY, workdir=tmp_path)
     _run(store, clean_graph)
+    kept, _, _ = clean_graph.execute_query("MATCH (d:Document {kind: 'project_doc'}) RETURN d.filename AS f", database_=DB)
+    assert [r["f"] for r in kept] == ["planting.md"]
     assert search(clean_graph, "marigolds whiteflies", k=5, mode="text", database=DB) == []
     assert _found(clean_graph, "sunflowers fence") == [("project_doc", "Garden / planting.md")]
     assert _chunks_of(clean_graph, "project_doc") == ["planting.md (project Garden): Sow the sunflowers along the fence in May."]
