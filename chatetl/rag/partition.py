@@ -428,11 +428,12 @@ def write_partition_documents(
             _take(old, result, document_keys(day, uid))
             upload_done(progress, f"rag files {day}: upload {number}/{len(pairs)}", result, before, "unchanged")
             continue
+        # (the listing says which keepsake tables the upload has: none is asked for when it has none)
+        kept = upload_keepsake_documents(store, day, uid) if any(stamp.inputs["keepsakes"]) else []
         with tempfile.TemporaryDirectory(prefix="chatetl-rag-tables-") as tmp:
             convs = iter_conversations(store.download(conv_key, Path(tmp, "c.parquet")), store.download(msg_key, Path(tmp, "m.parquet")))
             documents = heartbeat((c for c, _ in convs), progress, f"rag files {day}: upload {number}/{len(pairs)}, conversations read")
-            write_upload_documents(store, driver, day, uid, documents, result, stamp=stamp,
-                                   keepsakes=upload_keepsake_documents(store, day, uid), **options)
+            write_upload_documents(store, driver, day, uid, documents, result, stamp=stamp, keepsakes=kept, **options)
         write_files_stamp(store, day, uid, stamp)
         upload_done(progress, f"rag files {day}: upload {number}/{len(pairs)}", result, before, "written")
     drop_stale_stamps(store, day, uids)
