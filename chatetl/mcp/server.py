@@ -16,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from chatetl.graph.conversations import ConversationNotFound, conversation_turns, platform_counts, recent_conversations
 from chatetl.graph.failures import graph_failure, reachable
+from chatetl.graph.keepsakes import document_kind
 from chatetl.readers.platform_names import normalize_platform
 from chatetl.search import KEPT, SearchError, SearchFilters, search
 from chatetl.settings import Settings
@@ -121,10 +122,11 @@ def build_server(settings: Settings | None = None) -> MCPServer[Any]:
 
         Each hit: its conversation (key, title, platform, dates), the passage (`text`, with `matches`
         where the query's words are), its message ids, `score` (0-1 in hybrid mode) and the exported
-        files. A hit whose `kind` is not `conversation` is something the user kept beside the chats
+        files. Filters: platform (chatgpt, claude-ai, gemini ...), since / until (YYYY-MM-DD, the
+        conversation active then), role (a message of that role in the passage), model (a prefix).
+        A hit whose `kind` is not `conversation` is something the user kept beside the chats
         (`project_doc`, `memory`, `canvas`): `kept` names it (its project and file name), its
-        `conversation` has no id, and fetch_conversation does not open it. Filters: platform (chatgpt, claude-ai, gemini ...), since / until (YYYY-MM-DD, the
-        conversation active then), role (a message of that role in the passage), model (a prefix)."""
+        `conversation` has no id, and fetch_conversation does not open it."""
         filters = graph.run(lambda: SearchFilters(platform=platform, since=_day(since, "since"), until=_day(until, "until"),
                                                   role=role, model=model))
         hits = graph.run(lambda: search(graph.driver(), query, k=max(1, min(k, 100)), mode=mode, filters=filters,
@@ -138,8 +140,9 @@ def build_server(settings: Settings | None = None) -> MCPServer[Any]:
         (role, time, model, text) along the branch shown. Give its `key` (as search returns it) or its
         `conversation_id` (and `platform` when two platforms share the id)."""
         named = normalize_platform(platform) if platform else None
-        if key and key.split(":", 1)[0] in KEPT:
-            raise ToolError(f"{key!r} is a {KEPT[key.split(':', 1)[0]]}, not a conversation: its text is in the search hits")
+        kind = document_kind(key) if key else None
+        if kind is not None:  # a project's document, a memory, a canvas: a search hit holds its text
+            raise ToolError(f"{key!r} is a {KEPT[kind]}, not a conversation: its text is in the search hits")
         return graph.run(lambda: conversation_turns(graph.driver(), key=key, conversation_id=conversation_id, platform=named,
                                                     database=graph.database))
 
