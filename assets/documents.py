@@ -104,10 +104,10 @@ def rag_files_asset(config_class: type[DocumentsConfig] = DocumentsConfig) -> As
     @daily_asset(group_name="rag", deps=["graph"], pool=RAG_FILES_POOL, kinds={"s3"})
     def rag_files(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:  # type: ignore[valid-type]
         """Chunks and embeddings, outside the Neo4j pool: one Document per conversation (the full visible text of
-        the active branch, with role labels), its overlapping chunks (turn and paragraph boundaries, message ids,
-        char offsets) and their vectors, into rag/documents/, rag/chunks/ and rag/embeddings/. Unchanged chunks keep
-        their vectors; nothing is written to Neo4j (the `documents` step does). The run config lets reasoning,
-        tools, hidden context or branches in and sizes the chunks (defaults: CHATETL_RAG_INCLUDE_* /
+        the active branch, with role labels) and per project document, memory or canvas, its overlapping chunks
+        (turn and paragraph boundaries, message ids, char offsets) and their vectors, into rag/documents/,
+        rag/chunks/ and rag/embeddings/. Unchanged chunks keep their vectors; nothing is written to Neo4j (the
+        `documents` step does). The run config lets reasoning, tools, hidden context or branches in and sizes the chunks (defaults: CHATETL_RAG_INCLUDE_* /
         CHATETL_INCLUDE_*, CHATETL_CHUNK_MAX_CHARS / CHATETL_CHUNK_OVERLAP_CHARS); CHATETL_EMBEDDER chooses the model."""
         return write_rag_files(context, config, object_store, neo4j)
 

@@ -34,8 +34,10 @@ words, never as Lucene syntax (`AND`, `NOT`, brackets escaped), at most `MAX_TER
 note says when more were left out). A hit gives its conversation (title, platform,
 dates, url), the chunk (text, offsets in the Document, message ids), `matches`: where in the
 chunk text the query's words are (a vector hit without them: the sentence nearest the query;
-`matched` says which), and with a store, the conversation's exported files (exports/_conversations/
-manifests) and links a person can open (`openable`: a presigned URL for S3).
+`matched` says which), its `kind`: a conversation, or what a person keeps beside the chats (a
+project's document, a memory, a canvas: `kept` names it, the project and the file; it has no
+conversation id, link or exported files), and with a store, the conversation's exported files
+(exports/_conversations/ manifests) and links a person can open (`openable`: a presigned URL for S3).
 """
 
 from __future__ import annotations
@@ -117,6 +119,10 @@ class SearchFilters:
         }
 
 
+CONVERSATION = "conversation"
+KEPT = {"project_doc": "project document", "memory": "memory", "canvas": "canvas"}  # a keepsake's kind -> what a person reads
+
+
 @dataclass
 class Hit:
     rank: int
@@ -134,6 +140,8 @@ class Hit:
     exports: dict[str, list[str]] | None = None  # format -> where its files are (with a store)
     matched: str | None = None  # what `matches` are: "words" (the query's), "sentence" (the nearest by meaning), None
     links: dict[str, list[str]] | None = None  # format -> links a person can open (local paths, presigned URLs)
+    kind: str = CONVERSATION  # what the hit is from: a conversation, or a keepsake (KEPT: a project's document, a memory, a canvas)
+    kept: dict[str, Any] | None = None  # a keepsake's name, project and file name (its `conversation` has no id, no url)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -439,6 +447,7 @@ def search(
     for rank, (score, ranks, row) in enumerate(fused, start=1):
         if len(lists) == 1:  # one list: its own score (BM25, cosine) says more than its fused one
             score = row["score"]
+        kind = row.get("kind") or CONVERSATION
         hits.append(Hit(
             rank=rank,
             score=score,
@@ -447,7 +456,7 @@ def search(
             conversation={
                 "key": row["document_key"],
                 "conversation_id": row["conversation_id"],
-                "title": row["conversation"],
+                "title": row["conversation"] if kind == CONVERSATION else row.get("name"),
                 "document_title": row["title"],
                 "platform": row["platform"],
                 "created_at": row["created_at"],
@@ -463,6 +472,8 @@ def search(
             text=row["text"],
             message_ids=list(row["message_ids"] or []),
             matches=word_matches(row["text"], terms),
+            kind=kind,
+            kept=None if kind == CONVERSATION else {"name": row.get("name"), "project": row.get("project"), "filename": row.get("filename")},
         ))
     for hit in hits:
         hit.matched = "words" if hit.matches else None
@@ -522,6 +533,8 @@ def _add_exports(store: ObjectStore, hits: list[Hit]) -> None:
     from botocore.exceptions import BotoCoreError, ClientError
 
     for hit in hits:
+        if hit.kind != CONVERSATION:  # (a keepsake has no exported files)
+            continue
         try:
             manifest = read_manifest(store, hit.conversation["key"]) or {}
             files = (manifest.get("files") or {}).items()

@@ -25,6 +25,7 @@ from chatetl.graph.load import DEFAULT_BATCH_MESSAGES, load_conversations
 from chatetl.model import Conversation
 from chatetl.rag.chunking import ChunkOptions
 from chatetl.rag.embeddings import load_embedder
+from chatetl.rag.keepsake_documents import keepsake_documents
 from chatetl.rag.partition import DocumentsResult, process_documents
 from chatetl.readers import ReadReport
 from chatetl.selection import ContentOptions
@@ -83,7 +84,11 @@ def load(inputs: tuple[str, ...], deep: bool | None, documents: bool, batch_mess
                 driver, read_inputs(inputs, report, meter), database=database, batch_messages=batch_messages, deep=deep,
                 on_batch=load_batch_documents,
             )
-            kept = load_keepsakes(driver, keepsake_rows(report.kept), links, database, arrived_at=read_at)
+            kept_rows = keepsake_rows(report.kept)
+            kept = load_keepsakes(driver, kept_rows, links, database, arrived_at=read_at)
+            if documents:  # (after the keepsakes: a Document follows the state its keepsake shows)
+                process_documents(driver, (), docs, database=database, content=content, chunking=chunking, embedder=embedder,
+                                  keepsakes=keepsake_documents(kept_rows))
     except (Neo4jError, DriverError, OSError) as exc:
         click.echo(f"error: writing the graph at {conf['uri']} failed: {type(exc).__name__}: {one_line(str(exc))}", err=True)
         sys.exit(USAGE_OR_GRAPH)

@@ -67,13 +67,19 @@ def _marked(text: str, spans: list[tuple[int, int]], color: bool) -> str:
 
 
 def render(hit: Any, color: bool, verbose: bool = False) -> str:
-    """A hit for a person: the head (rank, title, platform, day, which lists found it, the score), the
+    """A hit for a person: the head (rank, title, platform, day, which lists found it, the score; a keepsake's
+    name, project and file, and what it is, instead of a conversation's title), the
     snippet (the query's words marked, only where they are), the file to open; the ids with `verbose`."""
+    from chatetl.search import KEPT
+
     conv = hit.conversation
     day = one_line(str(conv.get("updated_at") or conv.get("created_at") or "")[:10]) or "undated"
     found = ", ".join(f"{name} #{rank}" for name, rank in (("text", hit.text_rank), ("vector", hit.vector_rank)) if rank)
     title = one_line(conv.get("title") or conv.get("document_title") or conv["key"])
-    head = (f"{hit.rank:>2}. {click.style(title, bold=True) if color else title}  ·  {one_line(platform_label(str(conv.get('platform') or 'unknown')))}  ·  {day}"
+    where = one_line(platform_label(str(conv.get("platform") or "unknown")))
+    if hit.kind in KEPT:  # a project's document, a memory, a canvas: no conversation
+        where = f"{where} {KEPT[hit.kind]}"
+    head = (f"{hit.rank:>2}. {click.style(title, bold=True) if color else title}  ·  {where}  ·  {day}"
             f"  ({found})  score {hit.score:.2f}")
     snippet, spans = hit.snippet()
     lines = [head, f"    {_marked(snippet, spans if hit.matched == 'words' else [], color)}"]

@@ -91,7 +91,8 @@ RETURN node.id AS chunk_id, node.text AS text, node.position AS position, node.c
        node.created_at AS said_from, node.updated_at AS said_until, score,
        d.key AS document_key, d.title AS title, d.source AS platform, d.created_at AS created_at,
        d.updated_at AS updated_at, d.message_count AS message_count,
-       c.conversation_id AS conversation_id, c.name AS conversation, c.url AS url, c.model_slug AS model
+       c.conversation_id AS conversation_id, c.name AS conversation, c.url AS url, c.model_slug AS model,
+       d.kind AS kind, d.name AS name, d.project AS project, d.filename AS filename
 ORDER BY score DESC, chunk_id
 LIMIT $limit
 """
@@ -148,7 +149,9 @@ def chunk_matches(
     its Document and Conversation. With a filter, a pool that holds fewer than `limit` chunks that
     pass is widened (`WIDEN` times, then every match), so a filter finds what is there however far
     down the index ranks it. The index must exist (`chunk_indexes` says which do). A query the
-    full-text index cannot parse raises FullTextQueryError."""
+    full-text index cannot parse raises FullTextQueryError. A keepsake's chunk (a project's document, a
+    memory, a canvas) has no Conversation: its Document's `kind`, `name`, `project` and `filename` say
+    what it is."""
     if (query is None) == (vector is None):
         raise ValueError("chunk_matches: give either a query or a vector")
     params = {name: None for name in FILTERS}

@@ -4,8 +4,10 @@
 project no longer has is removed), `(:Project)-[:HAS_MEMORY]->(:Memory)` (a project memory: the
 export's own link), `(:Conversation)-[:IN_PROJECT]->(:Project)` only where the conversation record
 names its project, `(:Conversation)-[:HAS_CANVAS]->(:Canvas)` only where the canvas row names its
-chat. Every node is keyed as its table row (chatetl.tables.keepsakes). A state is written only
-over an older one (`keepsake_order`, decided under the node's lock), and a node
+chat, `(:ProjectDoc|Memory|Canvas)-[:HAS_DOCUMENT]->(:Document)` its text for search (written by
+the documents stage from the state its node shows, `load_keepsake_documents`; removed with the node,
+or when the state it showed leaves). Every node is keyed as its table row (chatetl.tables.keepsakes).
+A state is written only over an older one (`keepsake_order`, decided under the node's lock), and a node
 records the uploads that hold it (`uploads`, "day/upload-id"): when the last leaves, so does the
 node; when the one whose state it shows leaves, the newest state the others hold takes over.
 """
@@ -23,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from chatetl.graph.connection import quiet, run_read, run_write, write_session
+from chatetl.graph.connection import quiet, run_read, run_write, value_fault, write_session
+from chatetl.graph.properties import SET_CHANGED_DOCUMENTS
 from chatetl.layout import KEEPSAKE_TABLES, NORMALIZED_PREFIX, table_key
 from chatetl.model import order_of
 from chatetl.storage import ObjectStore
@@ -47,7 +50,9 @@ SET p += row.props
 WITH p, row
 OPTIONAL MATCH (p)-[:HAS_DOC]->(d:ProjectDoc)
 WHERE NOT d.key IN row.doc_keys
-DETACH DELETE d
+OPTIONAL MATCH (d)-[:HAS_DOCUMENT]->(doc:Document)
+OPTIONAL MATCH (doc)-[:HAS_CHUNK]->(c:Chunk)
+DETACH DELETE c, doc, d
 """
 _DOCS = """
 UNWIND $rows AS row
@@ -144,7 +149,15 @@ MATCH (n:{label}) WHERE n.uploads IS NOT NULL
 UNWIND n.uploads AS at
 RETURN DISTINCT at
 """
-_DELETE = {  # in this order; a project a conversation still names stays as the bare node its link made
+# each label: its nodes' Documents (a keepsake with text is searched like a chat: chatetl.rag.keepsake_documents)
+_DOCUMENTS_OF = {
+    "Project": "MATCH (:Project {key: key})-[:HAS_DOC]->(:ProjectDoc)-[:HAS_DOCUMENT]->(d:Document)",
+    "Memory": "MATCH (:Memory {key: key})-[:HAS_DOCUMENT]->(d:Document)",
+    "Canvas": "MATCH (:Canvas {key: key})-[:HAS_DOCUMENT]->(d:Document)",
+}
+# (labels come from _DOCUMENTS_OF, never from data) the Documents of these nodes, with their chunks
+_DROP_DOCUMENTS = "UNWIND $keys AS key {match} OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) DETACH DELETE c, d"
+_DELETE = {  # in this order (after their Documents); a project a conversation still names stays as the bare node its link made
     "Project": ("UNWIND $keys AS key MATCH (:Project {key: key})-[:HAS_DOC]->(d:ProjectDoc) DETACH DELETE d",
                 "UNWIND $keys AS key MATCH (p:Project {key: key}) WHERE NOT (p)<-[:IN_PROJECT]-() DETACH DELETE p",
                 "UNWIND $keys AS key MATCH (p:Project {key: key}) SET p = {key: p.key, project_id: p.project_id, platform: p.platform}"),
@@ -193,33 +206,13 @@ def load_keepsakes(driver: Driver, tables: Mapping[str, list[dict[str, Any]]], l
     into the graph, in one transaction (an upload keeps few): each state written only over an older one
     (`keepsake_order`, with the upload's `exported_at` and `arrived_at`), each node recorded as held by `at` (the upload's
     "day/upload-id"; None: `chatetl load`, no holder). What was written, by label."""
-    projects = tables.get("projects", [])
-    docs = tables.get("project_docs", [])
-    memories = tables.get("memories", [])
-    canvases = tables.get("canvases", [])
     links = links or []
-    if not (projects or docs or memories or canvases or links):
+    project_rows, doc_rows, memory_rows, canvas_rows = _state_rows(tables)
+    if not (project_rows or doc_rows or memory_rows or canvas_rows or links):
         return {}
-    doc_keys: dict[str, list[str]] = {}
-    doc_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for d in docs:
-        key = f"{d['project_key']}:{d['doc_id']}"
-        doc_keys.setdefault(d["project_key"], []).append(key)
-        doc_rows[d["project_key"]].append({"key": key, "project_key": d["project_key"], "position": d["position"],
-                                           "props": {"doc_id": d["doc_id"], "filename": d["filename"], "text": d["content"],
-                                                     "created_at": d["created_at"]}})
-    project_rows = [{"key": p["project_key"], "doc_keys": doc_keys.get(p["project_key"], []),
-                     "props": _props(p, "project_key", "upload_key")} for p in projects]
-    memory_rows = [{"key": m["memory_key"], "project_key": m["project_key"], "project_id": _id_of(m["project_key"]),
-                    "props": _props(m, "memory_key", "project_key", "upload_key")} for m in memories]
-    canvas_rows = [{"key": c["canvas_key"], "conversation_key": c["conversation_key"],
-                    "props": _props(c, "canvas_key", "upload_key")} for c in canvases]
     for label, rows in (("Project", project_rows), ("Memory", memory_rows), ("Canvas", canvas_rows)):
         for row in rows:
-            # the state is what the keepsake says, not where it was read (`source_file`: the same export at another path)
-            said = {k: v for k, v in row["props"].items() if k != "source_file"}
-            state = [said, [d["props"] | {"position": d["position"]} for d in doc_rows.get(row["key"], [])]]
-            digest = hashlib.sha256(json.dumps(state, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
+            digest = row.pop("digest")
             updated = row["props"].get("updated_at")
             row["order"] = keepsake_order(updated.timestamp() if updated else 0.0, exported_at, arrived_at,
                                           row["props"].get("platform"), digest)
@@ -248,6 +241,41 @@ def load_keepsakes(driver: Driver, tables: Mapping[str, list[dict[str, Any]]], l
             session.run(statement).consume()
         session.execute_write(write)
     return {label: n for label, n in written.items() if n}
+
+
+def _state_rows(tables: Mapping[str, list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]],
+                                                                   list[dict[str, Any]], list[dict[str, Any]]]:
+    """An upload's keepsake rows as the load writes them: projects, their docs (by project key), memories and
+    canvases, each node's row with the `digest` of its state (what it says, its docs with theirs; not where it
+    was read, `source_file`: the same export at another path)."""
+    doc_keys: dict[str, list[str]] = {}
+    doc_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in tables.get("project_docs", []):
+        key = f"{d['project_key']}:{d['doc_id']}"
+        doc_keys.setdefault(d["project_key"], []).append(key)
+        doc_rows[d["project_key"]].append({"key": key, "project_key": d["project_key"], "position": d["position"],
+                                           "props": {"doc_id": d["doc_id"], "filename": d["filename"], "text": d["content"],
+                                                     "created_at": d["created_at"]}})
+    project_rows = [{"key": p["project_key"], "doc_keys": doc_keys.get(p["project_key"], []),
+                     "props": _props(p, "project_key", "upload_key")} for p in tables.get("projects", [])]
+    memory_rows = [{"key": m["memory_key"], "project_key": m["project_key"], "project_id": _id_of(m["project_key"]),
+                    "props": _props(m, "memory_key", "project_key", "upload_key")} for m in tables.get("memories", [])]
+    canvas_rows = [{"key": c["canvas_key"], "conversation_key": c["conversation_key"],
+                    "props": _props(c, "canvas_key", "upload_key")} for c in tables.get("canvases", [])]
+    for rows in (project_rows, memory_rows, canvas_rows):
+        for row in rows:
+            said = {k: v for k, v in row["props"].items() if k != "source_file"}
+            state = [said, [d["props"] | {"position": d["position"]} for d in doc_rows.get(row["key"], [])]]
+            row["digest"] = hashlib.sha256(json.dumps(state, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
+    return project_rows, doc_rows, memory_rows, canvas_rows
+
+
+def keepsake_digests(tables: Mapping[str, list[dict[str, Any]]]) -> dict[tuple[str, str], str]:
+    """(label, key) -> the state digest of each Project, Memory and Canvas of an upload's keepsake rows: the
+    `state_hash` its node holds while this state is the one it shows."""
+    project_rows, _, memory_rows, canvas_rows = _state_rows(tables)
+    return {(label, row["key"]): row["digest"] for label, rows in (("Project", project_rows), ("Memory", memory_rows),
+                                                                   ("Canvas", canvas_rows)) for row in rows}
 
 
 def exported_at(conversations: Path) -> float:
@@ -285,6 +313,9 @@ def _release(store: ObjectStore, driver: Driver, at: str, held: Mapping[str, lis
         left = run_write(driver, database, _RELEASE.format(label=label), at=at, keep=keep)
         orphans = [r["key"] for r in left if not r["holders"]]
         fallen = {r["key"]: r["holders"] for r in left if r["holders"] and r["fell"]}
+        gone = orphans + list(fallen)  # (a fallen node's Documents held the leaving upload's text: its holders' come back with their files)
+        if gone:
+            run_write(driver, database, _DROP_DOCUMENTS.format(match=_DOCUMENTS_OF[label]), keys=gone)
         for cypher in _DELETE[label] if orphans else ():
             run_write(driver, database, cypher, keys=orphans)
         if fallen:
@@ -309,6 +340,11 @@ def _reload(store: ObjectStore, driver: Driver, label: str, holders: Mapping[str
             c_key = table_key("conversations", day, uid)
             when = exported_at(download_table(store, c_key, tmp)) if store.head(c_key) is not None else 0.0
         load_keepsakes(driver, rows, None, database, at=at, exported_at=when, arrived_at=arrived)
+
+
+def upload_keepsake_tables(store: ObjectStore, day: str, uid: str) -> dict[str, list[dict[str, Any]]]:
+    """The keepsake tables one upload has on a day (table -> rows; those it lacks left out)."""
+    return _tables_at(store, day, uid)[0]
 
 
 def _tables_at(store: ObjectStore, day: str, uid: str) -> tuple[dict[str, list[dict[str, Any]]], float]:
@@ -337,3 +373,81 @@ def _props(row: Mapping[str, Any], *left_out: str) -> dict[str, Any]:
 
 def _id_of(project_key: str | None) -> str | None:
     return project_key.split(":", 1)[1] if project_key else None
+
+
+# A keepsake's Document (chatetl.rag.keepsake_documents) by its `kind`: the node whose state it follows (its
+# `owner`), and the node it hangs from, `(n)-[:HAS_DOCUMENT]->(:Document)`: a project's doc, a memory, a canvas
+DOCUMENT_OWNERS = {"project_doc": "Project", "memory": "Memory", "canvas": "Canvas"}
+_DOCUMENT_NODE = {
+    "Project": "MATCH (o)-[:HAS_DOC]->(n:ProjectDoc {key: row.keepsake_key})",
+    "Memory": "WITH row, o AS n",
+    "Canvas": "WITH row, o AS n",
+}
+# (labels come from DOCUMENT_OWNERS, never from data) a Document is written only from the state its owner shows,
+# so two uploads' states of one keepsake never both write it, and no load order changes it
+_UPSERT_KEEPSAKE_DOCUMENTS = """
+UNWIND $rows AS row
+MATCH (o:{owner} {{key: row.owner_key}})
+WHERE o.state_hash = row.state_hash
+{node}
+MERGE (d:Document {{key: row.key}})
+MERGE (n)-[:HAS_DOCUMENT]->(d)
+""" + SET_CHANGED_DOCUMENTS
+
+
+# (labels come from DOCUMENT_OWNERS) the Documents no node of their owner's label shows the state of: another
+# upload's state of their keepsake won (or the keepsake left the graph); left out of the rag/ files
+_SUPERSEDED_KEEPSAKE_DOCUMENTS = """
+UNWIND $rows AS row
+WITH row WHERE NOT EXISTS {{ MATCH (o:{owner}) WHERE o.state_hash = row.state_hash }}
+RETURN row.key AS key
+"""
+
+
+def document_kind(key: str) -> str | None:
+    """A Document key's keepsake kind (`project_doc:…`, `memory:…`, `canvas:…`); None: a conversation's."""
+    kind = key.split(":", 1)[0]
+    return kind if kind in DOCUMENT_OWNERS else None
+
+
+def is_keepsake_document(doc: Mapping[str, Any]) -> bool:
+    """Whether a Document (its properties, or its state: its key) is a keepsake's (a project's doc, a memory, a canvas)."""
+    return document_kind(doc["key"]) is not None
+
+
+def superseded_keepsake_documents(driver: Driver, docs: Iterable[Mapping[str, Any]], database: str | None = None) -> set[str]:
+    """Keys of keepsakes' Documents (their `key` and `state_hash`) whose keepsake in the graph shows another state:
+    what a Document of this state would not be written over (load_keepsake_documents). Keepsakes are few: a
+    label's nodes are read whole."""
+    by_owner: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for doc in docs:
+        by_owner[DOCUMENT_OWNERS[document_kind(doc["key"]) or ""]].append({"key": doc["key"], "state_hash": doc["state_hash"]})
+    return {r["key"] for owner, rows in by_owner.items()
+            for r in run_read(driver, database, _SUPERSEDED_KEEPSAKE_DOCUMENTS.format(owner=owner), rows=rows)}
+
+
+def load_keepsake_documents(driver: Driver, docs: Iterable[dict[str, Any]], database: str | None = None,
+                            failures: list[tuple[str, BaseException]] | None = None) -> int:
+    """Keepsakes' Document nodes (their properties: `kind`, `owner_key`, `keepsake_key`, `state_hash`), each hung
+    from its keepsake node where its owner shows the state it was made from (else left out: the graph holds
+    another state). How many Documents changed. With `failures`, one Document the server refuses for what it
+    holds fails alone (key, error), the others written."""
+    by_owner: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for doc in docs:
+        by_owner[DOCUMENT_OWNERS[document_kind(doc["key"]) or ""]].append(doc)
+    written = 0
+    for owner, rows in by_owner.items():
+        cypher = _UPSERT_KEEPSAKE_DOCUMENTS.format(owner=owner, node=_DOCUMENT_NODE[owner])
+        try:
+            written += run_write(driver, database, cypher, rows=rows)[0]["written"]
+        except Exception as exc:
+            if failures is None or not value_fault(exc):
+                raise
+            for row in rows:  # (keepsakes are few: one at a time finds the one refused)
+                try:
+                    written += run_write(driver, database, cypher, rows=[row])[0]["written"]
+                except Exception as alone:
+                    if not value_fault(alone):
+                        raise
+                    failures.append((row["key"], alone))
+    return written

@@ -25,6 +25,14 @@ from chatetl.readers.timeutil import iso
 
 CONTENT_LIMIT = 2000  # Message.content is cut at 2,000 characters
 
+# The end of an upsert of Document nodes (`d`, its properties `row`): set only where one changed, so a rerun's
+# `written` counts nothing; a property set to null is removed.
+SET_CHANGED_DOCUMENTS = """WITH d, row
+WHERE any(k IN keys(row) WHERE coalesce(d[k] <> row[k], (d[k] IS NULL) <> (row[k] IS NULL)))
+SET d += row
+RETURN count(d) AS written
+"""
+
 
 def cut(text: str | None, limit: int) -> tuple[str, bool, int]:
     """(text cut to `limit` characters, whether it was cut, its full length)."""

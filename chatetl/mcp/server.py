@@ -16,8 +16,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from chatetl.graph.conversations import ConversationNotFound, conversation_turns, platform_counts, recent_conversations
 from chatetl.graph.failures import graph_failure, reachable
+from chatetl.graph.keepsakes import document_kind
 from chatetl.readers.platform_names import normalize_platform
-from chatetl.search import SearchError, SearchFilters, search
+from chatetl.search import KEPT, SearchError, SearchFilters, search
 from chatetl.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,8 +30,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 INSTRUCTIONS = (
     "The user's own AI-chat history (ChatGPT, Claude, Gemini ... exports loaded by chatetl). `search` finds the "
-    "conversations and passages about something (words and meaning); `fetch_conversation` reads one as the user saw "
-    "it, with times; `recent_conversations` and `platforms` say what is there."
+    "conversations and passages about something (words and meaning), and what the user kept beside them (project "
+    "documents, memories, canvases); `fetch_conversation` reads a conversation as the user saw it, with times; "
+    "`recent_conversations` and `platforms` say what is there."
 )
 
 
@@ -121,7 +123,10 @@ def build_server(settings: Settings | None = None) -> MCPServer[Any]:
         Each hit: its conversation (key, title, platform, dates), the passage (`text`, with `matches`
         where the query's words are), its message ids, `score` (0-1 in hybrid mode) and the exported
         files. Filters: platform (chatgpt, claude-ai, gemini ...), since / until (YYYY-MM-DD, the
-        conversation active then), role (a message of that role in the passage), model (a prefix)."""
+        conversation active then), role (a message of that role in the passage), model (a prefix).
+        A hit whose `kind` is not `conversation` is something the user kept beside the chats
+        (`project_doc`, `memory`, `canvas`): `kept` names it (its project and file name), its
+        `conversation` has no id, and fetch_conversation does not open it."""
         filters = graph.run(lambda: SearchFilters(platform=platform, since=_day(since, "since"), until=_day(until, "until"),
                                                   role=role, model=model))
         hits = graph.run(lambda: search(graph.driver(), query, k=max(1, min(k, 100)), mode=mode, filters=filters,
@@ -135,6 +140,9 @@ def build_server(settings: Settings | None = None) -> MCPServer[Any]:
         (role, time, model, text) along the branch shown. Give its `key` (as search returns it) or its
         `conversation_id` (and `platform` when two platforms share the id)."""
         named = normalize_platform(platform) if platform else None
+        kind = document_kind(key) if key else None
+        if kind is not None:  # a project's document, a memory, a canvas: a search hit holds its text
+            raise ToolError(f"{key!r} is a {KEPT[kind]}, not a conversation: its text is in the search hits")
         return graph.run(lambda: conversation_turns(graph.driver(), key=key, conversation_id=conversation_id, platform=named,
                                                     database=graph.database))
 

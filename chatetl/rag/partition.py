@@ -41,11 +41,13 @@ from chatetl.graph.documents import load_documents, superseded_documents
 from chatetl.graph.summary import FAILURES_LISTED
 from chatetl.heartbeat import heartbeat
 from chatetl.layout import (
+    KEEPSAKE_TABLES,
     RAG_CHUNKS_PREFIX,
     RAG_DOCUMENTS_PREFIX,
     RAG_EMBEDDINGS_PREFIX,
     TABLES,
     document_keys,
+    table_key,
     table_prefix,
 )
 from chatetl.model import Conversation, state_batches
@@ -58,6 +60,7 @@ from chatetl.rag.chunking import (
 )
 from chatetl.rag.documents import Document, build_document, documents_jsonl
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, embed_chunks
+from chatetl.rag.keepsake_documents import upload_keepsake_documents
 from chatetl.rag.stamps import FilesStamp, drop_stale_stamps, rag_fingerprint, read_files_stamp, write_files_stamp
 from chatetl.rag.vectors import PreviousVectors, RunVectors, VectorsWriter
 from chatetl.selection import VISIBLE, ContentOptions
@@ -124,8 +127,10 @@ def process_documents(
     write_graph: bool = True,
     seen: RunVectors | None = None,
     record: FilesStamp | None = None,
+    keepsakes: Iterable[Document] = (),
 ) -> DocumentsResult:
-    """Documents and chunks of these conversations, batch by batch: JSONL lines to the open files given,
+    """Documents and chunks of these conversations (then of `keepsakes`, Documents of what the upload keeps
+    beside its chats: chatetl.rag.keepsake_documents), batch by batch: JSONL lines to the open files given,
     vectors (with an embedder) to `vectors_out`, and (with a driver) Document and Chunk nodes.
     The CLI's graph load and the asset share it. `previous`: the upload's earlier vectors.
 
@@ -154,6 +159,9 @@ def process_documents(
     try:
         for batch in state_batches(conversations, BATCH):
             writer.batch([build_document(c, content) for c in batch])
+        kept = list(keepsakes)
+        for i in range(0, len(kept), BATCH):
+            writer.batch(kept[i:i + BATCH])
         writer.settle()
     finally:
         writer.close()
@@ -396,7 +404,8 @@ def write_partition_documents(
         for number, (uid, convs) in enumerate(iter_partition(store, day) if uploads is None else uploads, start=1):
             before = result.documents, result.chunks
             documents = heartbeat((c for c, _ in convs), progress, f"rag files {day}: upload {number}, conversations read")
-            write_upload_documents(store, driver, day, uid, documents, result, **options)
+            write_upload_documents(store, driver, day, uid, documents, result, keepsakes=upload_keepsake_documents(store, day, uid),
+                                   **options)
             upload_done(progress, f"rag files {day}: upload {number}", result, before, "written")
         return result
     model = as_embedder(embedder) if embedder is not None else None
@@ -404,24 +413,27 @@ def write_partition_documents(
     base = {"content": content.model_dump(mode="json"), "chunking": (chunking or ChunkOptions()).model_dump(mode="json"),
             "embedder": model.name if model is not None else None, "graph": driver is not None,
             "code": rag_fingerprint()}
-    tables = {o.key: o.etag for t in TABLES for o in store.list(table_prefix(t, day))}
+    tables = {o.key: o.etag for t in (*TABLES, *KEEPSAKE_TABLES) for o in store.list(table_prefix(t, day))}
     files = {o.key: o.etag for prefix in (RAG_DOCUMENTS_PREFIX, RAG_CHUNKS_PREFIX, RAG_EMBEDDINGS_PREFIX) for o in store.list(f"{prefix}date={day}/")}
     uids = []
     pairs = partition_table_pairs(store, day)
     for number, (conv_key, msg_key) in enumerate(pairs, start=1):
         uid = conv_key.rsplit("/", 1)[-1].removesuffix(".parquet")
         uids.append(uid)
-        stamp = FilesStamp({**base, "tables": [tables.get(conv_key), tables.get(msg_key)]}, {})
+        stamp = FilesStamp({**base, "tables": [tables.get(conv_key), tables.get(msg_key)],
+                            "keepsakes": [tables.get(table_key(t, day, uid)) for t in KEEPSAKE_TABLES]}, {})
         old = read_files_stamp(store, day, uid)
         before = result.documents, result.chunks
         if old is not None and _unchanged(old, stamp, files, document_keys(day, uid), driver, database):
             _take(old, result, document_keys(day, uid))
             upload_done(progress, f"rag files {day}: upload {number}/{len(pairs)}", result, before, "unchanged")
             continue
+        # (the listing says which keepsake tables the upload has: none is asked for when it has none)
+        kept = upload_keepsake_documents(store, day, uid) if any(stamp.inputs["keepsakes"]) else []
         with tempfile.TemporaryDirectory(prefix="chatetl-rag-tables-") as tmp:
             convs = iter_conversations(store.download(conv_key, Path(tmp, "c.parquet")), store.download(msg_key, Path(tmp, "m.parquet")))
             documents = heartbeat((c for c, _ in convs), progress, f"rag files {day}: upload {number}/{len(pairs)}, conversations read")
-            write_upload_documents(store, driver, day, uid, documents, result, stamp=stamp, **options)
+            write_upload_documents(store, driver, day, uid, documents, result, stamp=stamp, keepsakes=kept, **options)
         write_files_stamp(store, day, uid, stamp)
         upload_done(progress, f"rag files {day}: upload {number}/{len(pairs)}", result, before, "written")
     drop_stale_stamps(store, day, uids)
