@@ -53,6 +53,7 @@ from chatetl.model import Role
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
 from chatetl.readers.platform_names import normalize_platform
 from chatetl.search_query import MONTHS, Asked, read_query
+from chatetl.side_by_side import side_by_side
 from chatetl.storage import ObjectStore, S3ObjectStore
 
 if TYPE_CHECKING:
@@ -421,15 +422,8 @@ def search(
         model = as_embedder(embedder) if embedder is not None else load_embedder()
         if model is None and mode == "vector":
             raise SearchError("vector search needs embeddings (CHATETL_EMBEDDINGS is off)")
-    lists: dict[str, list[dict[str, Any]]] = {}
-    query_vector: list[float] | None = None
     asked = read_query(query)
-    indexes = chunk_indexes(driver, database)
-    if mode != "vector" and indexes["fulltext"]:
-        lists["text"] = _text_list(driver, asked, pool, depth, params, database)
-    if model is not None and indexes["vector_dimensions"] is not None:
-        query_vector = model([query])[0]
-        lists["vector"] = _vector_list(driver, query_vector, model.name, indexes["vector_dimensions"], pool, depth, params, database)
+    lists, query_vector = _lists(driver, query, asked, mode, model, pool, depth, params, database)
     terms = query_terms(query)
     lists = {name: rows for name, rows in lists.items() if rows}  # a list that found nothing: the other's own scores
     every = sum(len(rows) for rows in lists.values())
@@ -471,6 +465,31 @@ def search(
     if store is not None:
         _add_exports(store, hits)
     return hits
+
+
+def _lists(driver: Driver, query: str, asked: Asked, mode: str, model: Embedder | None, pool: int, depth: int,
+           params: dict[str, Any], database: str | None) -> tuple[dict[str, list[dict[str, Any]]], list[float] | None]:
+    """The lists a search fuses, `text` then `vector` (one the mode does not ask for, or whose index is
+    missing, is absent), and the query's vector (None without the vector list). The two indexes are asked
+    at once: each query waits on Neo4j, so a search takes the longer of the two, not their sum."""
+    indexes = chunk_indexes(driver, database)
+    dims = indexes["vector_dimensions"]
+
+    def text_list() -> list[dict[str, Any]] | None:
+        return _text_list(driver, asked, pool, depth, params, database) if mode != "vector" and indexes["fulltext"] else None
+
+    def vector_list() -> tuple[list[float], list[dict[str, Any]]] | None:
+        if model is None or dims is None:
+            return None
+        vector = model([query])[0]
+        return vector, _vector_list(driver, vector, model.name, dims, pool, depth, params, database)
+
+    text, nearest = side_by_side(text_list, vector_list) if model is not None and dims is not None else (text_list(), None)
+    lists = {"text": text} if text is not None else {}
+    if nearest is None:
+        return lists, None
+    lists["vector"] = nearest[1]
+    return lists, nearest[0]
 
 
 def _vector_list(driver: Driver, vector: list[float], model: str, dims: int, pool: int, depth: int, params: dict[str, Any],
