@@ -471,20 +471,20 @@ def _lists(driver: Driver, query: str, asked: Asked, mode: str, model: Embedder 
            params: dict[str, Any], database: str | None) -> tuple[dict[str, list[dict[str, Any]]], list[float] | None]:
     """The lists a search fuses, `text` then `vector` (one the mode does not ask for, or whose index is
     missing, is absent), and the query's vector (None without the vector list). The two indexes are asked
-    at once: each query waits on Neo4j, so a search takes the longer of the two, not their sum."""
-    indexes = chunk_indexes(driver, database)
-    dims = indexes["vector_dimensions"]
+    at once: each query waits on Neo4j, so a search takes the longer of the two, not their sum. Each is
+    asked as if it were there; only a query that fails reads which indexes exist (`chunk_indexes`)."""
 
     def text_list() -> list[dict[str, Any]] | None:
-        return _text_list(driver, asked, pool, depth, params, database) if mode != "vector" and indexes["fulltext"] else None
+        return _text_list(driver, asked, pool, depth, params, database) if mode != "vector" else None
 
     def vector_list() -> tuple[list[float], list[dict[str, Any]]] | None:
-        if model is None or dims is None:
+        if model is None:
             return None
         vector = model([query])[0]
-        return vector, _vector_list(driver, vector, model.name, dims, pool, depth, params, database)
+        rows = _vector_list(driver, vector, model.name, pool, depth, params, database)
+        return (vector, rows) if rows is not None else None
 
-    text, nearest = side_by_side(text_list, vector_list) if model is not None and dims is not None else (text_list(), None)
+    text, nearest = side_by_side(text_list, vector_list) if model is not None else (text_list(), None)
     lists = {"text": text} if text is not None else {}
     if nearest is None:
         return lists, None
@@ -492,24 +492,28 @@ def _lists(driver: Driver, query: str, asked: Asked, mode: str, model: Embedder 
     return lists, nearest[0]
 
 
-def _vector_list(driver: Driver, vector: list[float], model: str, dims: int, pool: int, depth: int, params: dict[str, Any],
-                 database: str | None) -> list[dict[str, Any]]:
-    """The chunks nearest `vector`; a vector of another size than the index's is EmbedderMismatch."""
+def _vector_list(driver: Driver, vector: list[float], model: str, pool: int, depth: int, params: dict[str, Any],
+                 database: str | None) -> list[dict[str, Any]] | None:
+    """The chunks nearest `vector`; None when there is no vector index (nothing embedded yet); a vector of
+    another size than the index's is EmbedderMismatch."""
     from neo4j.exceptions import Neo4jError
 
-    if dims != len(vector):
-        raise EmbedderMismatch(dims, len(vector), model)
     try:
         return chunk_matches(driver, vector=vector, limit=pool, pool=depth, filters=params, database=database)
-    except Neo4jError as exc:  # the index was rebuilt to another size since it was read
-        if "dimension" not in (exc.message or "").lower():
-            raise
-        raise EmbedderMismatch(None, len(vector), model) from exc
+    except Neo4jError as exc:
+        dims = chunk_indexes(driver, database)["vector_dimensions"]
+        if dims is None:
+            return None
+        if dims != len(vector):
+            raise EmbedderMismatch(dims, len(vector), model) from exc
+        raise
 
 
 def _text_list(driver: Driver, asked: Asked, pool: int, depth: int, params: dict[str, Any], database: str | None) -> list[dict[str, Any]]:
-    """The full-text list: `asked_query` (a note when some words were left out); what the index cannot
-    take is a SearchError saying why on one line."""
+    """The full-text list: `asked_query` (a note when some words were left out); none without the index;
+    what the index cannot take is a SearchError saying why on one line."""
+    from neo4j.exceptions import Neo4jError
+
     lucene, left_out = asked_query(asked)
     if left_out:
         log.warning("search: the full-text index takes %d words of this query, %d more were left out",
@@ -520,6 +524,10 @@ def _text_list(driver: Driver, asked: Asked, pool: int, depth: int, params: dict
         return chunk_matches(driver, query=lucene, limit=pool, pool=depth, filters=params, database=database)
     except FullTextQueryError as exc:
         raise SearchError(str(exc)) from None
+    except Neo4jError:
+        if chunk_indexes(driver, database)["fulltext"]:
+            raise
+        return []
 
 
 LINK_SECONDS = 7 * 24 * 3600  # how long a presigned link opens its file (SigV4's longest)

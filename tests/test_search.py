@@ -263,6 +263,23 @@ def test_the_two_indexes_asked_at_once_find_what_one_after_the_other_finds(loade
     assert len(both) >= len(asked)  # the hybrid cases did fuse two lists
 
 
+@pytest.mark.integration
+def test_an_index_that_is_not_there_gives_no_list(loaded):
+    from chatetl.graph.chunks import FULLTEXT_INDEX, ensure_chunk_schema
+
+    driver, _, _ = loaded
+    query = "riding the Alfama tram in the old town"
+    words = [h.to_dict() for h in search(driver, query, mode="text", database=DB)]
+    driver.execute_query(f"DROP INDEX {VECTOR_INDEX}", database_=DB)  # nothing embedded yet, as after a load without a model
+    assert [h.to_dict() for h in search(driver, query, database=DB)] == words  # hybrid: the full-text list alone
+    assert search(driver, query, mode="vector", database=DB) == []
+    driver.execute_query(f"DROP INDEX {FULLTEXT_INDEX}", database_=DB)
+    try:
+        assert search(driver, query, database=DB) == []
+    finally:
+        ensure_chunk_schema(driver, DB)
+
+
 # --------------------------------------------------------------------------- hostile queries and deep filters
 
 
