@@ -2,7 +2,8 @@
 
     NEO4J_URI=bolt://127.0.0.1:7687 .venv/bin/python bench/retrieval.py [--set topics|memory|both] [--queries 300]
         [--asides 3,7] [--sessions 150] [--keep]
-    NEO4J_URI=... .venv/bin/python bench/retrieval.py --scale 10000,100000,1000000    # search latency by graph size
+    NEO4J_URI=... .venv/bin/python bench/retrieval.py --scale 10000,100000,1000000 --keep   # search latency by graph size
+    NEO4J_URI=... .venv/bin/python bench/retrieval.py --scale 1000000 --reuse --keep  # again, on the graph kept
 
 Two question sets, generated (never real chats). The memory set (`memory_corpus`) is one
 person's long history: sessions of many exchanges, each (subject, kind of question) remembered in
@@ -524,16 +525,19 @@ def model_throughput(embedder: Any, facts: list[dict[str, Any]], n: int = 200, s
 
 
 def scale_latency(driver: Any, database: str | None, embedder: Any, facts: list[dict[str, Any]], queries: list[dict[str, Any]],
-                  sizes: Sequence[int], batch: int = 5000) -> None:
+                  sizes: Sequence[int], batch: int = 5000, reuse: bool = False) -> None:
     """Search latency at `sizes` chunks: Documents of 10 chunks under the benchmark's platform, written straight
     into the graph in batches of `batch` (one UNWIND a batch; texts of 1 to 6 sentences of the topics' chats;
     vectors of 2,000 of them embedded by the model, each reused with a little noise so that no two are equal,
     stored as the documents stage stores them, float32 by `db.create.setNodeVectorProperty`), then the first 100
-    queries in each mode, unfiltered. Each size is added to the last; the load rate is printed as it goes. The
-    vector index is dropped while a size is written and built again after it (a bulk build beats an update
-    a chunk)."""
+    queries in each mode, unfiltered, after one query of each mode to warm up. Each size is added to the last;
+    the load rate is printed as it goes. The vector index is dropped while a size is written and built again
+    after it (a bulk build beats an update a chunk). `reuse`: the benchmark's chunks already in the graph (a
+    `--keep` run's) count as written, so a size they reach is searched as it is (its index built only if
+    missing) and a smaller one is left out."""
     import numpy as np
 
+    from chatetl.graph.chunk_search import chunk_indexes
     from chatetl.graph.chunks import VECTOR_INDEX, ensure_chunk_schema, vector_index_statement
     from chatetl.graph.schema import ensure_schema
 
@@ -544,11 +548,20 @@ def scale_latency(driver: Any, database: str | None, embedder: Any, facts: list[
     noise = np.random.default_rng(5)
     ensure_schema(driver, database)  # (the Document key's constraint: MERGE finds a Document by its index)
     written = 0
+    if reuse:
+        records, _, _ = driver.execute_query("MATCH (c:Chunk {source: $platform}) RETURN count(c) AS n", platform=PLATFORM,
+                                             database_=database)
+        written = records[0]["n"]
+        print(f"reusing the {written:,} chunks of the benchmark in the graph", flush=True)
     for size in sizes:
-        driver.execute_query(f"DROP INDEX {VECTOR_INDEX} IF EXISTS", database_=database)
-        ensure_chunk_schema(driver, database)
+        if written > size:
+            print(f"{size:,} chunks: left out, the graph holds {written:,} of the benchmark's", flush=True)
+            continue
         start = time.perf_counter()
         first = written
+        if written < size or not chunk_indexes(driver, database)["vector_dimensions"]:
+            driver.execute_query(f"DROP INDEX {VECTOR_INDEX} IF EXISTS", database_=database)
+            ensure_chunk_schema(driver, database)
         while written < size:
             n = min(batch, size - written)
             vectors = base[[(written + j) % len(base) for j in range(n)]] + noise.normal(0, 0.02, (n, base.shape[1])).astype(np.float32)
@@ -569,11 +582,14 @@ def scale_latency(driver: Any, database: str | None, embedder: Any, facts: list[
             if written % 100_000 < n:
                 print(f"  {written:,} chunks written, {(written - first) / (time.perf_counter() - start):,.0f} chunks/s", flush=True)
         loaded = time.perf_counter() - start
-        driver.execute_query(vector_index_statement(base.shape[1]), database_=database)
+        if not chunk_indexes(driver, database)["vector_dimensions"]:
+            driver.execute_query(vector_index_statement(base.shape[1]), database_=database)
         driver.execute_query("CALL db.awaitIndexes(7200)", database_=database)
         indexed = time.perf_counter() - start
         records, _, _ = driver.execute_query("MATCH (c:Chunk) RETURN count(c) AS n", database_=database)
         chosen = queries[:100]
+        for _, mode, _ in MODES:
+            search(driver, "warm up", mode=mode, embedder=embedder, database=database)
         table = {label: evaluate(driver, database, chosen, mode, fusion, embedder, None)
                  for label, mode, fusion in MODES if label != "hybrid (rrf)"}
         rate = f", {(written - first) / loaded:,.0f} chunks/s" if written > first else ""
@@ -622,6 +638,8 @@ def main() -> None:
     parser.add_argument("--asides", default="3,7", help="MIN,MAX exchanges on other subjects in each chat of the topics set")
     parser.add_argument("--scale", default="", help="search latency at these chunk counts instead (e.g. 10000,100000)")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark's nodes in the graph")
+    parser.add_argument("--reuse", action="store_true",
+                        help="--scale: search the benchmark's chunks a --keep run left in the graph, writing only what a size lacks")
     parser.add_argument("--model", default=None, help="the embedder, as CHATETL_EMBEDDER names it (default: that setting)")
     parser.add_argument("--no-highlight", action="store_true",
                         help="hits without the query's words get no nearest sentence (the ranks are the same; a slow model's run ends)")
@@ -643,8 +661,10 @@ def main() -> None:
         if args.scale:
             rng = random.Random(args.seed)
             _, facts = corpus(rng, (3, 7))
-            cleanup(driver, database)
-            scale_latency(driver, database, embedder, facts, make_queries(facts, 100, rng), [int(x) for x in args.scale.split(",")])
+            if not args.reuse:
+                cleanup(driver, database)
+            scale_latency(driver, database, embedder, facts, make_queries(facts, 100, rng), [int(x) for x in args.scale.split(",")],
+                          reuse=args.reuse)
             return
         if args.set in ("topics", "both"):
             rng = random.Random(args.seed)

@@ -55,6 +55,7 @@ from chatetl.model import Role
 from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
 from chatetl.readers.platform_names import normalize_platform
 from chatetl.search_query import MONTHS, Asked, read_query
+from chatetl.side_by_side import side_by_side
 from chatetl.storage import ObjectStore, S3ObjectStore
 
 if TYPE_CHECKING:
@@ -429,15 +430,8 @@ def search(
         model = as_embedder(embedder) if embedder is not None else load_embedder()
         if model is None and mode == "vector":
             raise SearchError("vector search needs embeddings (CHATETL_EMBEDDINGS is off)")
-    lists: dict[str, list[dict[str, Any]]] = {}
-    query_vector: list[float] | None = None
     asked = read_query(query)
-    indexes = chunk_indexes(driver, database)
-    if mode != "vector" and indexes["fulltext"]:
-        lists["text"] = _text_list(driver, asked, pool, depth, params, database)
-    if model is not None and indexes["vector_dimensions"] is not None:
-        query_vector = model([query])[0]
-        lists["vector"] = _vector_list(driver, query_vector, model.name, indexes["vector_dimensions"], pool, depth, params, database)
+    lists, query_vector = _lists(driver, query, asked, mode, model, pool, depth, params, database)
     terms = query_terms(query)
     lists = {name: rows for name, rows in lists.items() if rows}  # a list that found nothing: the other's own scores
     every = sum(len(rows) for rows in lists.values())
@@ -484,24 +478,53 @@ def search(
     return hits
 
 
-def _vector_list(driver: Driver, vector: list[float], model: str, dims: int, pool: int, depth: int, params: dict[str, Any],
-                 database: str | None) -> list[dict[str, Any]]:
-    """The chunks nearest `vector`; a vector of another size than the index's is EmbedderMismatch."""
+def _lists(driver: Driver, query: str, asked: Asked, mode: str, model: Embedder | None, pool: int, depth: int,
+           params: dict[str, Any], database: str | None) -> tuple[dict[str, list[dict[str, Any]]], list[float] | None]:
+    """The lists a search fuses, `text` then `vector` (one the mode does not ask for, or whose index is
+    missing, is absent), and the query's vector (None without the vector list). The two indexes are asked
+    at once: each query waits on Neo4j, so a search takes the longer of the two, not their sum. Each is
+    asked as if it were there; only a query that fails reads which indexes exist (`chunk_indexes`)."""
+
+    def text_list() -> list[dict[str, Any]] | None:
+        return _text_list(driver, asked, pool, depth, params, database) if mode != "vector" else None
+
+    def vector_list() -> tuple[list[float], list[dict[str, Any]]] | None:
+        if model is None:
+            return None
+        vector = model([query])[0]
+        rows = _vector_list(driver, vector, model.name, pool, depth, params, database)
+        return (vector, rows) if rows is not None else None
+
+    text, nearest = side_by_side(text_list, vector_list) if model is not None else (text_list(), None)
+    lists = {"text": text} if text is not None else {}
+    if nearest is None:
+        return lists, None
+    lists["vector"] = nearest[1]
+    return lists, nearest[0]
+
+
+def _vector_list(driver: Driver, vector: list[float], model: str, pool: int, depth: int, params: dict[str, Any],
+                 database: str | None) -> list[dict[str, Any]] | None:
+    """The chunks nearest `vector`; None when there is no vector index (nothing embedded yet); a vector of
+    another size than the index's is EmbedderMismatch."""
     from neo4j.exceptions import Neo4jError
 
-    if dims != len(vector):
-        raise EmbedderMismatch(dims, len(vector), model)
     try:
         return chunk_matches(driver, vector=vector, limit=pool, pool=depth, filters=params, database=database)
-    except Neo4jError as exc:  # the index was rebuilt to another size since it was read
-        if "dimension" not in (exc.message or "").lower():
-            raise
-        raise EmbedderMismatch(None, len(vector), model) from exc
+    except Neo4jError as exc:
+        dims = chunk_indexes(driver, database)["vector_dimensions"]
+        if dims is None:
+            return None
+        if dims != len(vector):
+            raise EmbedderMismatch(dims, len(vector), model) from exc
+        raise
 
 
 def _text_list(driver: Driver, asked: Asked, pool: int, depth: int, params: dict[str, Any], database: str | None) -> list[dict[str, Any]]:
-    """The full-text list: `asked_query` (a note when some words were left out); what the index cannot
-    take is a SearchError saying why on one line."""
+    """The full-text list: `asked_query` (a note when some words were left out); none without the index;
+    what the index cannot take is a SearchError saying why on one line."""
+    from neo4j.exceptions import Neo4jError
+
     lucene, left_out = asked_query(asked)
     if left_out:
         log.warning("search: the full-text index takes %d words of this query, %d more were left out",
@@ -512,6 +535,10 @@ def _text_list(driver: Driver, asked: Asked, pool: int, depth: int, params: dict
         return chunk_matches(driver, query=lucene, limit=pool, pool=depth, filters=params, database=database)
     except FullTextQueryError as exc:
         raise SearchError(str(exc)) from None
+    except Neo4jError:
+        if chunk_indexes(driver, database)["fulltext"]:
+            raise
+        return []
 
 
 LINK_SECONDS = 7 * 24 * 3600  # how long a presigned link opens its file (SigV4's longest)

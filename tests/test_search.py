@@ -237,6 +237,49 @@ def test_without_embeddings_hybrid_is_text_and_vector_is_refused(loaded, monkeyp
         search(driver, "KeyError", embedder=other, database=DB)
 
 
+@pytest.mark.integration
+def test_the_two_indexes_asked_at_once_find_what_one_after_the_other_finds(loaded, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from chatetl import search as search_module
+
+    driver, _, _ = loaded
+    asked = [said for *_, said, _ in CHATS] + ["leaven culture giving off a solvent odour", "when did I ask about aphids?"]
+    ways = [("hybrid", None, "blend"), ("hybrid", None, "rrf"), ("hybrid", SearchFilters(platform="claude"), "blend"),
+            ("vector", SearchFilters(role="user", since=date(2025, 1, 1)), "blend")]
+    cases = [(query, *way) for query in asked for way in ways]
+
+    def found(case):
+        query, mode, filters, fusion = case
+        return [h.to_dict() for h in search(driver, query, k=4, mode=mode, filters=filters, fusion=fusion, database=DB)]
+
+    at_once = [found(case) for case in cases]
+    with ThreadPoolExecutor(4) as searches:  # several searches at a time, each asking both indexes at once
+        crowded = list(searches.map(found, cases))
+    monkeypatch.setattr(search_module, "side_by_side", lambda first, second: (first(), second()))
+    one_after_the_other = [found(case) for case in cases]
+    assert at_once == one_after_the_other and crowded == one_after_the_other
+    both = [hit for hits in at_once for hit in hits if hit["text_rank"] is not None and hit["vector_rank"] is not None]
+    assert len(both) >= len(asked)  # the hybrid cases did fuse two lists
+
+
+@pytest.mark.integration
+def test_an_index_that_is_not_there_gives_no_list(loaded):
+    from chatetl.graph.chunks import FULLTEXT_INDEX, ensure_chunk_schema
+
+    driver, _, _ = loaded
+    query = "riding the Alfama tram in the old town"
+    words = [h.to_dict() for h in search(driver, query, mode="text", database=DB)]
+    driver.execute_query(f"DROP INDEX {VECTOR_INDEX}", database_=DB)  # nothing embedded yet, as after a load without a model
+    assert [h.to_dict() for h in search(driver, query, database=DB)] == words  # hybrid: the full-text list alone
+    assert search(driver, query, mode="vector", database=DB) == []
+    driver.execute_query(f"DROP INDEX {FULLTEXT_INDEX}", database_=DB)
+    try:
+        assert search(driver, query, database=DB) == []
+    finally:
+        ensure_chunk_schema(driver, DB)
+
+
 # --------------------------------------------------------------------------- hostile queries and deep filters
 
 
