@@ -300,7 +300,9 @@ SUBJECTS = [  # (as said, a paraphrase a question may use instead)
     ("train pass", "rail season ticket"), ("dining table", "eating table"), ("lawn mower", "grass cutter"), ("crib", "baby cot"),
 ]
 ATTRIBUTES = ["serial number", "order reference", "model code", "account number", "booking code"]
-EVENTS = [("replaced", "swapped out"), ("sold", "got rid of"), ("renewed", "extended"), ("booked", "reserved"), ("repaired", "fixed")]
+# (as a turn says it, as a question asks it, the question's other words for it)
+EVENTS = [("replaced", "replace", "swap out"), ("sold", "sell", "get rid of"), ("renewed", "renew", "extend"), ("booked", "book", "reserve"),
+          ("repaired", "repair", "fix")]
 CHOICES = ["go with the cheaper offer from {name}", "wait until after the summer", "cancel it and start over next year",
            "pay the extra for the premium version", "ask {name} to handle it for me", "split the cost with my brother"]
 ROLES = [("technician", "engineer"), ("agent", "representative"), ("advisor", "consultant"), ("installer", "fitter")]
@@ -345,10 +347,10 @@ def _needle(kind: str, subject: tuple[str, str], rng: random.Random, n: int) -> 
         return (f"Writing this down so I don't lose it: the {attribute} for the {said} is {value}.", "Noted, keep it somewhere safe too.",
                 f"what is the {attribute} of my {asked}?")
     if kind == "when did":
-        verb, verbq = EVENTS[n % len(EVENTS)]
+        verb, ask, askq = EVENTS[n % len(EVENTS)]
         day, _ = _day(rng)
         return (f"Small update: I finally {verb} the {said} on {day}.", "Good to have that done.",
-                f"when did I {verbq if n % 4 >= 2 else verb} the {asked}?")
+                f"when did I {askq if n % 4 >= 2 else ask} the {asked}?")
     if kind == "decisions":
         choice = CHOICES[n % len(CHOICES)].format(name=name)
         return (f"After going back and forth, I decided to {choice} for the {said}.", "That sounds like a sensible call.",

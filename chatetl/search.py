@@ -4,23 +4,27 @@
     hits = search(driver, "proofing rye dough overnight", k=5, filters=SearchFilters(platform="claude", since=date(2025, 1, 1)))
 
 Modes:
-- `text`: the `chunk_text` full-text index (Lucene BM25 on the words, searched literally);
+- `text`: the `chunk_text` full-text index (Lucene BM25 on the words, searched literally, in any
+  of their forms: the index stems English words, chatetl.graph.chunks.FULLTEXT_ANALYZER);
 - `vector`: the `chunk_embedding` vector index (cosine to the query's vector, from the model the
   chunks were embedded with: chatetl.rag.embeddings, the built-in one by default);
 - `hybrid` (the default): both lists, blended by score (`blend`): each list's scores scaled to
   [0, 1] (BM25 by the list's best, cosine between the list's worst and best) and summed with a
-  weight that follows the words: the share `c` of the query's words that the full-text list's
-  best chunk holds gives the words `(1 + c) / 2`, meaning the rest. A query whose words are all
-  found together is ranked as full-text search ranks it (a weak vector list cannot push a
-  literal match down); a query whose words are scattered or absent leans on meaning. Reciprocal
-  rank fusion (`fusion="rrf"`, Σ 1 / (60 + rank)) stays available: it reads ranks only, so a
-  weak keyword hit on one common word ranked first weighs as much as the best vector hit.
+  weight that follows the words (`words_weight`): the share `c` of the query's words that the
+  full-text list's best chunk holds, in any form, gives the words `(1 + c) / 2`, meaning the
+  rest. A query whose words are all found together is ranked as full-text search ranks it (a
+  weak vector list cannot push a literal match down); a query whose words are scattered leans on
+  meaning, and one whose words the best chunk holds only in other forms than typed ("changes"
+  for "changed": the stems' chance matches) is ranked by meaning alone. Reciprocal rank fusion
+  (`fusion="rrf"`, Σ 1 / (60 + rank)) stays available: it reads ranks only, so a weak keyword hit
+  on one common word ranked first weighs as much as the best vector hit.
 
 A query is read as people type it (chatetl.search_query): a quoted phrase must stand in the chunk
-as it is quoted; a question that asks when (`when did …`, `what is the date of …`) prefers chunks
-that name a month and is ordered by its words (`blend`'s `words_decide`: a date is said in words,
-and a chunk's vector does not tell one); a time it names (`in March 2024`, `last May`, `2024-03-12`)
-puts what was said then first (`in_window_first`, by the chunk's messages' times), the rest after.
+as it is quoted (`holds_phrase`: not in another form of its words); a question that asks when
+(`when did …`, `what is the date of …`) prefers chunks that name a month and is ordered by its
+words (`blend`'s `words_decide`: a date is said in words, and a chunk's vector does not tell
+one); a time it names (`in March 2024`, `last May`, `2024-03-12`) puts what was said then first
+(`in_window_first`, by the chunk's messages' times), the rest after.
 
 Each list is ranked by conversation (its best chunk), so a long conversation does not fill the
 list with its chunks (`per_conversation=False` ranks chunks); every candidate of each list takes
@@ -33,21 +37,24 @@ enough pass, `chatetl.graph.chunk_search.chunk_matches`). The words go to the fu
 words, never as Lucene syntax (`AND`, `NOT`, brackets escaped), at most `MAX_TERMS` of them (a
 note says when more were left out). A hit gives its conversation (title, platform,
 dates, url), the chunk (text, offsets in the Document, message ids), `matches`: where in the
-chunk text the query's words are (a vector hit without them: the sentence nearest the query;
-`matched` says which), its `kind`: a conversation, or what a person keeps beside the chats (a
-project's document, a memory, a canvas: `kept` names it, the project and the file; it has no
-conversation id, link or exported files), and with a store, the conversation's exported files
-(exports/_conversations/ manifests) and links a person can open (`openable`: a presigned URL for S3).
+chunk text the query's words are, in any of their forms (a vector hit without them: the
+sentence nearest the query; `matched` says which), its `kind`: a conversation, or what a person
+keeps beside the chats (a project's document, a memory, a canvas: `kept` names it, the project and
+the file; it has no conversation id, link or exported files), and with a store, the conversation's
+exported files (exports/_conversations/ manifests) and links a person can open (`openable`: a
+presigned URL for S3).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
+
+import Stemmer
 
 from chatetl.exports.bucket import read_manifest
 from chatetl.graph.chunk_search import FullTextQueryError, chunk_indexes, chunk_matches, lucene_escape
@@ -245,12 +252,36 @@ def asked_query(asked: Asked) -> tuple[str, int]:
     return " ".join(parts), left_out
 
 
-def word_matches(text: str, terms: Sequence[str]) -> list[tuple[int, int]]:
-    """Where these words stand in the text as whole words, any case (as the full-text index matches them)."""
+def word_forms(words: Iterable[str]) -> dict[str, str]:
+    """Each word's stem, as the full-text index's analyzer (chatetl.graph.chunks.FULLTEXT_ANALYZER,
+    Lucene's EnglishAnalyzer) stems it: lower case, no possessive `'s`, Porter's stemmer. (Lucene's
+    Porter also turns a stem's last `logi` into `log`: a word that only that joins to the query's,
+    "analogous" for "analogy", is found by the index and not shown as a match.)"""
+    unique = list(set(words))
+    stemmer = Stemmer.Stemmer("porter")  # (one a call: a stemmer holds the word it works on, one thread at a time)
+    return dict(zip(unique, stemmer.stemWords([word.lower().removesuffix("'s") for word in unique]), strict=True))
+
+
+def word_matches(text: str, terms: Sequence[str], any_form: bool = False) -> list[tuple[int, int]]:
+    """Where these words stand in the text as whole words, any case; `any_form`: or another form of
+    them (`word_forms`: "decided" for "decide"), as the full-text index matches them."""
     if not terms:
         return []
-    wanted = set(terms)
-    return [(m.start(), m.end()) for m in _WORD.finditer(text) if m.group().lower() in wanted]
+    words = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)]
+    if not any_form:
+        wanted = set(terms)
+        return [(s, e) for s, e, word in words if word in wanted]
+    forms = word_forms([w for _, _, w in words] + list(terms))
+    stems = {forms[term] for term in terms}
+    return [(s, e) for s, e, word in words if forms[word] in stems]
+
+
+def holds_phrase(text: str, phrase: str) -> bool:
+    """The phrase's words stand in the text in this order, whole, any case, with only spaces or
+    punctuation between them: as the phrase was typed (not another form of its words, which the
+    stemming full-text index also finds)."""
+    words = _WORD.findall(phrase)
+    return bool(words) and re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", text, re.IGNORECASE) is not None
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
@@ -333,12 +364,26 @@ def fuse(lists: dict[str, list[dict[str, Any]]], k: int, per_conversation: bool 
     return [(score, ranks, shown) for score, ranks, shown, _ in ordered[:k]]
 
 
-def word_share(text: str, terms: Sequence[str]) -> float:
-    """The share of the query's words (`query_terms`) that stand in the text as whole words."""
+def word_share(text: str, terms: Sequence[str], any_form: bool = False) -> float:
+    """The share of the query's words (`query_terms`) that stand in the text as whole words;
+    `any_form`: in any of their forms (`word_forms`)."""
     if not terms:
         return 0.0
     found = {m.group().lower() for m in _WORD.finditer(text)}
+    if any_form:
+        forms = word_forms(list(found) + list(terms))
+        found, terms = {forms[word] for word in found}, [forms[term] for term in terms]
     return sum(term in found for term in terms) / len(terms)
+
+
+def words_weight(best: str, terms: Sequence[str]) -> float:
+    """The words' weight in the blend, by the full-text list's best chunk `best`: half, and half
+    the share `c` of the query's words it holds in any form (`(1 + c) / 2`: all of them, the
+    words alone rank); none when it holds some in other forms and none as typed (the stems'
+    chance matches, "changes" for "changed": the words found nothing the person typed, and
+    meaning ranks)."""
+    typed, any_form = word_share(best, terms), word_share(best, terms, any_form=True)
+    return 0.0 if any_form > typed == 0 else (1.0 + any_form) / 2
 
 
 def blend(lists: dict[str, list[dict[str, Any]]], terms: Sequence[str], k: int, per_conversation: bool = True,
@@ -351,7 +396,7 @@ def blend(lists: dict[str, list[dict[str, Any]]], terms: Sequence[str], k: int, 
     conversations follow."""
     text = _ranked(lists.get("text") or [], per_conversation)
     vector = _ranked(lists.get("vector") or [], per_conversation)
-    text_weight = 1.0 if words_decide else (1.0 + word_share(text[0]["text"], terms)) / 2 if text else 0.0
+    text_weight = 1.0 if words_decide else words_weight(text[0]["text"], terms) if text else 0.0
     weights = {"text": text_weight if vector else 1.0, "vector": 1.0 - text_weight if text else 1.0}
     entries: dict[str, tuple[float, dict[str, int], dict[str, Any], int]] = {}
     for name, rows in (("text", text), ("vector", vector)):
@@ -465,7 +510,7 @@ def search(
             char_end=row["char_end"],
             text=row["text"],
             message_ids=list(row["message_ids"] or []),
-            matches=word_matches(row["text"], terms),
+            matches=word_matches(row["text"], terms, any_form=True),
             kind=kind,
             kept=None if kind == CONVERSATION else {"name": row.get("name"), "project": row.get("project"), "filename": row.get("filename")},
         ))
@@ -532,13 +577,14 @@ def _text_list(driver: Driver, asked: Asked, pool: int, depth: int, params: dict
     if not lucene:
         return []
     try:
-        return chunk_matches(driver, query=lucene, limit=pool, pool=depth, filters=params, database=database)
+        rows = chunk_matches(driver, query=lucene, limit=pool, pool=depth, filters=params, database=database)
     except FullTextQueryError as exc:
         raise SearchError(str(exc)) from None
     except Neo4jError:
         if chunk_indexes(driver, database)["fulltext"]:
             raise
         return []
+    return [row for row in rows if all(holds_phrase(row["text"], phrase) for phrase in asked.phrases)]
 
 
 LINK_SECONDS = 7 * 24 * 3600  # how long a presigned link opens its file (SigV4's longest)

@@ -26,12 +26,15 @@ from chatetl.search import (
     SearchFilters,
     blend,
     fuse,
+    holds_phrase,
     query_terms,
     search,
     searched_words,
     sentences,
     text_query,
     word_matches,
+    word_share,
+    words_weight,
 )
 from chatetl.storage import LocalObjectStore
 
@@ -91,6 +94,23 @@ def test_blend_follows_the_words_when_they_are_found_together_and_meaning_when_n
     same = {"text": [_scored("a", 2.0, "three", 0), _scored("a", 1.0, "three", 1)]}
     assert [r["chunk_id"] for _, _, r in blend(same, terms, k=5)] == ["a#0"]
     assert [r["chunk_id"] for _, _, r in blend(same, terms, k=5, per_conversation=False)] == ["a#0", "a#1"]
+
+
+def test_words_found_only_in_other_forms_leave_the_ranking_to_meaning():
+    terms = query_terms("what to do when the drum head has changed colour")
+    # the stemming index matched "changes" and "change" only: the vector list's order stands
+    stems = {"text": [_scored("a", 0.8, "humidity changes the wood"), _scored("b", 0.6, "change it weekly")],
+             "vector": [_scored("c", 0.6), _scored("b", 0.55), _scored("a", 0.5)]}
+    assert [row["document_key"] for _, _, row in blend(stems, terms, k=3)] == ["c", "b", "a"]
+    assert words_weight("humidity changes the wood", terms) == 0.0
+    # one word as typed: the words weigh half and half the share found in any form
+    assert words_weight("the drum head changes", terms) == pytest.approx((1 + 3 / 4) / 2)
+    text = "I decided to sell the Bikes; decidedly not the bike's bell"
+    assert [text[s:e] for s, e in word_matches(text, query_terms("decide selling bike"), any_form=True)] == [
+        "decided", "sell", "Bikes", "bike"]
+    assert word_share(text, ["decide", "bike"]) == 0.5 and word_share(text, ["decide", "bike"], any_form=True) == 1.0
+    assert holds_phrase("Meet at Main St. (North) at noon", "main st north") and not holds_phrase("I decided to sell", "decide to sell")
+    assert not holds_phrase("the mainstreet", "main street") and not holds_phrase("anything", "?!")
 
 
 def test_the_words_a_query_matches_and_where():
@@ -205,6 +225,16 @@ def test_a_hybrid_query_gives_the_conversation_its_chunk_and_files(loaded):
     assert Path(html).is_file() and "Alfama" in Path(html).read_text()
     row = top.to_dict()
     assert row["conversation"]["title"] == "Lisbon weekend" and row["matches"] == [list(m) for m in top.matches]
+
+
+@pytest.mark.integration
+def test_other_forms_of_the_words_are_found_and_shown_and_a_phrase_stands_as_typed(loaded):
+    driver, _, _ = loaded
+    [hit] = search(driver, "chains jumped", mode="text", database=DB)  # the chat says "chain", "jumping"
+    assert hit.conversation["conversation_id"] == "bike" and hit.matched == "words"
+    assert [hit.text[s:e] for s, e in hit.matches] == ["chain", "jumping"]
+    assert _ids(search(driver, '"keeps jumping"', mode="text", database=DB)) == ["bike"]
+    assert search(driver, '"keep jumping"', mode="text", database=DB) == []  # the index's stems match it; the phrase does not
 
 
 @pytest.mark.integration

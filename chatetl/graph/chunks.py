@@ -1,7 +1,7 @@
 """Chunks in Neo4j: `(:Document)-[:HAS_CHUNK]->(:Chunk)`, `(:Chunk)-[:NEXT]->(:Chunk)` in order,
-a full-text index `chunk_text` on `Chunk.text`, and a vector index `chunk_embedding` on
-`Chunk.embedding` (cosine, the model's dimensions) once embeddings exist; searching them is
-chatetl.graph.chunk_search's.
+a full-text index `chunk_text` on `Chunk.text` (English words stemmed: `FULLTEXT_ANALYZER`), and
+a vector index `chunk_embedding` on `Chunk.embedding` (cosine, the model's dimensions) once
+embeddings exist; searching them is chatetl.graph.chunk_search's.
 
 A chunk's vector is written in the same batch as the chunk, through
 `db.create.setNodeVectorProperty` (Neo4j 5.26: a float32 array, half the size of a `SET` list;
@@ -50,13 +50,18 @@ class ChunkRow(Protocol):
 
 
 FULLTEXT_INDEX = "chunk_text"
+# Lucene's EnglishAnalyzer: a word matches its other forms ("decided" / "decide", "tiles" / "tile";
+# Porter's stemmer) and English stop words are not indexed. chatetl.search stems the query's words
+# the same way to say where a hit matched.
+FULLTEXT_ANALYZER = "english"
 VECTOR_INDEX = "chunk_embedding"
 TEXT_HASH_INDEX = "chunk_text_sha256"
 
 
 SCHEMA = (
     "CREATE CONSTRAINT chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE",
-    f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text]",
+    (f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text] "
+     f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}'}}}}"),
     f"CREATE INDEX {TEXT_HASH_INDEX} IF NOT EXISTS FOR (c:Chunk) ON (c.text_sha256)",
 )
 
@@ -71,20 +76,24 @@ def vector_index_statement(dimensions: int) -> str:
 
 def ensure_chunk_schema(driver: Driver, database: str | None = None, dimensions: int | None = None) -> None:
     """The Chunk constraint, full-text and text-hash indexes (and the vector index of `dimensions`
-    once vectors exist; one of another size is rebuilt), online before use."""
+    once vectors exist), online before use. An index built otherwise than wanted is rebuilt: a
+    vector index of another size (vectors of another model), a full-text index of another analyzer
+    (a graph loaded before `FULLTEXT_ANALYZER`)."""
     records = run_read(driver, database, "SHOW INDEXES YIELD name, options RETURN name, options")
-    existing = {r["name"]: r["options"] or {} for r in records}
+    existing = {r["name"]: (r["options"] or {}).get("indexConfig") or {} for r in records}
     wanted = {"chunk_id": SCHEMA[0], FULLTEXT_INDEX: SCHEMA[1], TEXT_HASH_INDEX: SCHEMA[2]}
-    stale = False
+    stale = []
+    if FULLTEXT_INDEX in existing and existing[FULLTEXT_INDEX].get("fulltext.analyzer") != FULLTEXT_ANALYZER:
+        stale.append(FULLTEXT_INDEX)
     if dimensions:
         wanted[VECTOR_INDEX] = vector_index_statement(dimensions)
-        current = (existing.get(VECTOR_INDEX) or {}).get("indexConfig", {}).get("vector.dimensions")
-        stale = VECTOR_INDEX in existing and current != int(dimensions)
-    missing = [stmt for name, stmt in wanted.items() if name not in existing or (stale and name == VECTOR_INDEX)]
+        if VECTOR_INDEX in existing and existing[VECTOR_INDEX].get("vector.dimensions") != int(dimensions):
+            stale.append(VECTOR_INDEX)
+    missing = [stmt for name, stmt in wanted.items() if name not in existing or name in stale]
     if missing:
         with write_session(driver, database) as session:
-            if stale:  # vectors of another model: the index is rebuilt for the new size
-                session.run(f"DROP INDEX {VECTOR_INDEX} IF EXISTS").consume()
+            for name in stale:
+                session.run(f"DROP INDEX {name} IF EXISTS").consume()
             for stmt in missing:
                 session.run(stmt).consume()
             session.run("CALL db.awaitIndexes(300)").consume()

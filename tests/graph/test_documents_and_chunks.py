@@ -13,7 +13,7 @@ import pytest
 from export_inputs import T0, chat, sample_conversations
 
 from chatetl.graph.chunk_search import search_chunks, similar_chunks
-from chatetl.graph.chunks import FULLTEXT_INDEX, VECTOR_INDEX
+from chatetl.graph.chunks import FULLTEXT_ANALYZER, FULLTEXT_INDEX, VECTOR_INDEX, ensure_chunk_schema
 from chatetl.graph.load import load_conversations
 from chatetl.rag.chunking import ChunkOptions
 from chatetl.rag.partition import DocumentsResult, write_upload_documents
@@ -72,6 +72,31 @@ def test_keyword_search_returns_the_chunk_and_its_conversation(clean_graph, tmp_
     # what stayed out of the text is not found: the abandoned regeneration, the hidden custom instructions
     assert search_chunks(clean_graph, "Regenerated", database=DB) == []
     assert search_chunks(clean_graph, "statistics", database=DB) == []
+
+
+def _fulltext_index(driver) -> dict:
+    records, _, _ = driver.execute_query("SHOW FULLTEXT INDEXES YIELD name, id, state, options WHERE name = $name RETURN *",
+                                         name=FULLTEXT_INDEX, database_=DB)
+    [index] = [dict(r) for r in records]
+    return index
+
+
+def test_a_full_text_index_of_another_analyzer_is_rebuilt_and_finds_other_forms(clean_graph, tmp_path):
+    sold = chat([("user", "I decided to sell the tandem bicycles before the move."), ("assistant", "Good call.")], conversation_id="tandem")
+    _load(clean_graph, tmp_path, [sold])
+    assert _fulltext_index(clean_graph)["options"]["indexConfig"]["fulltext.analyzer"] == FULLTEXT_ANALYZER == "english"
+    assert [h["conversation_id"] for h in search_chunks(clean_graph, "decide selling bicycle", database=DB)] == ["tandem"]
+    # a graph loaded before: the index as it was then (the default analyzer, no stemming)
+    clean_graph.execute_query(f"DROP INDEX {FULLTEXT_INDEX}", database_=DB)
+    clean_graph.execute_query(f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} FOR (c:Chunk) ON EACH [c.text]", database_=DB)
+    clean_graph.execute_query("CALL db.awaitIndexes(300)", database_=DB)
+    assert search_chunks(clean_graph, "decide", database=DB) == []
+    ensure_chunk_schema(clean_graph, DB)  # what the next load does first
+    rebuilt = _fulltext_index(clean_graph)
+    assert rebuilt["options"]["indexConfig"]["fulltext.analyzer"] == "english" and rebuilt["state"] == "ONLINE"
+    assert [h["conversation_id"] for h in search_chunks(clean_graph, "decide", database=DB)] == ["tandem"]  # the chunks already there
+    ensure_chunk_schema(clean_graph, DB)
+    assert _fulltext_index(clean_graph)["id"] == rebuilt["id"]  # once rebuilt, left alone
 
 
 def test_chunks_are_linked_in_order_to_their_document(clean_graph, tmp_path):
