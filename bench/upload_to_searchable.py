@@ -14,8 +14,9 @@ brought in by the sensor's runs. Then, `--uploads` times, that uploader PUTs a n
 word (chatetl.search.search, hybrid, the built-in model) every half second until that conversation is the
 answer. Each upload's run is left to finish (exports too) before the next PUT. Printed per upload and as
 medians: the wait for the sensor's tick (PUT to the run's creation), the queue (created to dequeued), the
-run worker's start (dequeued to the run's start), each step's start-up (its first event to its start) and
-duration, the search's lag after `documents` succeeded, and the total.
+run worker's start (dequeued to the run's start), each step's start-up (its launch to its start) and
+duration, the search's lag after `documents` succeeded, and the total (`--events FILE`: every event of
+those runs, for a closer look).
 """
 
 from __future__ import annotations
@@ -191,14 +192,14 @@ def production(bucket: str, work: Path) -> Iterator[dict[str, Any]]:
 
     patch = pytest.MonkeyPatch()
     postgres = running_postgres()
+    server = next(postgres)
     try:
-        server = next(postgres)
         topology = contextlib.contextmanager(deployment.__wrapped__)  # the fixture's own function
         with topology(postgres=server, services={}, s3_bucket=bucket, tmp_path=work, monkeypatch=patch) as d:
             yield d
     finally:
         patch.undo()
-        postgres.close()  # (its finally stops and removes the server)
+        next(postgres, None)  # what follows its yield: the server stopped and removed
 
 
 def wipe_graph() -> None:
