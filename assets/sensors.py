@@ -45,7 +45,15 @@ from chatetl.ingest.scan import ScanCursor, check_cursor, discover
 from chatetl.settings import Settings
 from resources.object_store import ObjectStoreResource
 
-TICK_SECONDS = 30
+# A new upload waits for the tick that finds it: half this interval on average, a wait on its way to being
+# searchable that only the interval sets. A quiet tick is bounded (one listing after the greatest key, one
+# capped step of the re-scan, one page of location records: PAGE in chatetl.ingest.deletions), so ticking
+# often costs requests, not scans of the bucket.
+TICK_SECONDS = 10
+
+# Runs the sensor asks for are fresh uploads someone waits to search: the queue starts them, and the pools
+# (assets/policies.py) hand them their slots, before a backfill's or the daily schedule's (priority 0).
+FRESH_UPLOAD_PRIORITY = "1"
 
 
 def queued_run_for(context: SensorEvaluationContext, partition: str) -> str | None:
@@ -134,6 +142,7 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
     for key, batch in batches.items():
         ask(key, f"{len(batch.uploads)} upload(s) of {key}", lambda b=batch, k=key: run_key_for(context, b, k), {  # type: ignore[misc]
             "chatetl/trigger": "upload_sensor",
+            "dagster/priority": FRESH_UPLOAD_PRIORITY,
             "chatetl/uploads": str(len(batch.uploads)),
             "chatetl/upload": batch.uploads[0].key[:200],
             "chatetl/index_batch": batch.index_key,
@@ -145,7 +154,7 @@ def upload_sensor(context: SensorEvaluationContext, object_store: ObjectStoreRes
             continue
         requested.add(key)
         ask(key, f"the deletion of {upload.key}", lambda u=upload: u.run_key,  # type: ignore[misc]
-            {"chatetl/trigger": "upload_sensor", "chatetl/deleted": upload.key[:200]})
+            {"chatetl/trigger": "upload_sensor", "dagster/priority": FRESH_UPLOAD_PRIORITY, "chatetl/deleted": upload.key[:200]})
     status = (
         f"listed {found.listed} key(s); {len(found.changes)} new or replaced upload(s); {len(gone)} deleted"
         + "".join(f"; {j}" for j in joined)

@@ -250,3 +250,16 @@ def submitter(deployment):
 
 def event_time(records, kind) -> float:
     return next(r.timestamp for r in records if r.is_dagster_event and r.dagster_event.event_type == kind)
+
+
+START_SENSOR = """
+mutation ($selector: SensorSelector!) {
+  startSensor(sensorSelector: $selector) { __typename ... on PythonError { message } }
+}"""
+
+
+def start_sensor(port: int, name: str, location: str = "chatetl") -> None:
+    """Turn a sensor of the location on (the fixture turned them all off), as an operator would in the UI."""
+    selector = {"repositoryLocationName": location, "repositoryName": "__repository__", "sensorName": name}
+    result = graphql(port, START_SENSOR, {"selector": selector})["startSensor"]
+    assert result["__typename"] == "Sensor", result
