@@ -59,6 +59,7 @@ def test_new_same_and_replaced_upload(resource):
     assert request.partition_key == f"{today}/alice"  # the partition of alice's uploads of the day
     assert request.run_key == f"raw/alice/chatgpt-export.zip@{info.etag}"
     assert request.tags["chatetl/uploads"] == "1" and request.tags["chatetl/upload"] == info.key
+    assert request.tags["dagster/priority"] == "1"  # a fresh upload's run goes before backfills in the queue
     # the run will find its upload in the index, without listing raw/
     batch = json.loads(store.get_bytes(request.tags["chatetl/index_batch"]))
     assert [u["key"] for u in batch["uploads"]] == [info.key]
@@ -205,8 +206,8 @@ def test_a_deleted_upload_is_retracted_by_the_run_of_the_next_tick(resource, def
 
     store.delete(info.key)
     requests, cursor, _ = tick(resource, cursor, instance)
-    assert [(r.partition_key, r.run_key, r.tags["chatetl/deleted"]) for r in requests] == [
-        (f"{day}/bob", f"deleted:{info.key}@{info.etag}@date={day}", info.key)]
+    assert [(r.partition_key, r.run_key, r.tags["chatetl/deleted"], r.tags["dagster/priority"]) for r in requests] == [
+        (f"{day}/bob", f"deleted:{info.key}@{info.etag}@date={day}", info.key, "1")]
     assert job.execute_in_process(partition_key=requests[0].partition_key, instance=instance, tags=requests[0].tags).success
     assert in_graph() == 0 and exported() == []
     assert clean_graph.execute_query("MATCH (c:Conversation) RETURN count(c) AS n").records[0]["n"] == 3  # the zip's stay
