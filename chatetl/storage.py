@@ -282,26 +282,25 @@ class S3ObjectStore(ObjectStore):
             kwargs.pop("StartAfter", None)
             kwargs["ContinuationToken"] = page["NextContinuationToken"]
 
-    def head(self, key: str) -> ObjectInfo | None:
+    def _answer(self, call: Any, key: str) -> dict[str, Any] | None:
+        """S3's answer to `call` (head_object, get_object) for the key; None: no such object."""
         from botocore.exceptions import ClientError
 
         try:
-            r = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+            return dict(call(Bucket=self.bucket, Key=self._key(key)))
         except ClientError as exc:
-            if _missing(exc):
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise
-        return self._info(self._key(key), r["ETag"], r["ContentLength"], r["LastModified"])
+
+    def head(self, key: str) -> ObjectInfo | None:
+        r = self._answer(self.client.head_object, key)
+        return None if r is None else self._info(self._key(key), r["ETag"], r["ContentLength"], r["LastModified"])
 
     def fetch(self, key: str) -> tuple[bytes, str] | None:
-        from botocore.exceptions import ClientError
-
-        try:
-            r = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
-        except ClientError as exc:
-            if _missing(exc):
-                return None
-            raise
+        r = self._answer(self.client.get_object, key)
+        if r is None:
+            return None
         with closing(r["Body"]) as body:
             return body.read(), str(r["ETag"]).strip('"')
 
@@ -341,11 +340,6 @@ class S3ObjectStore(ObjectStore):
 
     def uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{self.prefix}{check_prefix(key)}"
-
-
-def _missing(exc: Any) -> bool:
-    """Whether S3's error says there is no such object."""
-    return exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound")
 
 
 class _StreamingBody(io.RawIOBase):
