@@ -4,7 +4,7 @@
 level, fed in `BLOCK`s), and `append_deflated` writes such a member into a `zipfile.ZipFile` open for writing
 with the header zipfile itself would write: the zip's bytes are those of writing the member's content
 through zipfile, without compressing it again. A day's zip is put together from the pieces of its
-uploads this way (chatetl.exports.pieces).
+uploads this way (chatetl.exports.pieces), each member read where it lies in its piece's zip (`stored_span`).
 """
 
 from __future__ import annotations
