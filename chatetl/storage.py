@@ -309,7 +309,7 @@ class S3ObjectStore(ObjectStore):
         return io.BufferedReader(_StreamingBody(body), buffer_size=1024 * 1024)
 
     def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo:
-        self.write_file(key, path, content_type)
+        self._upload(key, path, content_type)
         return self._written(key)
 
     def put_bytes(self, key: str, data: bytes, content_type: str | None = None) -> ObjectInfo:
@@ -317,13 +317,18 @@ class S3ObjectStore(ObjectStore):
         return self._written(key)
 
     def write_file(self, key: str, path: str | Path, content_type: str | None = None) -> str:
-        extra = {"ContentType": content_type} if content_type else {}
+        etag = self._upload(key, path, content_type)
+        return etag if etag is not None else self._written(key).etag
+
+    def _upload(self, key: str, path: str | Path, content_type: str | None) -> str | None:
+        """The file written at `key`; its ETag, when the answer gave it (not for a file written in parts)."""
         if os.path.getsize(path) < MULTIPART_THRESHOLD:
             with open(path, "rb") as body:
                 return self.write_bytes(key, body.read(), content_type)
         # upload_file writes a big file in parts (an ETag that is no MD5); the object appears only when complete
-        self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs=extra or None)
-        return self._written(key).etag
+        extra = {"ContentType": content_type} if content_type else None
+        self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs=extra)
+        return None
 
     def write_bytes(self, key: str, data: bytes, content_type: str | None = None) -> str:
         extra = {"ContentType": content_type} if content_type else {}
