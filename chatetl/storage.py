@@ -111,6 +111,10 @@ class ObjectStore(ABC):
         with self.open(key) as f:
             return f.read()
 
+    def etag_of(self, path: str | Path) -> str:
+        """The ETag `put_file` / `write_file` of this file gives its object here (an MD5 of its bytes)."""
+        return file_md5(path)
+
     def fetch(self, key: str) -> tuple[bytes, str] | None:
         """A small object's bytes and ETag (None: no object), in one request on a server."""
         info = self.head(key)
@@ -141,13 +145,13 @@ class Held(Enum):
 
 def put_if_changed(store: ObjectStore, key: str, path: str | Path, content_type: str | None = None,
                    held: str | None | Held = Held.ASK) -> bool:
-    """Write unless the object already holds exactly these bytes (its ETag, an MD5 of them); True when
+    """Write unless the object already holds exactly these bytes (its ETag, `etag_of` them); True when
     written. A rerun that produces the same bytes leaves the object, and its ETag, alone. `held`: the
     ETag the key holds (None: no object) where the caller just read it, which spares asking the store."""
     if held is Held.ASK:
         old = store.head(key)
         held = old.etag if old is not None and old.size == os.path.getsize(path) else None
-    if held is not None and held == file_md5(path):
+    if held is not None and held == store.etag_of(path):
         return False
     store.write_file(key, path, content_type)
     return True
@@ -246,7 +250,8 @@ class LocalObjectStore(ObjectStore):
         return str(self.root / key)
 
 
-MULTIPART_THRESHOLD = 8 * 1024 * 1024  # boto3's own: a file this big is written in parts (upload_file)
+MULTIPART_THRESHOLD = 8 * 1024 * 1024  # a file this big is written in parts of this size (upload_file, boto3's defaults)
+MAX_PARTS = 10_000  # S3's: a bigger file's parts are larger (s3transfer doubles the size until they fit)
 
 
 class S3ObjectStore(ObjectStore):
@@ -326,9 +331,29 @@ class S3ObjectStore(ObjectStore):
             with open(path, "rb") as body:
                 return self.write_bytes(key, body.read(), content_type)
         # upload_file writes a big file in parts (an ETag that is no MD5); the object appears only when complete
+        from boto3.s3.transfer import TransferConfig
+
         extra = {"ContentType": content_type} if content_type else None
-        self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs=extra)
+        config = TransferConfig(multipart_threshold=MULTIPART_THRESHOLD, multipart_chunksize=MULTIPART_THRESHOLD)
+        self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs=extra, Config=config)
         return None
+
+    def etag_of(self, path: str | Path) -> str:
+        """The ETag S3 gives the file written here: its MD5, or for a file written in parts, the MD5 of its
+        parts' MD5s and their count (so an unchanged big file is known as such, and not written again)."""
+        size = os.path.getsize(path)
+        if size < MULTIPART_THRESHOLD:
+            return file_md5(path)
+        part = MULTIPART_THRESHOLD
+        while -(-size // part) > MAX_PARTS:
+            part *= 2
+        digests = hashlib.md5(usedforsecurity=False)
+        count = 0
+        with open(path, "rb") as f:
+            while block := f.read(part):
+                digests.update(hashlib.md5(block, usedforsecurity=False).digest())
+                count += 1
+        return f"{digests.hexdigest()}-{count}"
 
     def write_bytes(self, key: str, data: bytes, content_type: str | None = None) -> str:
         extra = {"ContentType": content_type} if content_type else {}

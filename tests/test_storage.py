@@ -148,6 +148,8 @@ def test_s3_streams_large_object_and_multipart(s3_store, tmp_path):
         f.writelines(bytes([i]) * 1024 * 1024 for i in range(40))  # 40 MiB: upload_file goes multipart
     info = s3_store.put_file("raw/big.bin", big)
     assert info.size == 40 * 1024 * 1024
+    assert s3_store.etag_of(big) == info.etag and info.etag.endswith("-5")  # (written in parts: known before writing)
+    assert not put_if_changed(s3_store, "raw/big.bin", big)  # an unchanged big file is not written again
     total = 0
     with s3_store.open("raw/big.bin") as f:
         while chunk := f.read(1024 * 1024):
