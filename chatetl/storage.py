@@ -13,8 +13,10 @@ import os
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -70,7 +72,17 @@ class ObjectStore(ABC):
         return None
 
     @abstractmethod
-    def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo: ...
+    def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo:
+        """Write the file's bytes at `key`; the object as the store lists it (its time is the store's: the
+        sensor and the ledger order uploads by it)."""
+
+    def write_file(self, key: str, path: str | Path, content_type: str | None = None) -> str:
+        """`put_file` for an output whose time nobody reads: the ETag written (a server may spare a request)."""
+        return self.put_file(key, path, content_type).etag
+
+    def write_bytes(self, key: str, data: bytes, content_type: str | None = None) -> str:
+        """`put_bytes` for an output whose time nobody reads: the ETag written."""
+        return self.put_bytes(key, data, content_type).etag
 
     @abstractmethod
     def delete(self, key: str) -> None: ...
@@ -99,6 +111,15 @@ class ObjectStore(ABC):
         with self.open(key) as f:
             return f.read()
 
+    def etag_of(self, path: str | Path) -> str:
+        """The ETag `put_file` / `write_file` of this file gives its object here (an MD5 of its bytes)."""
+        return file_md5(path)
+
+    def fetch(self, key: str) -> tuple[bytes, str] | None:
+        """A small object's bytes and ETag (None: no object), in one request on a server."""
+        info = self.head(key)
+        return None if info is None else (self.get_bytes(key), info.etag)
+
     def delete_prefix(self, prefix: str) -> int:
         n = 0
         for info in list(self.list(prefix)):
@@ -116,22 +137,35 @@ def file_md5(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def put_if_changed(store: ObjectStore, key: str, path: str | Path, content_type: str | None = None) -> bool:
-    """Write unless the object already holds exactly these bytes (size and ETag); True when
-    written. A rerun that produces the same bytes leaves the object, and its ETag, alone."""
-    old = store.head(key)
-    if old is not None and old.size == os.path.getsize(path) and old.etag == file_md5(path):
+class Held(Enum):
+    """What a caller of `put_if_changed` may say the key holds instead of an ETag or None (nothing)."""
+
+    ASK = "ask"  # not known: the store is asked (one HEAD)
+
+
+def put_if_changed(store: ObjectStore, key: str, path: str | Path, content_type: str | None = None,
+                   held: str | None | Held = Held.ASK) -> bool:
+    """Write unless the object already holds exactly these bytes (its ETag, `etag_of` them); True when
+    written. A rerun that produces the same bytes leaves the object, and its ETag, alone. `held`: the
+    ETag the key holds (None: no object) where the caller just read it, which spares asking the store."""
+    if held is Held.ASK:
+        old = store.head(key)
+        held = old.etag if old is not None and old.size == os.path.getsize(path) else None
+    if held is not None and held == store.etag_of(path):
         return False
-    store.put_file(key, path, content_type)
+    store.write_file(key, path, content_type)
     return True
 
 
-def put_bytes_if_changed(store: ObjectStore, key: str, data: bytes, content_type: str | None = None) -> bool:
+def put_bytes_if_changed(store: ObjectStore, key: str, data: bytes, content_type: str | None = None,
+                         held: str | None | Held = Held.ASK) -> bool:
     """`put_if_changed` for bytes in memory."""
-    old = store.head(key)
-    if old is not None and old.size == len(data) and old.etag == hashlib.md5(data, usedforsecurity=False).hexdigest():
+    if held is Held.ASK:
+        old = store.head(key)
+        held = old.etag if old is not None and old.size == len(data) else None
+    if held is not None and held == hashlib.md5(data, usedforsecurity=False).hexdigest():
         return False
-    store.put_bytes(key, data, content_type)
+    store.write_bytes(key, data, content_type)
     return True
 
 
@@ -184,6 +218,13 @@ class LocalObjectStore(ObjectStore):
     def local_path(self, key: str) -> Path | None:
         return self._path(key)
 
+    def fetch(self, key: str) -> tuple[bytes, str] | None:
+        try:
+            data = self._path(key).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+        return data, hashlib.md5(data, usedforsecurity=False).hexdigest()
+
     def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo:
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -207,6 +248,10 @@ class LocalObjectStore(ObjectStore):
     def uri(self, key: str) -> str:
         check_prefix(key)
         return str(self.root / key)
+
+
+MULTIPART_THRESHOLD = 8 * 1024 * 1024  # a file this big is written in parts of this size (upload_file, boto3's defaults)
+MAX_PARTS = 10_000  # S3's: a bigger file's parts are larger (s3transfer doubles the size until they fit)
 
 
 class S3ObjectStore(ObjectStore):
@@ -242,25 +287,80 @@ class S3ObjectStore(ObjectStore):
             kwargs.pop("StartAfter", None)
             kwargs["ContinuationToken"] = page["NextContinuationToken"]
 
-    def head(self, key: str) -> ObjectInfo | None:
+    def _answer(self, call: Any, key: str) -> dict[str, Any] | None:
+        """S3's answer to `call` (head_object, get_object) for the key; None: no such object."""
         from botocore.exceptions import ClientError
 
         try:
-            r = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+            return dict(call(Bucket=self.bucket, Key=self._key(key)))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise
-        return self._info(self._key(key), r["ETag"], r["ContentLength"], r["LastModified"])
+
+    def head(self, key: str) -> ObjectInfo | None:
+        r = self._answer(self.client.head_object, key)
+        return None if r is None else self._info(self._key(key), r["ETag"], r["ContentLength"], r["LastModified"])
+
+    def fetch(self, key: str) -> tuple[bytes, str] | None:
+        r = self._answer(self.client.get_object, key)
+        if r is None:
+            return None
+        with closing(r["Body"]) as body:
+            return body.read(), str(r["ETag"]).strip('"')
 
     def open(self, key: str) -> BinaryIO:
         body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
         return io.BufferedReader(_StreamingBody(body), buffer_size=1024 * 1024)
 
     def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> ObjectInfo:
+        self._upload(key, path, content_type)
+        return self._written(key)
+
+    def put_bytes(self, key: str, data: bytes, content_type: str | None = None) -> ObjectInfo:
+        self.write_bytes(key, data, content_type)
+        return self._written(key)
+
+    def write_file(self, key: str, path: str | Path, content_type: str | None = None) -> str:
+        etag = self._upload(key, path, content_type)
+        return etag if etag is not None else self._written(key).etag
+
+    def _upload(self, key: str, path: str | Path, content_type: str | None) -> str | None:
+        """The file written at `key`; its ETag, when the answer gave it (not for a file written in parts)."""
+        if os.path.getsize(path) < MULTIPART_THRESHOLD:
+            with open(path, "rb") as body:
+                return self.write_bytes(key, body.read(), content_type)
+        # upload_file writes a big file in parts (an ETag that is no MD5); the object appears only when complete
+        from boto3.s3.transfer import TransferConfig
+
         extra = {"ContentType": content_type} if content_type else None
-        # upload_file switches to multipart for big files; the object appears only when complete
-        self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs=extra)
+        config = TransferConfig(multipart_threshold=MULTIPART_THRESHOLD, multipart_chunksize=MULTIPART_THRESHOLD)
+        self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs=extra, Config=config)
+        return None
+
+    def etag_of(self, path: str | Path) -> str:
+        """The ETag S3 gives the file written here: its MD5, or for a file written in parts, the MD5 of its
+        parts' MD5s and their count (so an unchanged big file is known as such, and not written again)."""
+        size = os.path.getsize(path)
+        if size < MULTIPART_THRESHOLD:
+            return file_md5(path)
+        part = MULTIPART_THRESHOLD
+        while -(-size // part) > MAX_PARTS:
+            part *= 2
+        digests = hashlib.md5(usedforsecurity=False)
+        count = 0
+        with open(path, "rb") as f:
+            while block := f.read(part):
+                digests.update(hashlib.md5(block, usedforsecurity=False).digest())
+                count += 1
+        return f"{digests.hexdigest()}-{count}"
+
+    def write_bytes(self, key: str, data: bytes, content_type: str | None = None) -> str:
+        extra = {"ContentType": content_type} if content_type else {}
+        response = self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, **extra)
+        return str(response["ETag"]).strip('"')
+
+    def _written(self, key: str) -> ObjectInfo:
         info = self.head(key)
         assert info is not None
         return info

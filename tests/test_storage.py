@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from chatetl.storage import LocalObjectStore, UnsafeKeyError
+from chatetl.storage import LocalObjectStore, UnsafeKeyError, put_bytes_if_changed, put_if_changed
 
 
 def _exercise(store) -> None:
@@ -34,9 +34,31 @@ def _exercise(store) -> None:
             store.put_bytes(bad, b"x")
 
 
+def _outputs(store, tmp_path) -> None:
+    """What the stages write through: a write's ETag, a small object read with its ETag, a write skipped or done on
+    the ETag its caller says the key holds."""
+    data = b'{"a": 1}\n'
+    assert store.write_bytes("out/a.json", data, "application/json") == hashlib.md5(data).hexdigest()
+    assert store.fetch("out/a.json") == (data, hashlib.md5(data).hexdigest())
+    assert store.fetch("out/missing.json") is None
+    path = tmp_path / "b.bin"
+    path.write_bytes(b"b" * 1000)
+    assert store.write_file("out/b.bin", path) == store.head("out/b.bin").etag == hashlib.md5(b"b" * 1000).hexdigest()
+    etag = store.head("out/a.json").etag
+    assert not put_bytes_if_changed(store, "out/a.json", data)  # (asked: the same bytes)
+    assert not put_bytes_if_changed(store, "out/a.json", data, held=etag)
+    assert put_bytes_if_changed(store, "out/a.json", b"new", held=etag)
+    assert store.get_bytes("out/a.json") == b"new"
+    assert put_bytes_if_changed(store, "out/c.json", data, held=None)  # (nothing there, as its caller knows)
+    assert store.get_bytes("out/c.json") == data
+    assert not put_if_changed(store, "out/b.bin", path, held=store.head("out/b.bin").etag)
+    assert put_if_changed(store, "out/d.bin", path, held=None) and store.get_bytes("out/d.bin") == b"b" * 1000
+
+
 def test_local_store(tmp_path):
     _exercise(LocalObjectStore(tmp_path / "bucket"))
     assert not (tmp_path / "escape").exists()
+    _outputs(LocalObjectStore(tmp_path / "outputs"), tmp_path)
 
 
 def test_local_store_writes_are_atomic(tmp_path):
@@ -74,8 +96,31 @@ def test_local_store_lists_no_symlink_out_of_it(tmp_path):
 
 
 @pytest.mark.integration
-def test_s3_store(s3_store):
+def test_s3_store(s3_store, tmp_path):
     _exercise(s3_store)
+    _outputs(s3_store, tmp_path)
+
+
+@pytest.mark.integration
+def test_s3_output_writes_ask_only_what_they_do_not_know(s3_store):
+    """An output written is one PUT (its ETag in the answer), a small object read one GET; the store is asked what
+    a key holds only where its caller does not know."""
+    calls: list[str] = []
+
+    def record(model, **_):  # type: ignore[no-untyped-def]
+        calls.append(model.name)
+
+    s3_store.client.meta.events.register("before-call.s3", record)
+    try:
+        assert put_bytes_if_changed(s3_store, "out/new.json", b"{}", held=None)
+        assert calls == ["PutObject"]
+        _, etag = s3_store.fetch("out/new.json")
+        assert calls[1:] == ["GetObject"]
+        assert not put_bytes_if_changed(s3_store, "out/new.json", b"{}", held=etag)
+        assert put_bytes_if_changed(s3_store, "out/new.json", b"[]")
+        assert calls[2:] == ["HeadObject", "PutObject"]
+    finally:
+        s3_store.client.meta.events.unregister("before-call.s3", record)
 
 
 @pytest.mark.integration
@@ -103,6 +148,8 @@ def test_s3_streams_large_object_and_multipart(s3_store, tmp_path):
         f.writelines(bytes([i]) * 1024 * 1024 for i in range(40))  # 40 MiB: upload_file goes multipart
     info = s3_store.put_file("raw/big.bin", big)
     assert info.size == 40 * 1024 * 1024
+    assert s3_store.etag_of(big) == info.etag and info.etag.endswith("-5")  # (written in parts: known before writing)
+    assert not put_if_changed(s3_store, "raw/big.bin", big)  # an unchanged big file is not written again
     total = 0
     with s3_store.open("raw/big.bin") as f:
         while chunk := f.read(1024 * 1024):

@@ -41,9 +41,10 @@ import re
 from base64 import b64encode
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -414,7 +415,7 @@ def write_day_rows(store: ObjectStore, day: str, entries: Iterable[ArchiveEntry]
     """Day D's rows (sorted by key, so the same conversations give the same bytes); (key, written).
     A day without a conversation leaves no file."""
     key = day_rows_key(day)
-    rows = sorted((asdict(e) for e in entries), key=lambda r: r["key"])
+    rows = sorted((_row(e) for e in entries), key=lambda r: r["key"])
     if not rows:
         if store.head(key) is not None:
             store.delete(key)
@@ -422,6 +423,11 @@ def write_day_rows(store: ObjectStore, day: str, entries: Iterable[ArchiveEntry]
         return key, False
     data = (json.dumps({"day": day, "conversations": rows}, ensure_ascii=False, sort_keys=True, indent=1) + "\n").encode("utf-8", "replace")
     return key, put_bytes_if_changed(store, key, data, "application/json")
+
+
+def _row(entry: ArchiveEntry) -> dict[str, Any]:
+    """`asdict` of a row without its deep copy (its values are read, never changed)."""
+    return {f.name: getattr(entry, f.name) for f in fields(entry)}
 
 
 def read_day_rows(store: ObjectStore, key: str) -> list[ArchiveEntry] | None:

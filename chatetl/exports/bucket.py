@@ -28,7 +28,7 @@ from chatetl.exports.attachments import publish_files
 from chatetl.exports.files import ExportFile
 from chatetl.layout import EXPORTS_PREFIX, export_manifest_key, export_prefix
 from chatetl.model import Conversation, StateOrder, order_of, state_hash, state_order, state_version
-from chatetl.storage import ObjectStore, put_bytes_if_changed
+from chatetl.storage import Held, ObjectStore, put_bytes_if_changed
 
 
 @dataclass
@@ -46,15 +46,15 @@ def read_manifest(store: ObjectStore, conversation_key: str) -> dict[str, Any] |
 
 def _read_manifest(store: ObjectStore, conversation_key: str) -> tuple[dict[str, Any] | None, str | None]:
     """The manifest (None: none, or damaged) and its ETag."""
-    key = export_manifest_key(conversation_key)
-    info = store.head(key)
-    if info is None:
+    fetched = store.fetch(export_manifest_key(conversation_key))
+    if fetched is None:
         return None, None
+    raw, etag = fetched
     try:
-        data = json.loads(store.get_bytes(key))
+        data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
-        return None, info.etag  # a damaged manifest is rewritten
-    return (data if isinstance(data, dict) and data.get("key") == conversation_key else None), info.etag
+        return None, etag  # a damaged manifest is rewritten
+    return (data if isinstance(data, dict) and data.get("key") == conversation_key else None), etag
 
 
 def manifest_state(store: ObjectStore, conversation_key: str) -> StateOrder | None:
@@ -73,10 +73,12 @@ def publish_conversation(store: ObjectStore, conv: Conversation, files: list[Exp
         return result
     formats = list(formats)
     new: dict[str, list[str]] = {f: [] for f in formats}
+    # a conversation without a manifest has no files yet (its manifest is written after them): none is asked for
+    held: Held | None = Held.ASK if etag is not None else None
     for f in files:
         key = EXPORTS_PREFIX + f.path
         new.setdefault(f.format, []).append(key)
-        (result.written if put_bytes_if_changed(store, key, f.data, f.content_type) else result.unchanged).append(key)
+        (result.written if put_bytes_if_changed(store, key, f.data, f.content_type, held) else result.unchanged).append(key)
     result.written += publish_files(store, conv)  # (the attachments its files link, once each)
     old_files: dict[str, list[str]] = (old or {}).get("files") or {}
     for fmt in formats:
@@ -89,7 +91,7 @@ def publish_conversation(store: ObjectStore, conv: Conversation, files: list[Exp
     manifest = {"key": conv.key, "state_version": version, "state_source": conv.source.value, "state_hash": digest,
                 "files": dict(sorted(merged.items()))}
     data = (json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8", "replace")
-    put_bytes_if_changed(store, export_manifest_key(conv.key), data, "application/json")
+    put_bytes_if_changed(store, export_manifest_key(conv.key), data, "application/json", etag)
     result.manifest = (hashlib.md5(data, usedforsecurity=False).hexdigest(), state_order(conv, digest))
     return result
 

@@ -12,16 +12,17 @@ rule every output follows), so the training file and the zip hold each conversat
 from __future__ import annotations
 
 import hashlib
+import io
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from chatetl.exports.deflated import BLOCK, Deflated, append_deflated, deflate
+from chatetl.exports.deflated import BLOCK, Deflated, DeflatedAt, Span, append_deflated, deflate
 from chatetl.exports.formats import PER_CONVERSATION
 from chatetl.exports.meta import ExportView, export_views
 from chatetl.exports.sharegpt import training_line
@@ -81,8 +82,9 @@ def _slot(key: str) -> str:
 class _Entry:
     state: StateOrder
     order: int
-    files: list[tuple[str, str, int, int]]  # (relative path, file holding its deflated bytes, CRC, size)
-    lines: str | None  # file holding the training lines
+    slot: str  # (`_slot` of its key: the order of two files of one name in the zip)
+    files: list[tuple[str, DeflatedAt]]  # (relative path, where its deflated bytes lie)
+    lines: Span | None  # where its training lines lie
     linked: tuple[str, ...] = ()  # the attachments' copies its bundle files link (attachments.file_name)
 
 
@@ -116,30 +118,40 @@ class ExportCollector:
             return False
         return True
 
-    def add_state(self, key: str, state: StateOrder, members: list[tuple[str, Deflated]], lines: list[bytes],
-                  linked: Iterable[str] = ()) -> bool:
-        """`add` of a conversation known by its key and state, its bundle files (path, deflated content) given (a
-        stored piece, chatetl.exports.pieces); `linked`: the attachments' copies those files link."""
+    def add_state(self, key: str, state: StateOrder, members: Sequence[tuple[str, Deflated | DeflatedAt]],
+                  lines: list[bytes] | Span, linked: Iterable[str] = ()) -> bool:
+        """`add` of a conversation known by its key and state, its bundle files (path, deflated content) given;
+        `linked`: the attachments' copies those files link. Files and lines given in memory are kept on disk here;
+        those lying in a file already (a stored piece's, chatetl.exports.pieces) are read from there when the zip
+        and the training file are written, and that file must stay until then."""
         if not self._wins(key, state):
             return False
-        slot = self.workdir / _slot(key)
+        name = _slot(key)
+        slot = self.workdir / name
+        if key in self.entries:
+            self.replaced += 1
         if slot.exists():
             shutil.rmtree(slot)
-            self.replaced += 1
-        slot.mkdir(parents=True)
-        kept: list[tuple[str, str, int, int]] = []
+        kept: list[tuple[str, DeflatedAt]] = []
         for i, (path, member) in enumerate(members):
-            target = slot / f"{i:04d}"
-            target.write_bytes(member.data)
-            kept.append((path, str(target), member.crc, member.size))
-        lines_path = None
-        if lines:
-            lines_path = str(slot / "lines.jsonl")
-            with open(lines_path, "wb") as out:
-                out.writelines(lines)
-        self.entries[key] = _Entry(state, self.kept, kept, lines_path, tuple(linked))
+            if isinstance(member, Deflated):
+                target = self._file(slot, f"{i:04d}", member.data)
+                member = DeflatedAt(Span(str(target), 0, len(member.data)), member.crc, member.size)
+            kept.append((path, member))
+        lines_at = lines if isinstance(lines, Span) else None
+        if isinstance(lines, list) and lines:
+            data = b"".join(lines)
+            lines_at = Span(str(self._file(slot, "lines.jsonl", data)), 0, len(data))
+        self.entries[key] = _Entry(state, self.kept, name, kept, lines_at, tuple(linked))
         self.kept += 1
         return True
+
+    @staticmethod
+    def _file(slot: Path, name: str, data: bytes) -> Path:
+        slot.mkdir(parents=True, exist_ok=True)
+        target = slot / name
+        target.write_bytes(data)
+        return target
 
     def linked(self) -> list[str]:
         """The attachments' copies the kept bundle files link, each once, sorted."""
@@ -159,10 +171,9 @@ class ExportCollector:
             for entry in self._ordered():
                 if entry.lines is None:
                     continue
-                with open(entry.lines, "rb") as src:
-                    for line in src:
-                        out.write(line)
-                        records += 1
+                data = entry.lines.read()
+                out.write(data)
+                records += len(io.BytesIO(data).readlines())  # (lines as a file reads them)
         return records
 
     def write_zip(self, path: str | Path, extra: Iterable[tuple[str, str | Path]] = (),
@@ -171,7 +182,7 @@ class ExportCollector:
         members copied from the reader each opener gives); byte-identical for the same inputs. A copied member
         whose size comes near `zip64_limit` (zipfile's own bound) is written with zip64 fields: zipfile cannot
         know a streamed member's size before it is written, and would refuse it past 2 GiB."""
-        deflated = {(arc, src): (crc, size) for e in self.entries.values() for arc, src, crc, size in e.files}
+        deflated = {(arc, f"{e.slot}/{i:04d}"): member for e in self.entries.values() for i, (arc, member) in enumerate(e.files)}
         openers: dict[tuple[str, str], Callable[[], BinaryIO]] = {(a, str(s)): _reader(s) for a, s in extra}
         sizes = {(a, str(s)): Path(s).stat().st_size for a, s in extra}
         for a, opener, size in streams:
@@ -184,8 +195,7 @@ class ExportCollector:
                 info.external_attr = 0o644 << 16
                 info.create_system = 3  # unix: the same bytes whatever OS built the zip
                 if (arcname, src) in deflated:
-                    crc, size = deflated[(arcname, src)]
-                    append_deflated(zf, info, Deflated(Path(src).read_bytes(), crc, size))
+                    append_deflated(zf, info, deflated[(arcname, src)].read())
                     continue
                 zip64 = sizes[(arcname, src)] * 1.05 > zip64_limit  # (zipfile's rule, on the size it cannot see)
                 with openers[(arcname, src)]() as f, zf.open(info, "w", force_zip64=zip64) as dst:

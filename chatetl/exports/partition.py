@@ -316,18 +316,18 @@ def _stored_uploads(store: ObjectStore, day: str, walk: _Walk, progress: Callabl
             head = read_head(store.get_bytes(_head_key(day, uid)))
         uploads.append((uid, conv_key, msg_key, stamp, head if head is not None and head.stamp == stamp else None))
     listing = {o.key: o.etag for o in store.list(EXPORT_MANIFEST_PREFIX)}
-    known = _read_states(store, day)
+    known, states_etag = _read_states(store, day)
     usable = {uid for uid, *_, head in uploads if head is not None and _published(store, head, walk.current, listing, known)}
     with tempfile.TemporaryDirectory(prefix="chatetl-pieces-") as tmp:
         for number, (uid, conv_key, msg_key, stamp, head) in enumerate(uploads, start=1):
             done = f"exports {day}: upload {number}/{len(uploads)}"
             if head is not None and uid in usable:
-                zip_path = store.download(export_piece_key(day, uid), Path(tmp, "piece.zip"))
+                # (in the collector's folder: its conversations' bytes are read from there when the zip is written)
+                zip_path = store.download(export_piece_key(day, uid), walk.collector.workdir / f"piece-{number}.zip")
                 taken = 0
                 for piece in head.pieces(zip_path):
                     walk.stored(piece)
                     taken += 1
-                zip_path.unlink()
                 if progress is not None:
                     progress(f"{done}, {taken} conversations unchanged")
                 continue
@@ -338,14 +338,14 @@ def _stored_uploads(store: ObjectStore, day: str, walk: _Walk, progress: Callabl
                 writer.add(walk.rendered(conv))
                 rendered += 1
             head_bytes = writer.close()
-            put_if_changed(store, export_piece_key(day, uid), Path(tmp, "piece.zip"), "application/zip")
-            put_bytes_if_changed(store, _head_key(day, uid), head_bytes, "application/json")
+            put_if_changed(store, export_piece_key(day, uid), Path(tmp, "piece.zip"), "application/zip", stored.get(export_piece_key(day, uid)))
+            put_bytes_if_changed(store, _head_key(day, uid), head_bytes, "application/json", stored.get(_head_key(day, uid)))
             if progress is not None:
                 progress(f"{done}, {rendered} conversations rendered")
     day_keys = {_head_key(day, u) for u, *_ in uploads} | {export_piece_key(day, u) for u, *_ in uploads}
     for key in sorted(set(stored) - day_keys):
         store.delete(key)  # the piece of an upload the day no longer holds
-    _write_states(store, day, walk.current)
+    _write_states(store, day, walk.current, states_etag)
 
 
 def _head_key(day: str, uid: str) -> str:
@@ -377,20 +377,22 @@ def _held_state(store: ObjectStore, key: str, listing: dict[str, str], known: di
     return (etag, state) if state is not None else None
 
 
-def _read_states(store: ObjectStore, day: str) -> dict[str, tuple[str, StateOrder]]:
-    key = export_states_key(day)
-    if store.head(key) is None:
-        return {}
+def _read_states(store: ObjectStore, day: str) -> tuple[dict[str, tuple[str, StateOrder]], str | None]:
+    """The day's states file, and its ETag (None: no file)."""
+    fetched = store.fetch(export_states_key(day))
+    if fetched is None:
+        return {}, None
     try:
-        doc = json.loads(store.get_bytes(key))
-        return {k: (str(v[0]), (float(v[1][0]), int(v[1][1]), str(v[1][2]))) for k, v in doc.items()}
+        doc = json.loads(fetched[0])
+        return {k: (str(v[0]), (float(v[1][0]), int(v[1][1]), str(v[1][2]))) for k, v in doc.items()}, fetched[1]
     except (ValueError, UnicodeDecodeError, KeyError, TypeError, IndexError, AttributeError):
-        return {}  # damaged: every manifest is read
+        return {}, fetched[1]  # damaged: every manifest is read
 
 
-def _write_states(store: ObjectStore, day: str, states: dict[str, tuple[str, StateOrder]]) -> None:
+def _write_states(store: ObjectStore, day: str, states: dict[str, tuple[str, StateOrder]], held: str | None) -> None:
     doc = {k: [etag, list(state)] for k, (etag, state) in sorted(states.items())}
-    put_bytes_if_changed(store, export_states_key(day), (json.dumps(doc, sort_keys=True) + "\n").encode("ascii"), "application/json")
+    data = (json.dumps(doc, sort_keys=True) + "\n").encode("ascii")
+    put_bytes_if_changed(store, export_states_key(day), data, "application/json", held)
 
 
 def _publish_archive(store: ObjectStore, day: str, rows: NewestEntries, archive_page: bool, result: ExportsResult) -> None:

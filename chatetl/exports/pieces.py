@@ -10,17 +10,16 @@ upload's normalized files (their ETags), the plan, the content options and the e
 
 from __future__ import annotations
 
-import io
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from chatetl.exports.archive import ArchiveEntry
-from chatetl.exports.deflated import Deflated
+from chatetl.exports.deflated import Deflated, DeflatedAt, Span, stored_span
 from chatetl.fingerprint import code_fingerprint
 from chatetl.model import StateOrder
 
@@ -42,8 +41,8 @@ class ConversationPiece:
     state: StateOrder
     empty: bool  # no turn to show: no files, no lines
     written: list[tuple[str, str]]  # (format, path relative to exports/) of the files it publishes
-    bundle: list[tuple[str, Deflated]]  # its files of the zip's formats: (path relative to the zip, content deflated)
-    lines: list[bytes]  # its training lines
+    bundle: Sequence[tuple[str, Deflated | DeflatedAt]]  # its files of the zip's formats: (path relative to the zip, content deflated)
+    lines: list[bytes] | Span  # its training lines (or where they lie)
     row: ArchiveEntry | None  # its archive row (when the plan has the archive)
     linked: list[str] = field(default_factory=list)  # the attachments' copies its bundle files link (attachments.file_name)
 
@@ -73,11 +72,12 @@ class PieceHead:
             yield c["key"], _state(c["state"]), c["empty"]
 
     def pieces(self, zip_path: Path) -> Iterator[ConversationPiece]:
-        """The conversations with their bytes, read from the piece's zip."""
+        """The conversations, their bytes where they lie in the piece's zip (which must stay until they are read)."""
         with zipfile.ZipFile(zip_path) as zf:
             for i, c in enumerate(self.conversations):
-                bundle = [(path, Deflated(zf.read(member), crc, size)) for path, member, crc, size in c["bundle"]]
-                lines = io.BytesIO(zf.read(f"{i}/lines")).readlines() if c["lines"] else []  # (as the training file reads them)
+                bundle: list[tuple[str, Deflated | DeflatedAt]] = [
+                    (path, DeflatedAt(stored_span(zf, member), crc, size)) for path, member, crc, size in c["bundle"]]
+                lines: list[bytes] | Span = stored_span(zf, f"{i}/lines") if c["lines"] else []
                 yield ConversationPiece(c["key"], _state(c["state"]), c["empty"], [(w[0], w[1]) for w in c["written"]], bundle, lines,
                                         ArchiveEntry(**c["row"]) if c["row"] is not None else None, list(c.get("linked", [])))
 
@@ -105,9 +105,9 @@ class PieceWriter:
         members = []
         for j, (_, f) in enumerate(piece.bundle):
             members.append(f"{i}/{j}")
-            self._write(members[-1], f.data)
+            self._write(members[-1], (f if isinstance(f, Deflated) else f.read()).data)
         if piece.lines:
-            self._write(f"{i}/lines", b"".join(piece.lines))
+            self._write(f"{i}/lines", b"".join(piece.lines) if isinstance(piece.lines, list) else piece.lines.read())
         self.conversations.append(piece.meta(members))
 
     def _write(self, name: str, data: bytes) -> None:

@@ -64,7 +64,7 @@ from chatetl.rag.keepsake_documents import upload_keepsake_documents
 from chatetl.rag.stamps import FilesStamp, drop_stale_stamps, rag_fingerprint, read_files_stamp, write_files_stamp
 from chatetl.rag.vectors import PreviousVectors, RunVectors, VectorsWriter
 from chatetl.selection import VISIBLE, ContentOptions
-from chatetl.storage import ObjectStore, file_md5, put_if_changed
+from chatetl.storage import ObjectStore, put_if_changed
 from chatetl.tables.decode import iter_conversations
 from chatetl.tables.partitions import iter_partition, partition_table_pairs
 from chatetl.tally import Tally, capped, summed_by
@@ -368,7 +368,7 @@ def write_upload_documents(
         elif store.head(vectors_key) is not None:
             store.delete(vectors_key)
         if stamp is not None:
-            stamp.outputs = {key: file_md5(path) for key, path in outputs}
+            stamp.outputs = {key: store.etag_of(path) for key, path in outputs}
             stamp.documents, stamp.chunks, stamp.empty_documents = (
                 now - was for now, was in zip((result.documents, result.chunks, result.empty_documents), before, strict=True))
             stamp.vectors = vectors_out.rows if embedder is not None else 0

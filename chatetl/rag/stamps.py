@@ -66,10 +66,11 @@ def graph_stamp_key(day: str, uid: str) -> str:
 
 def _read(store: ObjectStore, key: str, kind: type[_Stamp]) -> _Stamp | None:
     """The stamp at `key` (None: none, or damaged: the upload is done again)."""
-    if store.head(key) is None:
+    fetched = store.fetch(key)
+    if fetched is None:
         return None
     try:
-        return kind(**json.loads(store.get_bytes(key)))
+        return kind(**json.loads(fetched[0]))
     except (ValueError, UnicodeDecodeError, TypeError):
         return None
 

@@ -6,7 +6,9 @@ import random
 import shutil
 import zipfile
 
-from chatetl.exports.deflated import BLOCK, append_deflated, deflate
+import pytest
+
+from chatetl.exports.deflated import BLOCK, append_deflated, deflate, stored_span
 
 
 def _info(name: str) -> zipfile.ZipInfo:
@@ -46,3 +48,18 @@ def test_a_copied_member_has_the_bytes_zipfile_writes(tmp_path):
     with zipfile.ZipFile(tmp_path / "copied.zip") as zf:
         assert zf.testzip() is None
         assert {n: zf.read(n) for n in zf.namelist()} == members
+
+
+def test_a_stored_member_is_read_where_it_lies_in_its_zip(tmp_path):
+    """A piece's members stay in its zip until the day's zip is written: their spans hold their bytes."""
+    members = {"0/0": b"deflated bytes", "0/lines": b'{"a": 1}\n{"b": 2}\n', "ñame-世/1": bytes(range(256)) * 300}
+    with zipfile.ZipFile(tmp_path / "piece.zip", "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data)
+    with zipfile.ZipFile(tmp_path / "piece.zip") as zf:
+        spans = {name: stored_span(zf, name) for name in members}
+    assert {name: span.read() for name, span in spans.items()} == members
+    with zipfile.ZipFile(tmp_path / "deflated.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("x", b"compressed")
+    with zipfile.ZipFile(tmp_path / "deflated.zip") as zf, pytest.raises(ValueError, match="not a stored member"):
+        stored_span(zf, "x")
