@@ -59,7 +59,7 @@ def record_retraction(store: ObjectStore, day: str, upload: str, why: str, conve
     body = {"day": day, "upload": upload, "why": why, "conversations": keys}
     data = json.dumps(body, ensure_ascii=False, indent=1, sort_keys=True).encode("utf-8", "surrogatepass")
     key = f"{retractions_prefix(day)}{hashlib.sha256(data).hexdigest()[:24]}.json"
-    store.put_bytes(key, data, "application/json")
+    store.write_bytes(key, data, "application/json")
     for stage in STAGES:  # recorded again (the upload came back and left again): every stage applies it again
         if store.head(f"{key}.{stage}") is not None:
             store.delete(f"{key}.{stage}")
@@ -81,7 +81,7 @@ def pending(store: ObjectStore, day: str, stage: str) -> list[Retraction]:
 def mark_applied(store: ObjectStore, records: Iterable[Retraction], stage: str) -> None:
     """`stage` applied these records; a record every stage has applied is removed."""
     for rec in records:
-        store.put_bytes(f"{rec.key}.{stage}", b"", "text/plain")
+        store.write_bytes(f"{rec.key}.{stage}", b"", "text/plain")
         if all(store.head(f"{rec.key}.{s}") is not None for s in STAGES):
             for s in STAGES:
                 store.delete(f"{rec.key}.{s}")

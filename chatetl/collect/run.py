@@ -127,9 +127,9 @@ def _one(store: ObjectStore, session: Session, state: State, dry_run: bool, out:
         if not dry_run:
             if data is None:  # (a live log may have grown since it was hashed: the next run sees its new stat)
                 assert session.path is not None
-                store.put_file(key, session.path, "application/json")
+                store.write_file(key, session.path, "application/json")
             else:
-                store.put_bytes(key, data, "application/json")
+                store.write_bytes(key, data, "application/json")
             out.keys.append(key)
         what = out.copied
     if not dry_run:

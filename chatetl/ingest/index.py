@@ -93,7 +93,7 @@ def _parallel(fn: Callable[[T], R], items: list[T], threads: int = 8) -> list[R]
 
 def record_batches(store: ObjectStore, batches: list[UploadBatch]) -> None:
     """Write each batch's index file (immutable, named by content: writing twice is harmless)."""
-    _parallel(lambda b: store.put_bytes(b.index_key, b.to_bytes(), "application/json"), batches)
+    _parallel(lambda b: store.write_bytes(b.index_key, b.to_bytes(), "application/json"), batches)
 
 
 def publish_coverage(store: ObjectStore, complete_before: float) -> None:
@@ -102,7 +102,7 @@ def publish_coverage(store: ObjectStore, complete_before: float) -> None:
     if old is not None and old >= complete_before:
         return
     body = {"complete_before": datetime.fromtimestamp(complete_before, tz=UTC).isoformat()}
-    store.put_bytes(COVERAGE_KEY, json.dumps(body).encode(), "application/json")
+    store.write_bytes(COVERAGE_KEY, json.dumps(body).encode(), "application/json")
 
 
 def read_coverage(store: ObjectStore) -> float | None:
@@ -152,7 +152,7 @@ def indexed_uploads(store: ObjectStore, day: str, compact: bool = True) -> list[
     uploads = sorted(latest.values(), key=lambda u: u.key)
     if compact and len(files) > COMPACT_AFTER:
         merged = UploadBatch(day, tuple(uploads))
-        store.put_bytes(merged.index_key, merged.to_bytes(), "application/json")
+        store.write_bytes(merged.index_key, merged.to_bytes(), "application/json")
         for key in files:
             if key != merged.index_key:
                 store.delete(key)

@@ -114,7 +114,7 @@ class Ledger:
 
     def save(self, store: ObjectStore) -> None:
         if self.dirty:
-            store.put_bytes(ledger_key(self.day, self.uploader), self.to_bytes(), "application/json")
+            store.write_bytes(ledger_key(self.day, self.uploader), self.to_bytes(), "application/json")
             self.dirty = False
 
 
@@ -148,7 +148,7 @@ def read_location(store: ObjectStore, upload_id: str) -> dict[str, str] | None:
 
 def write_location(store: ObjectStore, upload_id: str, upload_key: str, day: str, etag: str) -> None:
     body = json.dumps({"key": upload_key, "day": day, "etag": etag}, sort_keys=True).encode()
-    store.put_bytes(location_key(upload_id), body, "application/json")
+    store.write_bytes(location_key(upload_id), body, "application/json")
 
 
 def forget_location(store: ObjectStore, upload_id: str, day: str) -> None:
