@@ -59,7 +59,7 @@ import Stemmer
 from chatetl.exports.bucket import read_manifest
 from chatetl.graph.chunk_search import FullTextQueryError, chunk_indexes, chunk_matches, lucene_escape
 from chatetl.model import Role
-from chatetl.rag.embeddings import Embedder, VectorsOf, as_embedder, load_embedder
+from chatetl.rag.embeddings import BUILTIN_MODEL, Embedder, VectorsOf, as_embedder, builtin_embedder, load_embedder
 from chatetl.readers.platform_names import normalize_platform
 from chatetl.search_query import MONTHS, Asked, read_query
 from chatetl.side_by_side import side_by_side
@@ -298,22 +298,47 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _nearest_sentences(hits: list[Hit], query_vector: list[float], embedder: Embedder) -> None:
-    """For hits without the query's words: the sentence of the chunk nearest the query (one model call for all)."""
-    spans = [(hit, s) for hit in hits if not hit.matches for s in sentences(hit.text)]
-    if not spans:
+SHORTLIST = 5  # sentences of a hit that a model other than the built-in one reads to choose its nearest
+SHORTLIST_CHARS = 500  # of each, what that model reads (a sentence's start says what it is about: one window)
+
+
+def _nearest_sentences(hits: list[Hit], query: str, query_vector: list[float], embedder: Embedder) -> None:
+    """For hits without the query's words: the sentence of the chunk nearest the query by meaning, by
+    the model the chunks were embedded with (`query_vector`: the query by it).
+
+    The built-in model reads every sentence (an average of token vectors: microseconds a sentence).
+    Another model costs milliseconds a sentence, and a chunk holds dozens: it reads only the
+    `SHORTLIST` sentences of each hit that the built-in model ranks nearest the query (it compares a
+    sentence with the query's text, never with a stored vector, so it ranks them whatever model
+    embedded the chunks), each cut to `SHORTLIST_CHARS`: at most `SHORTLIST` sentences a hit."""
+    todo = [(hit, found) for hit in hits if not hit.matches for found in [sentences(hit.text)] if found]
+    if not todo:
         return
+    if embedder.name == BUILTIN_MODEL:
+        ordered = _by_nearness(embedder, query_vector, todo)
+    else:
+        longer = [(hit, found) for hit, found in todo if len(found) > SHORTLIST]
+        cheap = builtin_embedder()
+        ranked = iter(_by_nearness(cheap, cheap([query])[0], longer) if longer else [])  # (the built-in model loads only for these)
+        shortlists = [(hit, next(ranked)[:SHORTLIST] if len(found) > SHORTLIST else found) for hit, found in todo]
+        ordered = _by_nearness(embedder, query_vector, shortlists, SHORTLIST_CHARS)
+    for (hit, _), nearest in zip(todo, ordered, strict=True):
+        hit.matches = [nearest[0]]
+        hit.matched = "sentence"
+
+
+def _by_nearness(embedder: Embedder, query_vector: list[float], todo: list[tuple[Hit, list[tuple[int, int]]]],
+                 chars: int | None = None) -> list[list[tuple[int, int]]]:
+    """Each hit's sentences (`todo`: spans in its text), nearest the query first, equal scores in their
+    order; one model call for all, each sentence's first `chars` read (None: all of it)."""
     import numpy as np
 
-    similarity = np.asarray(embedder([hit.text[s:e] for hit, (s, e) in spans])) @ np.asarray(query_vector)
-    best: dict[int, tuple[float, tuple[int, int]]] = {}
-    for (hit, span), score in zip(spans, similarity.tolist(), strict=True):
-        if id(hit) not in best or score > best[id(hit)][0]:
-            best[id(hit)] = (score, span)
-    for hit in hits:
-        if id(hit) in best:
-            hit.matches = [best[id(hit)][1]]
-            hit.matched = "sentence"
+    similarity = (np.asarray(embedder([hit.text[s:e][:chars] for hit, found in todo for s, e in found])) @ np.asarray(query_vector)).tolist()
+    ordered, start = [], 0
+    for _, found in todo:
+        scores, start = similarity[start:start + len(found)], start + len(found)
+        ordered.append([span for _, span in sorted(zip(scores, found, strict=True), key=lambda pair: -pair[0])])
+    return ordered
 
 
 # --------------------------------------------------------------------------- fusion
@@ -517,7 +542,7 @@ def search(
     for hit in hits:
         hit.matched = "words" if hit.matches else None
     if model is not None and query_vector is not None:
-        _nearest_sentences(hits, query_vector, model)
+        _nearest_sentences(hits, query, query_vector, model)
     if store is not None:
         _add_exports(store, hits)
     return hits
