@@ -51,16 +51,18 @@ def read_refs(store: ObjectStore, uid: str) -> Refs | None:
     return None if fetched is None else _parsed(fetched[0])
 
 
-def every_ref(store: ObjectStore) -> Refs:
-    """What every upload's record names now."""
+def named_among(store: ObjectStore, candidates: Refs) -> Refs:
+    """Which of `candidates` some upload's record names now (the records read until every one is found)."""
     files: set[str] = set()
     contents: set[str] = set()
     for info in store.list(ATTACHMENTS_BY_UPLOAD_PREFIX):
         fetched = store.fetch(info.key)
         if fetched is not None:
             refs = _parsed(fetched[0])
-            files |= refs.files
-            contents |= refs.contents
+            files |= refs.files & candidates.files
+            contents |= refs.contents & candidates.contents
+            if len(files) == len(candidates.files) and len(contents) == len(candidates.contents):
+                break
     return Refs(frozenset(files), frozenset(contents))
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from chatetl.attachments.refs import Refs, every_ref, hold
+from chatetl.attachments.refs import Refs, hold, named_among
 from chatetl.layout import (
     ATTACHMENTS_IN_FLIGHT_PREFIX,
     ATTACHMENTS_LET_GO_PREFIX,
@@ -76,18 +76,18 @@ def sweep(store: ObjectStore, grace: timedelta = GRACE, run: str | None = None) 
     """Every let-go file and by-content record that no upload's record names, deleted; a file younger than
     `grace` stays while a run other than `run` is in flight, its let-go record kept for a later sweep. The
     keys deleted."""
-    pending = [o.key for o in store.list(ATTACHMENTS_LET_GO_PREFIX) if o.key.endswith(".json")]
+    pending = {}
+    for key in [o.key for o in store.list(ATTACHMENTS_LET_GO_PREFIX) if o.key.endswith(".json")]:
+        if (fetched := store.fetch(key)) is not None:  # (None: another sweep took it)
+            pending[key] = _let_go_body(fetched[0])
     if not pending:
         return []
     young = _server_now(store) - grace
     busy = _in_flight(store, young, run)
-    named = every_ref(store)
+    named = named_among(store, Refs(frozenset().union(*(let.files for _, let in pending.values())),
+                                    frozenset().union(*(let.contents for _, let in pending.values()))))
     deleted: list[str] = []
-    for key in pending:
-        fetched = store.fetch(key)
-        if fetched is None:
-            continue  # (another sweep took it)
-        uid, let = _let_go_body(fetched[0])
+    for key, (uid, let) in pending.items():
         waiting = set()
         for h in sorted(let.files - named.files):
             info = store.head(attachment_key(h))
