@@ -20,7 +20,8 @@
     state/attachments/by-content/<etag>-<size>.json      which member of an upload with these bytes holds which file
     state/attachments/let-go/<digest>.json               files and by-content records an upload let go, until swept
     state/attachments/in-flight/<upload-id>-<run>.json   a run resolving an upload's files (removed when it is done)
-    state/attachments/swept.json                         empty; its time is the last sweep's (chatetl.attachments.sweep)
+    state/attachments/sweeping/<sweep>.json              a sweep that may delete files (removed when it is done)
+    state/attachments/swept.json                         the last sweep's id; its time is when it began (chatetl.attachments.sweep)
     cache/exports/date=D/<upload-id>.zip                 what an upload gave its day's zip, training file, rows
     cache/exports/date=D.json                            the export manifests' states a run of day D saw
     cache/rag/date=D/<upload-id>.json                    what an upload's rag/ files were written from
@@ -62,6 +63,7 @@ ATTACHMENTS_BY_UPLOAD_PREFIX = f"{STATE_PREFIX}attachments/by-upload/"
 ATTACHMENTS_BY_CONTENT_PREFIX = f"{STATE_PREFIX}attachments/by-content/"
 ATTACHMENTS_LET_GO_PREFIX = f"{STATE_PREFIX}attachments/let-go/"
 ATTACHMENTS_IN_FLIGHT_PREFIX = f"{STATE_PREFIX}attachments/in-flight/"
+ATTACHMENTS_SWEEPING_PREFIX = f"{STATE_PREFIX}attachments/sweeping/"
 ATTACHMENTS_SWEPT_KEY = f"{STATE_PREFIX}attachments/swept.json"
 EXPORT_FILES_PREFIX = f"{EXPORTS_PREFIX}files/"
 
@@ -160,6 +162,11 @@ def attachments_let_go_key(digest: str) -> str:
 def attachments_in_flight_key(uid: str, run: str) -> str:
     """A run resolving upload `uid`'s files; `run` tells two runs of one upload apart."""
     return f"{ATTACHMENTS_IN_FLIGHT_PREFIX}{uid}-{run}.json"
+
+
+def attachments_sweeping_key(sweep: str) -> str:
+    """A sweep under way (chatetl.attachments.sweep); `sweep` is its own id."""
+    return f"{ATTACHMENTS_SWEEPING_PREFIX}{sweep}.json"
 
 
 def export_file_prefix(content_hash: str) -> str:

@@ -75,7 +75,7 @@ class UploadFiles:
 
     def restore_missing(self) -> int:
         """Each file stored or found here that the bucket no longer holds (a sweep took it before the upload's
-        record named it: chatetl.attachments.sweep) stored again; how many were."""
+        record named it: chatetl.attachments.sweep) stored again; how many were. One HEAD per file."""
         restored = 0
         for name, kept in self.stored.items():
             if kept is not None and not held(self.store, attachment_key(kept.content_hash)):

@@ -49,8 +49,9 @@ def resolve_attachments(store: ObjectStore, upload: Entry, uid: str, paths: dict
                     files = UploadFiles(store, upload, members, report, workdir, inline_ids, read_manifest(store, digest))
                     _resolve(files, paths, workdir, counts)
                     write_manifest(store, digest, files.found())
-                    refer(store, uid, counts.hashes, digest, run=run)
-                    files.restore_missing()  # (a sweep that ran before the record was written took none of them for good)
+                    refer(store, uid, counts.hashes, digest, run=run.key)
+                    if run.files_may_be_gone():  # (a sweep overlapped this run: what it took is stored again)
+                        files.restore_missing()
                 return counts
     refer(store, uid, ())
     return counts

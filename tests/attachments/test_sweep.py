@@ -1,5 +1,6 @@
 """A deleted upload's attachments leave the bucket with it, on the real S3 server: the files only it referred
-to, its by-upload and by-content records; never a file another upload or a running ingest relies on."""
+to, its by-upload and by-content records; never a file another upload names, and a running ingest that a
+sweep overlapped stores again what the sweep took."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from chatetl.layout import (
     attachment_key,
     attachments_of_content_key,
     attachments_of_upload_key,
+    attachments_sweeping_key,
     upload_id,
 )
 from chatetl.samples.common import zip_files
@@ -152,6 +154,63 @@ def test_an_ingest_that_found_a_file_as_its_last_other_upload_left_keeps_it(s3_s
     assert not _keys(store, ATTACHMENTS_LET_GO_PREFIX) and not _keys(store, ATTACHMENTS_IN_FLIGHT_PREFIX)
     assert store.head(attachments_of_upload_key(upload_id("raw/a.zip"))) is None
     assert store.head(attachments_of_upload_key(upload_id("raw/b.zip"))) is not None
+
+
+class _CountingHeads(S3ObjectStore):
+    """The real bucket, counting the HEADs of stored files; `meanwhile` runs once at the first one, on a store
+    of its own (its requests not counted)."""
+
+    def __init__(self, client, bucket: str, meanwhile=None) -> None:
+        super().__init__(client, bucket)
+        self.meanwhile = meanwhile
+        self.heads = 0
+
+    def head(self, key):
+        if key.startswith(ATTACHMENTS_PREFIX):
+            self.heads += 1
+            if self.meanwhile is not None:
+                meanwhile, self.meanwhile = self.meanwhile, None
+                meanwhile(S3ObjectStore(self.client, self.bucket))
+        return super().head(key)
+
+
+def test_an_ingest_checks_its_files_again_only_when_a_sweep_may_have_overlapped_it(s3_store, s3_bucket, services):
+    """No sweep since the ingest began: its files are not looked up again (one GET instead of a HEAD each). A
+    sweep during the ingest, or one under way (or died under way) as it began: each file is looked up again."""
+    client = s3_client(services["CHATETL_S3_ENDPOINT_URL"])
+    ingested(s3_store, "raw/a.zip", chatgpt_zip())
+    ingested(s3_store, "raw/gone.zip", _one_file_zip())  # (an upload to retract: its file stays, b and c hold it)
+    quiet = _CountingHeads(client, s3_bucket)
+    ingested(quiet, "raw/b.zip", _one_file_zip())
+    assert quiet.heads >= 1  # (the lookup of its one file, found stored)
+
+    swept = _CountingHeads(client, s3_bucket, lambda s: release(s, upload_id("raw/gone.zip")))
+    ingested(swept, "raw/c.zip", _one_file_zip())
+    assert swept.meanwhile is None and swept.heads == quiet.heads + 1  # (its one file, checked again)
+
+    s3_store.write_bytes(attachments_sweeping_key("died-under-way"), b"{}")
+    under_way = _CountingHeads(client, s3_bucket)
+    ingested(under_way, "raw/d.zip", _one_file_zip())
+    assert under_way.heads == quiet.heads + 1
+    again = _CountingHeads(client, s3_bucket)
+    ingested(again, "raw/e.zip", _one_file_zip())
+    assert again.heads == quiet.heads + 1  # (until a sweep forgets it, or it is older than the grace period)
+    s3_store.write_bytes(f"{ATTACHMENTS_LET_GO_PREFIX}x.json", b'{"upload": "x", "files": [], "contents": []}')
+    sweep(s3_store, timedelta(0))
+    after = _CountingHeads(client, s3_bucket)
+    ingested(after, "raw/f.zip", _one_file_zip())
+    assert after.heads == quiet.heads and _files(s3_store) == EVERY_FILE
+
+
+def test_a_file_a_sweep_took_after_the_ingest_checked_it_comes_back_when_the_upload_is_read_again(s3_store):
+    """The window the check leaves (a sweep's deletion landing after it): the upload's record names a file the
+    bucket lacks; a reprocess run of its day reads the upload again and stores it."""
+    store = s3_store
+    store.put_bytes("raw/b.zip", _one_file_zip())
+    _run(store)
+    store.delete(SHARED)  # (as a sweep that read the records before b's was written, deleting after b's check)
+    ingest_partition(store, _day_of(store, "raw/b.zip"), list(store.list("raw/")), reprocess=True)
+    assert _files(store) == {SHARED} and store.get_bytes(SHARED) == png(1)
 
 
 def _etag_size(store, key: str) -> tuple[str, int]:
