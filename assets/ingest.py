@@ -15,6 +15,7 @@ from assets.config import NormalizedConfig
 from assets.metadata import contract_metadata, counts_table, key_list, md_list, md_table, run_and_totals
 from assets.partitions import partition_groups
 from assets.policies import REPROCESS_TAG, daily_asset
+from chatetl.attachments.sweep import sweep as sweep_attachments
 from chatetl.ingest.groups import UploadGroup
 from chatetl.ingest.index import DayUploads, find_uploads, info_from_dict, info_to_dict
 from chatetl.ingest.ledger import parser_fingerprint
@@ -179,6 +180,8 @@ def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_
                                   warn=context.log.warning)
         context.log.info(_summary(result, [group.key]))
         per_group.append(result)
+    if swept := sweep_attachments(store):  # (what an earlier sweep kept for an ingest then running)
+        context.log.info(f"{len(swept)} object(s) of attachments no upload refers to removed")
     total = PartitionIngest.total(per_group, groups[0].day)
     metadata = normalized_metadata(store, total, groups, per_group)
     with_uploads = [g.key for g, d in zip(groups, per_group, strict=True) if d.uploads]

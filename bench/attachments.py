@@ -13,6 +13,11 @@ export again into the bucket the "with" run filled: it must store nothing new.
 Then the day's zip (`chatetl.exports.partition.write_day_exports`, md and html, every file rendered anew) of
 each of those buckets, in a process of its own, alternating: "with" holds the 5,000 images under `files/`,
 "without" the same pages with placeholders only (the baseline).
+
+    .venv/bin/python bench/attachments.py --trees DIR [DIR ...] [--runs 5]
+
+only times the ingest with the attachment stage, once per run with the code of each DIR (a folder holding a
+`chatetl/`, e.g. `git archive <commit> chatetl | tar -x -C DIR`), alternating: one version beside another.
 """
 
 from __future__ import annotations
@@ -94,8 +99,8 @@ def write_export(path: Path, conversations: int, per_chat: int, kb: int) -> int:
     return conversations * per_chat
 
 
-def run(export: Path, bucket: Path, mode: str) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", _RUN, str(ROOT), str(export), str(bucket), mode], capture_output=True, text=True, check=True)
+def run(export: Path, bucket: Path, mode: str, root: Path = ROOT) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", _RUN, str(root), str(export), str(bucket), mode], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -111,17 +116,33 @@ def _table(results: dict[str, list[dict[str, float]]]) -> None:
         print(f"| {what} | {row[0]:.1f} | {row[1]:.1f} |")
 
 
+def compare_trees(export: Path, bucket: Path, trees: list[Path], runs: int) -> None:
+    """The ingest with the attachment stage, with each tree's code in turn (the order reversed every other run)."""
+    seconds: dict[Path, list[float]] = {t: [] for t in trees}
+    for n in range(runs):
+        for tree in trees if n % 2 == 0 else trees[::-1]:
+            subprocess.run(["rm", "-rf", str(bucket)], check=True)
+            seconds[tree].append(run(export, bucket, "with", tree.resolve())["s"])
+    print("| | seconds (median) | runs |\n|---|---:|---|")
+    for tree, times in seconds.items():
+        print(f"| {tree} | {statistics.median(times):.1f} | {' '.join(f'{t:.1f}' for t in times)} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", type=int, default=1000)
     parser.add_argument("--per-chat", type=int, default=5)
     parser.add_argument("--kb", type=int, default=64)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--trees", type=Path, nargs="+", help="time the ingest only, with the code of each folder")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         export = Path(folder, "export.zip")
         images = write_export(export, args.conversations, args.per_chat, args.kb)
         print(f"export: {images} images, {export.stat().st_size / 1024**2:.0f} MiB")
+        if args.trees:
+            compare_trees(export, Path(folder, "bucket"), args.trees, args.runs)
+            return
         results: dict[str, list[dict[str, float]]] = {"without": [], "with": []}
         for n in range(args.runs):
             for mode in ("without", "with") if n % 2 == 0 else ("with", "without"):

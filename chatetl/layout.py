@@ -16,14 +16,18 @@
     state/uploads/date=D/batch-<id>.json                 the upload index (the sensor's finds)
     state/uploads/coverage.json                          up to when the index is complete
     state/uploads/by-key/<upload-id>.json                which day holds an upload key's outputs
+    state/attachments/by-upload/<upload-id>.json         the attachments an upload refers to
+    state/attachments/by-content/<etag>-<size>.json      which member of an upload with these bytes holds which file
+    state/attachments/let-go/<digest>.json               files and by-content records an upload let go, until swept
+    state/attachments/in-flight/<upload-id>-<run>.json   a run resolving an upload's files (removed when it is done)
+    state/attachments/sweeping/<sweep>.json              a sweep that may delete files (removed when it is done)
+    state/attachments/swept.json                         the last sweep's id; its time is when it began (chatetl.attachments.sweep)
     cache/exports/date=D/<upload-id>.zip                 what an upload gave its day's zip, training file, rows
     cache/exports/date=D.json                            the export manifests' states a run of day D saw
     cache/rag/date=D/<upload-id>.json                    what an upload's rag/ files were written from
 
 cache/ holds what lets a run redo only what changed: deleting it costs time (the next run of each day
 renders and chunks everything again), never data.
-    state/attachments/by-upload/<upload-id>.json         the attachments an upload refers to
-    state/attachments/by-content/<etag>-<size>.json      which member of an upload with these bytes holds which file
 
 Every output key is derived from the upload's key, so a rerun overwrites instead of
 adding (and `chatetl.storage.put_if_changed` skips writes whose bytes are unchanged).
@@ -57,6 +61,10 @@ LOCATION_PREFIX = f"{INDEX_PREFIX}by-key/"
 CACHE_PREFIX = "cache/"
 ATTACHMENTS_BY_UPLOAD_PREFIX = f"{STATE_PREFIX}attachments/by-upload/"
 ATTACHMENTS_BY_CONTENT_PREFIX = f"{STATE_PREFIX}attachments/by-content/"
+ATTACHMENTS_LET_GO_PREFIX = f"{STATE_PREFIX}attachments/let-go/"
+ATTACHMENTS_IN_FLIGHT_PREFIX = f"{STATE_PREFIX}attachments/in-flight/"
+ATTACHMENTS_SWEEPING_PREFIX = f"{STATE_PREFIX}attachments/sweeping/"
+ATTACHMENTS_SWEPT_KEY = f"{STATE_PREFIX}attachments/swept.json"
 EXPORT_FILES_PREFIX = f"{EXPORTS_PREFIX}files/"
 
 
@@ -144,6 +152,21 @@ def attachments_of_content_key(digest: str) -> str:
     if not digest or len(digest) > 100 or any(c not in "0123456789abcdef-" for c in digest):
         raise ValueError(f"not an upload digest: {digest!r}")
     return f"{ATTACHMENTS_BY_CONTENT_PREFIX}{digest}.json"
+
+
+def attachments_let_go_key(digest: str) -> str:
+    """What an upload let go (chatetl.attachments.sweep), named by the record's own digest."""
+    return f"{ATTACHMENTS_LET_GO_PREFIX}{digest}.json"
+
+
+def attachments_in_flight_key(uid: str, run: str) -> str:
+    """A run resolving upload `uid`'s files; `run` tells two runs of one upload apart."""
+    return f"{ATTACHMENTS_IN_FLIGHT_PREFIX}{uid}-{run}.json"
+
+
+def attachments_sweeping_key(sweep: str) -> str:
+    """A sweep under way (chatetl.attachments.sweep); `sweep` is its own id."""
+    return f"{ATTACHMENTS_SWEEPING_PREFIX}{sweep}.json"
 
 
 def export_file_prefix(content_hash: str) -> str:

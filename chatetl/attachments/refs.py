@@ -1,65 +1,79 @@
-"""Which uploads refer to each stored attachment, so a file leaves the bucket with the last one.
+"""Which uploads refer to each stored attachment: one record per upload that holds files.
 
-Each upload that holds files keeps their list (`state/attachments/by-upload/<upload-id>.json`, one
-object however many files). When an upload's new version no longer holds a file, or the upload is
-deleted or moved, the files it let go that no other upload's list names leave, with their exported
-copies (`exports/files/<h>…`): the other lists are read only then, when something may leave.
+`state/attachments/by-upload/<upload-id>.json` names the files (sha256) the upload's tables refer to
+and the upload's content digest (its `state/attachments/by-content/` record, chatetl.attachments.manifest):
+one object however many files. A file or a content record no upload's record names may leave the
+bucket (chatetl.attachments.sweep decides when); the records are read all together only then.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
-from chatetl.layout import ATTACHMENTS_BY_UPLOAD_PREFIX, attachment_key, attachments_of_upload_key, export_file_prefix
+from chatetl.layout import ATTACHMENTS_BY_UPLOAD_PREFIX, attachments_of_upload_key
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
 
-def hold(store: ObjectStore, uid: str, hashes: Iterable[str]) -> list[str]:
-    """Upload `uid` now refers to exactly `hashes`; the keys of the files that left because it no longer does."""
+@dataclass(frozen=True)
+class Refs:
+    """What upload records name: files (sha256) and content digests (`<etag>-<size>`)."""
+
+    files: frozenset[str] = field(default_factory=frozenset)
+    contents: frozenset[str] = field(default_factory=frozenset)
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.contents)
+
+
+def hold(store: ObjectStore, uid: str, hashes: Iterable[str], content: str | None = None) -> Refs:
+    """Upload `uid` (whose bytes have the digest `content`) now refers to exactly `hashes`: its record written (or
+    removed when it refers to none); what it referred to before and no longer does."""
     now = sorted(set(hashes))
     record = attachments_of_upload_key(uid)
-    before = _listed(store, record)
+    before = read_refs(store, uid)
     if now:
-        put_bytes_if_changed(store, record, json.dumps(now).encode(), "application/json")
+        body: dict[str, Any] = {"files": now, "content": content}
+        put_bytes_if_changed(store, record, json.dumps(body, sort_keys=True).encode(), "application/json")
     elif before is not None:
         store.delete(record)
-    let_go = (before or set()) - set(now)
-    return _unreferenced(store, let_go) if let_go else []
+    before = before or Refs()
+    kept = Refs(frozenset(now), frozenset({content} if content and now else ()))
+    return Refs(before.files - kept.files, before.contents - kept.contents)
 
 
-def release(store: ObjectStore, uid: str) -> list[str]:
-    """Upload `uid` left: it refers to no file any more (the keys of the files that left)."""
-    return hold(store, uid, ())
+def read_refs(store: ObjectStore, uid: str) -> Refs | None:
+    """What an upload's record names (None: it has none)."""
+    key = attachments_of_upload_key(uid)
+    fetched = store.fetch(key)
+    return None if fetched is None else _parsed(fetched[0])
 
 
-def _listed(store: ObjectStore, key: str) -> set[str] | None:
-    """The files an upload's list names (None: it has none)."""
-    if store.head(key) is None:
-        return None
-    try:
-        data = json.loads(store.get_bytes(key))
-    except (ValueError, UnicodeDecodeError):
-        return set()  # (a damaged list: rewritten by the upload's next run)
-    return {h for h in data if isinstance(h, str)} if isinstance(data, list) else set()
-
-
-def _unreferenced(store: ObjectStore, candidates: set[str]) -> list[str]:
-    """The files among `candidates` no upload's list names, deleted with their exported copies; the keys deleted."""
-    left = set(candidates)
+def named_among(store: ObjectStore, candidates: Refs) -> Refs:
+    """Which of `candidates` some upload's record names now (the records read until every one is found)."""
+    files: set[str] = set()
+    contents: set[str] = set()
     for info in store.list(ATTACHMENTS_BY_UPLOAD_PREFIX):
-        left -= _listed(store, info.key) or set()
-        if not left:
-            return []
-    keys = []
-    for h in sorted(left):
-        try:
-            key = attachment_key(h)
-        except ValueError:
-            continue  # (a list's entry that is no sha256: never a key)
-        keys += [o.key for o in store.list(export_file_prefix(h))]
-        if store.head(key) is not None:
-            keys.append(key)
-    for key in keys:
-        store.delete(key)
-    return keys
+        fetched = store.fetch(info.key)
+        if fetched is not None:
+            refs = _parsed(fetched[0])
+            files |= refs.files & candidates.files
+            contents |= refs.contents & candidates.contents
+            if len(files) == len(candidates.files) and len(contents) == len(candidates.contents):
+                break
+    return Refs(frozenset(files), frozenset(contents))
+
+
+def _parsed(data: bytes) -> Refs:
+    """A record's names; an earlier record is a bare list of files, a damaged one names nothing (the upload's
+    next run writes it again)."""
+    try:
+        body = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return Refs()
+    files = body.get("files") if isinstance(body, dict) else body
+    content = body.get("content") if isinstance(body, dict) else None
+    return Refs(frozenset(h for h in files if isinstance(h, str)) if isinstance(files, list) else frozenset(),
+                frozenset({content} if isinstance(content, str) and content else ()))

@@ -73,6 +73,21 @@ class UploadFiles:
         """Every file stored (or found stored) so far."""
         return [s for s in (*self.stored.values(), *self.inline.values()) if s is not None]
 
+    def restore_missing(self) -> int:
+        """Each file stored or found here that the bucket no longer holds (a sweep took it before the upload's
+        record named it: chatetl.attachments.sweep) stored again; how many were. One HEAD per file."""
+        restored = 0
+        for name, kept in self.stored.items():
+            if kept is not None and not held(self.store, attachment_key(kept.content_hash)):
+                restored += self._store(name) is not None
+        missing = {i for i, kept in self.inline.items() if not held(self.store, attachment_key(kept.content_hash))}
+        for source_file in sorted(self._scanned, key=str) if missing else ():
+            if (opener := self._chat_file(source_file)) is not None:
+                for _found, _mime, data in inline_files(opener, missing):
+                    store_bytes(self.store, data, self.workdir)
+                    restored += 1
+        return restored
+
     def _member(self, name: str) -> StoredFile | None:
         member = self.members.get(name)
         where = f"{self.upload.name}!{name}"
@@ -83,10 +98,17 @@ class UploadFiles:
             return None
         if (known := self.known.get(name)) is not None and held(self.store, attachment_key(known[0])):
             return StoredFile(known[0], known[1], known[2], None, new=False)
+        return self._store(name)
+
+    def _store(self, name: str) -> StoredFile | None:
+        """Member `name`'s bytes streamed into the store (None: a damaged member, said on the report)."""
+        member = self.members.get(name)
+        if member is None:
+            return None
         try:
             return store_member(self.store, member, self.workdir)
         except (*DAMAGED_MEMBER, OSError) as exc:  # type: ignore[misc]  # (a damaged member: the attachment stays without its bytes)
-            self.report.warn(where, "", f"attachment not kept: {exc}")
+            self.report.warn(f"{self.upload.name}!{name}", "", f"attachment not kept: {exc}")
             return None
 
     def _inline(self, source_file: str | None, ident: str | None) -> StoredFile | None:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chatetl.attachments.manifest import read_manifest, write_manifest
-from chatetl.attachments.refs import hold
 from chatetl.attachments.resolve import UploadFiles
+from chatetl.attachments.sweep import refer, resolving
 from chatetl.layout import TABLES
 from chatetl.model import Conversation
 from chatetl.readers.data_url import INLINE_ID_PREFIX
@@ -37,10 +37,23 @@ class AttachmentCounts:
 def resolve_attachments(store: ObjectStore, upload: Entry, uid: str, paths: dict[str, Path], report: ReadReport,
                         workdir: Path, digest: str | None = None) -> AttachmentCounts:
     """Set the attachments of the tables at `paths` to the bytes `upload` (id `uid`) holds for them, stored in
-    `store`; the upload's references to stored files follow (chatetl.attachments.refs). `digest`: the upload's
-    content digest (chatetl.attachments.manifest.upload_digest), so the same bytes again are not re-read."""
-    counts = _resolved(store, upload, paths, report, workdir, digest)
-    hold(store, uid, counts.hashes)
+    `store`; the upload's references to stored files follow (chatetl.attachments.refs), what it let go is swept
+    (chatetl.attachments.sweep). `digest`: the upload's content digest (chatetl.attachments.manifest.upload_digest),
+    so the same bytes again are not re-read."""
+    counts = AttachmentCounts()
+    counts.attachments, inline_ids = attachment_ids(paths["messages"])
+    if counts.attachments:
+        with upload_members(upload) as members:
+            if members or inline_ids:
+                with resolving(store, uid) as run:
+                    files = UploadFiles(store, upload, members, report, workdir, inline_ids, read_manifest(store, digest))
+                    _resolve(files, paths, workdir, counts)
+                    write_manifest(store, digest, files.found())
+                    refer(store, uid, counts.hashes, digest, run=run.key)
+                    if run.files_may_be_gone():  # (a sweep overlapped this run: what it took is stored again)
+                        files.restore_missing()
+                return counts
+    refer(store, uid, ())
     return counts
 
 
@@ -70,20 +83,10 @@ def rewrite_resolved(paths: dict[str, Path], resolve: Callable[[Conversation], i
     return found
 
 
-def _resolved(store: ObjectStore, upload: Entry, paths: dict[str, Path], report: ReadReport, workdir: Path,
-              digest: str | None) -> AttachmentCounts:
-    counts = AttachmentCounts()
-    counts.attachments, inline_ids = attachment_ids(paths["messages"])
-    if not counts.attachments:
-        return counts
-    with upload_members(upload) as members:
-        if not members and not inline_ids:
-            return counts
-        files = UploadFiles(store, upload, members, report, workdir, inline_ids, read_manifest(store, digest))
-        counts.in_export = rewrite_resolved(paths, files.resolve, workdir)
-        write_manifest(store, digest, files.found())
-        stored = files.files()
-        counts.hashes = sorted({s.content_hash for s in stored})
-        counts.files = len(counts.hashes)
-        counts.new_files = len({s.content_hash for s in stored if s.new})
-    return counts
+def _resolve(files: UploadFiles, paths: dict[str, Path], workdir: Path, counts: AttachmentCounts) -> None:
+    """The tables at `paths` rewritten with each attachment set to its stored file, counted in `counts`."""
+    counts.in_export = rewrite_resolved(paths, files.resolve, workdir)
+    stored = files.files()
+    counts.hashes = sorted({s.content_hash for s in stored})
+    counts.files = len(counts.hashes)
+    counts.new_files = len({s.content_hash for s in stored if s.new})

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chatetl.attachments.refs import release as release_attachments
+from chatetl.attachments.sweep import release as release_attachments
 from chatetl.ingest.groups import uploader_of
 from chatetl.ingest.index import current_state, partition_of
 from chatetl.ingest.ledger import (
