@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
+from s3_buckets import fresh_bucket
 
 from chatetl.settings import local_environment
 
@@ -75,17 +75,8 @@ def clean_graph(neo4j_driver):
 @pytest.fixture
 def s3_bucket(services):
     """A fresh bucket on the real S3 server, removed afterwards."""
-    from chatetl.storage import s3_client
-
-    client = s3_client(services["CHATETL_S3_ENDPOINT_URL"])
-    name = f"chatetl-test-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=name)
-    yield name
-    paginator = client.get_paginator("list_objects_v2")
-    for page in paginator.paginate(Bucket=name):
-        for obj in page.get("Contents", []):
-            client.delete_object(Bucket=name, Key=obj["Key"])
-    client.delete_bucket(Bucket=name)
+    with fresh_bucket(services["CHATETL_S3_ENDPOINT_URL"]) as name:
+        yield name
 
 
 @pytest.fixture

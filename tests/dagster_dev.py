@@ -62,7 +62,7 @@ def serving(command: list[str], env: dict[str, str], cwd: Path, log: Path, timeo
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"{command[0]} did not serve on {url}:\n{log.read_text(errors='replace')[-4000:]}")
-            time.sleep(1)
+            time.sleep(0.2)
         yield url
     finally:
         if proc.poll() is None:

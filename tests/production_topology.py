@@ -2,7 +2,8 @@
 fixture), a DAGSTER_HOME holding deploy/dagster.yaml (with the default run launcher: no Docker
 here), and the processes of deploy/docker-compose.yml started with the compose file's own
 commands: the storage setup (dagster-init), the code location's gRPC server, the webserver and
-the daemon (the `deployment` fixture); runs submitted through the webserver's GraphQL API."""
+the daemon (the `deployment` fixture: started once for the tests that use it, its bucket emptied
+before each); runs submitted through the webserver's GraphQL API."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
 import yaml
 from postgres_server import free_port
+from s3_buckets import empty_bucket, fresh_bucket
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -155,11 +159,11 @@ def stop_instigators(port: int, location: str = "chatetl") -> list[str] | None:
     return names
 
 
-@pytest.fixture
-def deployment(postgres, services, s3_bucket, tmp_path, monkeypatch):
-    """deploy/dagster.yaml on the real PostgreSQL, with the compose file's processes started."""
+@contextmanager
+def running_topology(postgres, bucket: str, root: Path) -> Iterator[dict]:
+    """deploy/dagster.yaml on the real PostgreSQL, with the compose file's processes started, on `bucket`."""
     compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
-    home = tmp_path / "dagster_home"
+    home = root / "dagster_home"
     home.mkdir()
     # deploy/dagster.yaml, but for its run launcher: no Docker here, so each run is a process the code
     # server starts (the default launcher) instead of a container
@@ -167,21 +171,19 @@ def deployment(postgres, services, s3_bucket, tmp_path, monkeypatch):
     assert instance_config["run_launcher"]["class"] == "DockerRunLauncher"
     instance_config["run_launcher"] = {"module": "dagster", "class": "DefaultRunLauncher"}
     (home / "dagster.yaml").write_text(yaml.safe_dump(instance_config))
-    logs = tmp_path / "logs"
+    logs = root / "logs"
     logs.mkdir()
-    workdir = tmp_path / "app"  # like the image's WORKDIR: nothing is imported from the current folder
+    workdir = root / "app"  # like the image's WORKDIR: nothing is imported from the current folder
     workdir.mkdir()
 
     settings = {
         **postgres.env(),
         "DAGSTER_HOME": str(home),
         "CHATETL_STORE": "s3",
-        "CHATETL_S3_BUCKET": s3_bucket,
+        "CHATETL_S3_BUCKET": bucket,
         "CHATETL_S3_PREFIX": "",
         "CHATETL_NEO4J_POOL_LIMIT": "1",
     }
-    for key, value in settings.items():
-        monkeypatch.setenv(key, value)  # for the DagsterInstance this test reads runs from
     # the image's PYTHONPATH: the library is installed, the Dagster layer imported from the source tree
     env = {**os.environ, **settings, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": str(REPO)}
 
@@ -221,12 +223,50 @@ def deployment(postgres, services, s3_bucket, tmp_path, monkeypatch):
         stopped = wait_for("the location's sensors and schedules", lambda: stop_instigators(web_port), processes, START_TIMEOUT)
         assert "upload_sensor" in stopped
         processes.append(Process("daemon", daemon, env, workdir, logs))
-        yield {"home": home, "web_port": web_port, "bucket": s3_bucket, "env": env, "processes": processes}
+        yield {"home": home, "web_port": web_port, "bucket": bucket, "env": env, "settings": settings, "processes": processes}
     finally:
         for p in reversed(processes):
             p.stop()
         left = [p.name for p in processes if p.alive()]
         assert not left, f"still running: {left}"
+
+
+@pytest.fixture(scope="session")
+def shared_topology(postgres, services, tmp_path_factory):
+    """The production topology, started by the first test that asks for it and stopped after the last
+    (rather than once per test: its start is most of such a test's time; its processes would
+    otherwise tick through the rest of the suite). A pair of functions: start() -> the deployment, stop()."""
+    stack = ExitStack()
+    running: dict = {}
+
+    def start() -> dict:
+        if not running:
+            bucket = stack.enter_context(fresh_bucket(services["CHATETL_S3_ENDPOINT_URL"]))
+            running.update(stack.enter_context(running_topology(postgres, bucket, tmp_path_factory.mktemp("deployment"))))
+        return running
+
+    def stop() -> None:
+        running.clear()
+        stack.close()
+
+    yield start, stop
+    stop()
+
+
+@pytest.fixture
+def deployment(shared_topology, services, request, monkeypatch):
+    """The production topology (`running_topology`) for one test, with an empty bucket; the run storage
+    (the session's PostgreSQL) and the processes are shared with the other tests that use it."""
+    from chatetl.storage import s3_client
+
+    start, stop = shared_topology
+    running = start()
+    empty_bucket(s3_client(services["CHATETL_S3_ENDPOINT_URL"]), running["bucket"])
+    for key, value in running["settings"].items():
+        monkeypatch.setenv(key, value)  # for the DagsterInstance this test reads runs from
+    yield running
+    if request.node is [item for item in request.session.items if "deployment" in getattr(item, "fixturenames", ())][-1]:
+        stop()
 
 
 def submitter(deployment):

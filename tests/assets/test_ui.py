@@ -106,7 +106,7 @@ def test_an_upload_starts_a_run_by_itself_and_the_ui_tells_the_story(dagster_dev
         run = runs[0] if runs else None
         if run and run["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
             break
-        time.sleep(3)
+        time.sleep(1)
     log = (out / "dagster-dev.log").read_text(errors="replace")[-4000:]
     assert run is not None, f"the sensor started no run within {RUN_TIMEOUT} s:\n{log}"
     tags = {t["key"]: t["value"] for t in run["tags"]}
