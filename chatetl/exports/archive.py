@@ -43,7 +43,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 from urllib.parse import quote
 
@@ -56,6 +56,7 @@ from chatetl.labels import chat_title
 from chatetl.layout import EXPORTS_PREFIX, export_prefix
 from chatetl.model import Conversation, Message, StateOrder, order_of, state_hash, state_version
 from chatetl.readers.platform_names import platform_label
+from chatetl.side_by_side import side_by_side
 from chatetl.storage import ObjectStore, put_bytes_if_changed
 
 ARCHIVE = "archive"
@@ -453,22 +454,29 @@ def _day_files(store: ObjectStore) -> dict[str, str]:
     return {o.key: o.etag for o in store.list(DAYS_PREFIX)}
 
 
+def _newest_rows(store: ObjectStore, days: dict[str, str]) -> tuple[NewestEntries, list[str]]:
+    """The winning row of each conversation over the days' rows files; the files that could not be read."""
+    newest = NewestEntries()
+    damaged = []
+    for key in sorted(days):
+        rows = read_day_rows(store, key)
+        if rows is None:
+            damaged.append(key)
+            continue
+        for entry in rows:
+            newest.add(entry)
+    return newest, damaged
+
+
 def write_archive(store: ObjectStore) -> ArchiveResult:
     """The bucket's archive page, rebuilt from every day's rows; written only when its bytes change."""
     result = ArchiveResult(archive_key())
     html_prefix = export_prefix("html")
     for _attempt in range(REBUILD_ATTEMPTS):
         days = _day_files(store)
-        newest = NewestEntries()
-        damaged = []
-        for key in sorted(days):
-            rows = read_day_rows(store, key)
-            if rows is None:
-                damaged.append(key)
-                continue
-            for entry in rows:
-                newest.add(entry)
-        present = {o.key[len(EXPORTS_PREFIX):] for o in store.list(html_prefix)}
+        # the listing of every html file waits on the server: the days' rows are read meanwhile
+        present, (newest, damaged) = side_by_side(lambda: {o.key[len(EXPORTS_PREFIX):] for o in store.list(html_prefix)},
+                                                  partial(_newest_rows, store, days))
         entries = newest.entries()
         page = render_archive(entries, present).encode("utf-8", "replace")
         written = put_bytes_if_changed(store, result.key, page, CONTENT_TYPE)

@@ -81,6 +81,7 @@ from chatetl.retractions import (
 )
 from chatetl.selection import VISIBLE, ContentOptions
 from chatetl.settings import SettingError, Settings
+from chatetl.side_by_side import side_by_side
 from chatetl.storage import ObjectStore, put_bytes_if_changed, put_if_changed
 from chatetl.tables.decode import iter_conversations
 from chatetl.tables.partitions import partition_table_pairs
@@ -315,15 +316,21 @@ def _stored_uploads(store: ObjectStore, day: str, walk: _Walk, progress: Callabl
         if export_piece_key(day, uid) in stored and _head_key(day, uid) in stored:
             head = read_head(store.get_bytes(_head_key(day, uid)))
         uploads.append((uid, conv_key, msg_key, stamp, head if head is not None and head.stamp == stamp else None))
-    listing = {o.key: o.etag for o in store.list(EXPORT_MANIFEST_PREFIX)}
+    # the bucket-wide listing of the manifests waits on the server: the pieces that may stand for their uploads are
+    # fetched meanwhile (into the collector's folder: their conversations' bytes are read from there when the zip is
+    # written); one the manifests then show stale is rendered instead, its piece left unread
+    listing, fetched = side_by_side(
+        lambda: {o.key: o.etag for o in store.list(EXPORT_MANIFEST_PREFIX)},
+        lambda: {uid: store.download(export_piece_key(day, uid), walk.collector.workdir / f"piece-{number}.zip")
+                 for number, (uid, *_, head) in enumerate(uploads, start=1) if head is not None},
+    )
     known, states_etag = _read_states(store, day)
     usable = {uid for uid, *_, head in uploads if head is not None and _published(store, head, walk.current, listing, known)}
     with tempfile.TemporaryDirectory(prefix="chatetl-pieces-") as tmp:
         for number, (uid, conv_key, msg_key, stamp, head) in enumerate(uploads, start=1):
             done = f"exports {day}: upload {number}/{len(uploads)}"
             if head is not None and uid in usable:
-                # (in the collector's folder: its conversations' bytes are read from there when the zip is written)
-                zip_path = store.download(export_piece_key(day, uid), walk.collector.workdir / f"piece-{number}.zip")
+                zip_path = fetched[uid]
                 taken = 0
                 for piece in head.pieces(zip_path):
                     walk.stored(piece)
