@@ -44,7 +44,7 @@ from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
 NORMALIZED = AssetKey("normalized")
-GRAPH = AssetKey("graph")
+GRAPH = AssetKey("graph")  # built per deployment by assets.graph.graph_asset
 
 NORMALIZED_CHECKS = {
     "columns": ("columns_match_contract", "Every normalized Parquet file has exactly the contract's columns and types."),
