@@ -1,6 +1,6 @@
 """Asset checks: bad data stops here instead of flowing on.
 
-The blocking checks run in their asset's own step (the specs below, evaluated by the asset's
+The checks run in their asset's own step (the specs below, evaluated by the asset's
 function right after it materialized), so they start no process of their own; their asset can
 still be run without them, and they without it (a subsettable asset). A failed blocking check
 fails the step, so what is downstream does not run.
@@ -10,7 +10,7 @@ message ids per conversation, a gapless active-branch `seq`. A failure stops the
 of the run. On `graph`: the partition's conversations are in Neo4j with all their messages (or were
 replaced by a newer state, which newest-wins allows); a failure stops the documents.
 
-One check warns without blocking, in a step of its own beside the path: `uploads_read_cleanly`, per
+One check warns without blocking, in the step of `normalized` too: `uploads_read_cleanly`, per
 partition (WARN severity), says which of the day's uploads could not be read, whole or in part,
 what went to quarantine/, and which held what their reader did not know (format drift, kept per
 upload in the ledger), so a bad upload or a platform's new export format shows in the lineage while
@@ -22,18 +22,15 @@ from collections import Counter
 from collections.abc import Iterator
 
 from dagster import (
-    AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
-    asset_check,
 )
 
 from assets.metadata import counts_table, key_list, md_list, md_table
 from assets.partitions import partition_days, partition_groups, upload_partitions
-from assets.policies import NETWORK_RETRY
 from chatetl.check_report import CheckReport
 from chatetl.graph.checks import check_graph_partition
 from chatetl.ingest.checks import check_normalized_partition
@@ -54,6 +51,15 @@ NORMALIZED_CHECKS = {
 
 
 NORMALIZED_CHECK_SPECS = [AssetCheckSpec(name, asset=NORMALIZED, blocking=True, description=desc) for name, desc in NORMALIZED_CHECKS.values()]
+UPLOADS_READ_CLEANLY_SPEC = AssetCheckSpec(
+    "uploads_read_cleanly",
+    asset=NORMALIZED,
+    blocking=False,
+    partitions_def=upload_partitions,
+    description="Every upload of the day was read whole: none unreadable, no record refused, nothing in quarantine/, "
+    "no format drift (fields or types the reader does not know) "
+    "(WARN: the readable rest still flows on; see the upload list and quarantine/date=D/).",
+)
 GRAPH_CHECK_SPEC = AssetCheckSpec(
     "graph_matches_normalized",
     asset=GRAPH,
@@ -62,7 +68,7 @@ GRAPH_CHECK_SPEC = AssetCheckSpec(
 )
 
 
-def check_days(context: AssetExecutionContext | AssetCheckExecutionContext, asset_key: AssetKey) -> list[str]:
+def check_days(context: AssetExecutionContext, asset_key: AssetKey) -> list[str]:
     """The days a check covers: its run's partitions; run alone (no partition), the latest
     materialized partition of the asset."""
     if context.has_partition_key or context.has_partition_key_range:
@@ -115,16 +121,10 @@ def graph_matches_normalized(context: AssetExecutionContext, object_store: Objec
     yield _result(total, days, GRAPH_CHECK_SPEC.name)
 
 
-@asset_check(
-    asset=NORMALIZED,
-    blocking=False,
-    partitions_def=upload_partitions,
-    retry_policy=NETWORK_RETRY,
-    description="Every upload of the day was read whole: none unreadable, no record refused, nothing in quarantine/, "
-    "no format drift (fields or types the reader does not know) "
-    "(WARN: the readable rest still flows on; see the upload list and quarantine/date=D/).",
-)
-def uploads_read_cleanly(context: AssetCheckExecutionContext, object_store: ObjectStoreResource) -> AssetCheckResult:
+def uploads_read_cleanly(context: AssetExecutionContext, object_store: ObjectStoreResource) -> Iterator[AssetCheckResult]:
+    """The uploads' warning, when the run selected it."""
+    if not selected(context, UPLOADS_READ_CLEANLY_SPEC):
+        return
     store = object_store.store
     days = check_days(context, NORMALIZED)
     groups = partition_groups(context) if context.has_partition_key or context.has_partition_key_range else [UploadGroup(day) for day in days]
@@ -153,7 +153,8 @@ def uploads_read_cleanly(context: AssetCheckExecutionContext, object_store: Obje
         else f"{len(unreadable)} unreadable upload(s), {len(partly)} read in part, {len(quarantined)} file(s) in quarantine, "
         f"{len(drifted)} with format drift"
     )
-    return AssetCheckResult(
+    yield AssetCheckResult(
+        check_name=UPLOADS_READ_CLEANLY_SPEC.name,
         passed=passed,
         severity=AssetCheckSeverity.WARN,
         description=f"{said} on {', '.join(days) or 'no partition (nothing materialized yet)'}",

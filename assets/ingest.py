@@ -12,7 +12,7 @@ from typing import Any
 
 from dagster import AssetCheckResult, AssetExecutionContext, Failure, MaterializeResult, MetadataValue
 
-from assets.checks import NORMALIZED_CHECK_SPECS, normalized_table_checks
+from assets.checks import NORMALIZED_CHECK_SPECS, UPLOADS_READ_CLEANLY_SPEC, normalized_table_checks, uploads_read_cleanly
 from assets.config import NormalizedConfig
 from assets.metadata import contract_metadata, counts_table, key_list, md_list, md_table, run_and_totals
 from assets.partitions import partition_groups
@@ -164,7 +164,7 @@ def normalized_metadata(store: ObjectStore, r: PartitionIngest, groups: list[Upl
     kinds={"parquet", "s3"},
     code_version=parser_fingerprint(),  # the UI marks partitions read by an older parser as stale
     metadata=contract_metadata(),  # the Parquet contract, column by column
-    check_specs=NORMALIZED_CHECK_SPECS,
+    check_specs=[*NORMALIZED_CHECK_SPECS, UPLOADS_READ_CLEANLY_SPEC],
 )
 def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_store: ObjectStoreResource) -> Iterator[MaterializeResult | AssetCheckResult]:
     """Every upload of the partition (an uploader's of a day) read into the normalized tables, conversations and
@@ -175,6 +175,7 @@ def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_
     partition as stale, and rematerializing one normalizes its uploads again."""
     if context.selected_asset_keys:
         yield normalize(context, config, object_store)
+    yield from uploads_read_cleanly(context, object_store)
     yield from normalized_table_checks(context, object_store)
 
 
