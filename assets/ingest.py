@@ -175,8 +175,8 @@ def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_
     partition as stale, and rematerializing one normalizes its uploads again."""
     if context.selected_asset_keys:
         yield normalize(context, config, object_store)
-    yield from uploads_read_cleanly(context, object_store)
     yield from normalized_table_checks(context, object_store)
+    yield from uploads_read_cleanly(context, object_store)
 
 
 def normalize(context: AssetExecutionContext, config: NormalizedConfig, object_store: ObjectStoreResource) -> MaterializeResult:
