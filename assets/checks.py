@@ -1,15 +1,20 @@
-"""Blocking asset checks: bad data stops here instead of flowing on.
+"""Asset checks: bad data stops here instead of flowing on.
 
-On `normalized` (one step, one pass over each upload's files): the contract's columns and
-types, unique message ids per conversation, a gapless active-branch `seq`. A failure stops
-the graph and exports of the run. On `graph`: the partition's conversations are in Neo4j
-with all their messages (or were replaced by a newer state, which newest-wins allows);
-a failure stops the documents.
+The checks run in their asset's own step (the specs below, evaluated by the asset's
+function right after it materialized), so they start no process of their own; their asset can
+still be run without them, and they without it (a subsettable asset). A failed blocking check
+fails the step, so what is downstream does not run.
 
-One check warns without blocking: `uploads_read_cleanly`, per partition (WARN severity), says
-which of the day's uploads could not be read, whole or in part, what went to quarantine/, and
-which held what their reader did not know (format drift, kept per upload in the ledger), so a
-bad upload or a platform's new export format shows in the lineage while the readable rest flows on.
+On `normalized` (one pass over each upload's files): the contract's columns and types, unique
+message ids per conversation, a gapless active-branch `seq`. A failure stops the graph and exports
+of the run. On `graph`: the partition's conversations are in Neo4j with all their messages (or were
+replaced by a newer state, which newest-wins allows); a failure stops the documents.
+
+One check warns without blocking, in the step of `normalized` too: `uploads_read_cleanly`, per
+partition (WARN severity), says which of the day's uploads could not be read, whole or in part,
+what went to quarantine/, and which held what their reader did not know (format drift, kept per
+upload in the ledger), so a bad upload or a platform's new export format shows in the lineage while
+the readable rest flows on.
 """
 
 
@@ -17,19 +22,15 @@ from collections import Counter
 from collections.abc import Iterator
 
 from dagster import (
-    AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
+    AssetExecutionContext,
     AssetKey,
-    asset_check,
-    multi_asset_check,
 )
 
-from assets.ingest import normalized
 from assets.metadata import counts_table, key_list, md_list, md_table
-from assets.partitions import partition_days, partition_groups
-from assets.policies import NETWORK_RETRY
+from assets.partitions import partition_days, partition_groups, upload_partitions
 from chatetl.check_report import CheckReport
 from chatetl.graph.checks import check_graph_partition
 from chatetl.ingest.checks import check_normalized_partition
@@ -39,6 +40,7 @@ from chatetl.layout import quarantine_prefix
 from resources.neo4j import Neo4jResource
 from resources.object_store import ObjectStoreResource
 
+NORMALIZED = AssetKey("normalized")
 GRAPH = AssetKey("graph")  # built per deployment by assets.graph.graph_asset
 
 NORMALIZED_CHECKS = {
@@ -48,7 +50,25 @@ NORMALIZED_CHECKS = {
 }
 
 
-def check_days(context: AssetCheckExecutionContext, asset_key: AssetKey) -> list[str]:
+NORMALIZED_CHECK_SPECS = [AssetCheckSpec(name, asset=NORMALIZED, blocking=True, description=desc) for name, desc in NORMALIZED_CHECKS.values()]
+UPLOADS_READ_CLEANLY_SPEC = AssetCheckSpec(
+    "uploads_read_cleanly",
+    asset=NORMALIZED,
+    blocking=False,
+    partitions_def=upload_partitions,
+    description="Every upload of the day was read whole: none unreadable, no record refused, nothing in quarantine/, "
+    "no format drift (fields or types the reader does not know) "
+    "(WARN: the readable rest still flows on; see the upload list and quarantine/date=D/).",
+)
+GRAPH_CHECK_SPEC = AssetCheckSpec(
+    "graph_matches_normalized",
+    asset=GRAPH,
+    blocking=True,
+    description="The partition's conversations are in Neo4j with all their messages, unless a newer state replaced them (newest wins).",
+)
+
+
+def check_days(context: AssetExecutionContext, asset_key: AssetKey) -> list[str]:
     """The days a check covers: its run's partitions; run alone (no partition), the latest
     materialized partition of the asset."""
     if context.has_partition_key or context.has_partition_key_range:
@@ -72,44 +92,41 @@ def _result(report: CheckReport, days: list[str], check_name: str | None = None)
     )
 
 
-@multi_asset_check(
-    specs=[AssetCheckSpec(name, asset=normalized, blocking=True, description=desc) for name, desc in NORMALIZED_CHECKS.values()],
-    retry_policy=NETWORK_RETRY,
-)
-def normalized_table_checks(context: AssetCheckExecutionContext, object_store: ObjectStoreResource) -> Iterator[AssetCheckResult]:
-    days = check_days(context, normalized.key)
+def selected(context: AssetExecutionContext, spec: AssetCheckSpec) -> bool:
+    """Whether the run asked for the check (a run may take an asset without its checks, or them alone)."""
+    return spec.key in context.selected_asset_check_keys
+
+
+def normalized_table_checks(context: AssetExecutionContext, object_store: ObjectStoreResource) -> Iterator[AssetCheckResult]:
+    """The results of the tables' checks the run selected, over the days of its partitions."""
+    specs = [spec for spec in NORMALIZED_CHECK_SPECS if selected(context, spec)]
+    if not specs:
+        return
+    days = check_days(context, NORMALIZED)
     totals = {name: CheckReport() for name in NORMALIZED_CHECKS}
     for day in days:
         for name, report in check_normalized_partition(object_store.store, day).items():
             totals[name].add(report)
-    for name, (check_name, _desc) in NORMALIZED_CHECKS.items():
-        yield _result(totals[name], days, check_name)
+    by_name = {check_name: totals[name] for name, (check_name, _desc) in NORMALIZED_CHECKS.items()}
+    for spec in specs:
+        yield _result(by_name[spec.name], days, spec.name)
 
 
-@asset_check(
-    asset=GRAPH,
-    blocking=True,
-    retry_policy=NETWORK_RETRY,
-    description="The partition's conversations are in Neo4j with all their messages, unless a newer state replaced them (newest wins).",
-)
-def graph_matches_normalized(context: AssetCheckExecutionContext, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> AssetCheckResult:
+def graph_matches_normalized(context: AssetExecutionContext, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> Iterator[AssetCheckResult]:
+    """The graph's check, when the run selected it."""
+    if not selected(context, GRAPH_CHECK_SPEC):
+        return
     days = check_days(context, GRAPH)
     total = CheckReport.total(check_graph_partition(object_store.store, neo4j.driver, day, neo4j.database) for day in days)
-    return _result(total, days)
+    yield _result(total, days, GRAPH_CHECK_SPEC.name)
 
 
-@asset_check(
-    asset=normalized,
-    blocking=False,
-    partitions_def=normalized.partitions_def,
-    retry_policy=NETWORK_RETRY,
-    description="Every upload of the day was read whole: none unreadable, no record refused, nothing in quarantine/, "
-    "no format drift (fields or types the reader does not know) "
-    "(WARN: the readable rest still flows on; see the upload list and quarantine/date=D/).",
-)
-def uploads_read_cleanly(context: AssetCheckExecutionContext, object_store: ObjectStoreResource) -> AssetCheckResult:
+def uploads_read_cleanly(context: AssetExecutionContext, object_store: ObjectStoreResource) -> Iterator[AssetCheckResult]:
+    """The uploads' warning, when the run selected it."""
+    if not selected(context, UPLOADS_READ_CLEANLY_SPEC):
+        return
     store = object_store.store
-    days = check_days(context, normalized.key)
+    days = check_days(context, NORMALIZED)
     groups = partition_groups(context) if context.has_partition_key or context.has_partition_key_range else [UploadGroup(day) for day in days]
     rows, unreadable, quarantined, drifted = [], [], [], []
     drift: Counter[str] = Counter()
@@ -136,7 +153,8 @@ def uploads_read_cleanly(context: AssetCheckExecutionContext, object_store: Obje
         else f"{len(unreadable)} unreadable upload(s), {len(partly)} read in part, {len(quarantined)} file(s) in quarantine, "
         f"{len(drifted)} with format drift"
     )
-    return AssetCheckResult(
+    yield AssetCheckResult(
+        check_name=UPLOADS_READ_CLEANLY_SPEC.name,
         passed=passed,
         severity=AssetCheckSeverity.WARN,
         description=f"{said} on {', '.join(days) or 'no partition (nothing materialized yet)'}",

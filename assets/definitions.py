@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import overload
 
-from dagster import Definitions, EnvVar, load_asset_checks_from_modules
+from dagster import Definitions, EnvVar
 from dagster_aws.s3 import S3Resource
 
-import assets.checks
 from assets.config import DocumentsConfig, ExportsConfig, GraphConfig
 from assets.documents import documents_asset, rag_files_asset
 from assets.exports import exports_asset
@@ -96,7 +95,6 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
                 exports_asset(ExportsConfig.for_settings(s)),
             )
         ],
-        asset_checks=load_asset_checks_from_modules([assets.checks]),
         jobs=[ingest_job],
         sensors=[upload_sensor],
         schedules=[daily_schedule],

@@ -1,13 +1,17 @@
-"""The Neo4j graph, loaded from the partition's normalized tables."""
+"""The Neo4j graph, loaded from the partition's normalized tables, and checked against them in the same step."""
 
+
+from collections.abc import Iterator
 
 from dagster import (
+    AssetCheckResult,
     AssetExecutionContext,
     AssetsDefinition,
     MaterializeResult,
     MetadataValue,
 )
 
+from assets.checks import GRAPH_CHECK_SPEC, graph_matches_normalized
 from assets.config import GraphConfig
 from assets.metadata import counts_table, md_list, run_and_totals
 from assets.partitions import partition_days
@@ -52,11 +56,13 @@ def graph_asset(config_class: type[GraphConfig] = GraphConfig) -> AssetsDefiniti
     """The graph asset, its run config defaults those of `config_class` (GraphConfig.for_settings)."""
 
     # graph writers queue on one pool, so two runs never write the same conversation at once
-    @daily_asset(group_name="graph", deps=["normalized"], pool=NEO4J_POOL, kinds={"neo4j"})
-    def graph(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> MaterializeResult:  # type: ignore[valid-type]
+    @daily_asset(group_name="graph", deps=["normalized"], pool=NEO4J_POOL, kinds={"neo4j"}, check_specs=[GRAPH_CHECK_SPEC])
+    def graph(context: AssetExecutionContext, config: config_class, object_store: ObjectStoreResource, neo4j: Neo4jResource) -> Iterator[MaterializeResult | AssetCheckResult]:  # type: ignore[valid-type]
         """Conversation, Message, HAS_MESSAGE, NEXT (active branch), REPLIES_TO (every branch); newest state wins.
         Deep mode (run config `deep`, default CHATETL_GRAPH_DEEP) adds a DecisionTrace with its TraceSteps per
         conversation with tool use."""
-        return load_graph(context, config, object_store, neo4j)
+        if context.selected_asset_keys:
+            yield load_graph(context, config, object_store, neo4j)
+        yield from graph_matches_normalized(context, object_store, neo4j)
 
     return graph

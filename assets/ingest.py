@@ -7,10 +7,12 @@ what is unchanged (chatetl.ingest.partition), so groups of one day run at the sa
 
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
-from dagster import AssetExecutionContext, Failure, MaterializeResult, MetadataValue
+from dagster import AssetCheckResult, AssetExecutionContext, Failure, MaterializeResult, MetadataValue
 
+from assets.checks import NORMALIZED_CHECK_SPECS, UPLOADS_READ_CLEANLY_SPEC, normalized_table_checks, uploads_read_cleanly
 from assets.config import NormalizedConfig
 from assets.metadata import contract_metadata, counts_table, key_list, md_list, md_table, run_and_totals
 from assets.partitions import partition_groups
@@ -163,14 +165,22 @@ def normalized_metadata(store: ObjectStore, r: PartitionIngest, groups: list[Upl
     kinds={"parquet", "s3"},
     code_version=parser_fingerprint(),  # the UI marks partitions read by an older parser as stale
     metadata=contract_metadata(),  # the Parquet contract, column by column
+    check_specs=[*NORMALIZED_CHECK_SPECS, UPLOADS_READ_CLEANLY_SPEC],
 )
-def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_store: ObjectStoreResource) -> MaterializeResult:
+def normalized(context: AssetExecutionContext, config: NormalizedConfig, object_store: ObjectStoreResource) -> Iterator[MaterializeResult | AssetCheckResult]:
     """Every upload of the partition (an uploader's of a day) read into the normalized tables, conversations and
     messages, as Parquet at `normalized/<table>/date=D/<upload-id>.parquet` (bad parts to `quarantine/date=D/`).
     Uploads already normalized from the same bytes by the same parser are skipped (the group's
     ledger under state/ledger/date=D); `reprocess` (or the run tag `chatetl/reprocess=true`) redoes them.
     The code version is the parser's fingerprint: after a reader change the UI shows every
     partition as stale, and rematerializing one normalizes its uploads again."""
+    if context.selected_asset_keys:
+        yield normalize(context, config, object_store)
+    yield from normalized_table_checks(context, object_store)
+    yield from uploads_read_cleanly(context, object_store)
+
+
+def normalize(context: AssetExecutionContext, config: NormalizedConfig, object_store: ObjectStoreResource) -> MaterializeResult:
     store = object_store.store
     groups = partition_groups(context)
     reprocess = wants_reprocess(context, config)

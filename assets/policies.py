@@ -2,11 +2,12 @@
 Dagster itself is told of each asset: when it may run by itself, how fresh it should be, which code made it."""
 
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 from dagster import (
+    AssetCheckSpec,
     AssetsDefinition,
     AssetSpec,
     AutomationCondition,
@@ -15,7 +16,9 @@ from dagster import (
     Jitter,
     RetryPolicy,
     asset,
+    multi_asset,
 )
+from dagster._core.decorator_utils import format_docstring_for_description
 
 from assets import pool_slots
 from assets.partitions import range_backfill_policy, upload_partitions
@@ -47,13 +50,25 @@ EXPORTS_POOL = "exports"
 REPROCESS_TAG = "chatetl/reprocess"
 
 
-def daily_asset(**kwargs: Any) -> Callable[[Callable[..., Any]], AssetsDefinition]:
+def daily_asset(*, check_specs: Sequence[AssetCheckSpec] = (), **kwargs: Any) -> Callable[[Callable[..., Any]], AssetsDefinition]:
     """`@asset` for every asset of the pipeline: a partition per group of uploads (an uploader's of a day),
-    several per backfill run (each asset loops over its run's groups or days), transient failures retried."""
-    decorator: Callable[[Callable[..., Any]], AssetsDefinition] = asset(
-        partitions_def=upload_partitions, backfill_policy=range_backfill_policy, retry_policy=NETWORK_RETRY, **kwargs
-    )
-    return decorator
+    several per backfill run (each asset loops over its run's groups or days), transient failures retried.
+
+    With `check_specs`, the asset's checks are evaluated by its own function, in its step (no process
+    of their own): a subsettable asset (Dagster's `multi_asset` of one asset), so the function
+    materializes the asset when the run selected it, then yields the selected checks' results."""
+    policies: dict[str, Any] = {"partitions_def": upload_partitions, "backfill_policy": range_backfill_policy, "retry_policy": NETWORK_RETRY}
+    if not check_specs:
+        decorator: Callable[[Callable[..., Any]], AssetsDefinition] = asset(**policies, **kwargs)
+        return decorator
+
+    def with_checks(fn: Callable[..., Any]) -> AssetsDefinition:
+        of_asset = {k: kwargs[k] for k in ("deps", "kinds", "metadata", "code_version", "group_name") if k in kwargs}
+        of_op = {k: v for k, v in kwargs.items() if k not in of_asset}
+        spec = AssetSpec(fn.__name__, description=format_docstring_for_description(fn), **of_asset)
+        return multi_asset(name=fn.__name__, specs=[spec], check_specs=check_specs, can_subset=True, **policies, **of_op)(fn)
+
+    return with_checks
 
 
 # Declarative automation (the `default_automation_condition_sensor`, off until turned on in the UI): an asset
