@@ -2,6 +2,7 @@
 Dagster itself is told of each asset: when it may run by itself, how fresh it should be, which code made it."""
 
 
+import inspect
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -18,7 +19,6 @@ from dagster import (
     asset,
     multi_asset,
 )
-from dagster._core.decorator_utils import format_docstring_for_description
 
 from assets import pool_slots
 from assets.partitions import range_backfill_policy, upload_partitions
@@ -65,7 +65,7 @@ def daily_asset(*, check_specs: Sequence[AssetCheckSpec] = (), **kwargs: Any) ->
     def with_checks(fn: Callable[..., Any]) -> AssetsDefinition:
         of_asset = {k: kwargs[k] for k in ("deps", "kinds", "metadata", "code_version", "group_name") if k in kwargs}
         of_op = {k: v for k, v in kwargs.items() if k not in of_asset}
-        spec = AssetSpec(fn.__name__, description=format_docstring_for_description(fn), **of_asset)
+        spec = AssetSpec(fn.__name__, description=inspect.cleandoc(fn.__doc__) if fn.__doc__ else None, **of_asset)
         return multi_asset(name=fn.__name__, specs=[spec], check_specs=check_specs, can_subset=True, **policies, **of_op)(fn)
 
     return with_checks
