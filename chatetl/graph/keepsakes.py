@@ -419,11 +419,9 @@ def superseded_keepsake_documents(driver: Driver, docs: Iterable[Mapping[str, An
     """Keys of keepsakes' Documents (their `key` and `state_hash`) whose keepsake in the graph shows another state:
     what a Document of this state would not be written over (load_keepsake_documents). Keepsakes are few: a
     label's nodes are read whole."""
-    by_owner: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for doc in docs:
-        by_owner[DOCUMENT_OWNERS[document_kind(doc["key"]) or ""]].append({"key": doc["key"], "state_hash": doc["state_hash"]})
-    return {r["key"] for owner, rows in by_owner.items()
-            for r in run_read(driver, database, _SUPERSEDED_KEEPSAKE_DOCUMENTS.format(owner=owner), rows=rows)}
+    return {r["key"] for owner, rows in _by_owner(docs).items()
+            for r in run_read(driver, database, _SUPERSEDED_KEEPSAKE_DOCUMENTS.format(owner=owner),
+                              rows=[{"key": row["key"], "state_hash": row["state_hash"]} for row in rows])}
 
 
 def load_keepsake_documents(driver: Driver, docs: Iterable[dict[str, Any]], database: str | None = None,
@@ -432,11 +430,8 @@ def load_keepsake_documents(driver: Driver, docs: Iterable[dict[str, Any]], data
     from its keepsake node where its owner shows the state it was made from (else left out: the graph holds
     another state). How many Documents changed. With `failures`, one Document the server refuses for what it
     holds fails alone (key, error), the others written."""
-    by_owner: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for doc in docs:
-        by_owner[DOCUMENT_OWNERS[document_kind(doc["key"]) or ""]].append(doc)
     written = 0
-    for owner, rows in by_owner.items():
+    for owner, rows in _by_owner(docs).items():
         cypher = _UPSERT_KEEPSAKE_DOCUMENTS.format(owner=owner, node=_DOCUMENT_NODE[owner])
         try:
             written += run_write(driver, database, cypher, rows=rows)[0]["written"]
@@ -451,3 +446,11 @@ def load_keepsake_documents(driver: Driver, docs: Iterable[dict[str, Any]], data
                         raise
                     failures.append((row["key"], alone))
     return written
+
+
+def _by_owner(docs: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Keepsakes' Documents grouped by the label of the node whose state they follow (DOCUMENT_OWNERS)."""
+    by_owner: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for doc in docs:
+        by_owner[DOCUMENT_OWNERS[document_kind(doc["key"]) or ""]].append(doc)
+    return by_owner
